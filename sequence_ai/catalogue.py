@@ -1,0 +1,242 @@
+"""The public model catalogue (``GET /v1/models``) and model ids."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .errors import InvalidResponse
+from .transport import Transport
+
+if TYPE_CHECKING:
+    from .transport import VerifyArg
+
+__all__ = ["MODEL_PREFIX", "Model", "find_model", "full_model_id", "models", "short_model_id"]
+
+MODEL_PREFIX = "accounts/sequences/models/"
+
+
+def full_model_id(name: str) -> str:
+    """``pi05-droid`` → ``accounts/sequences/models/pi05-droid``; an id with ``/`` is kept."""
+    if not isinstance(name, str):
+        raise TypeError(f"model is {name!r}; expected a model id string such as 'pi05-droid'")
+    name = name.strip()
+    if not name or name.endswith("/"):
+        raise ValueError(f"model is {name!r}; expected a model id such as 'pi05-droid'")
+    return name if "/" in name else MODEL_PREFIX + name
+
+
+def short_model_id(name: str) -> str:
+    """The id's tail after the last ``/`` (``pi05-droid``)."""
+    return full_model_id(name).rsplit("/", 1)[-1]
+
+
+def _opt_str(row: Mapping[str, Any], key: str) -> str | None:
+    value = row.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidResponse(
+            f"catalogue row {row.get('id')!r}: {key} is {value!r}; expected a string"
+        )
+    return value
+
+
+def _opt_int(row: Mapping[str, Any], key: str) -> int | None:
+    value = row.get(key)
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidResponse(
+            f"catalogue row {row.get('id')!r}: {key} is {value!r}; expected a non-negative integer"
+        )
+    return value
+
+
+def _opt_float(row: Mapping[str, Any], key: str) -> float | None:
+    value = row.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidResponse(
+            f"catalogue row {row.get('id')!r}: {key} is {value!r}; expected a finite number"
+        )
+    return float(value)
+
+
+def _opt_dict(row: Mapping[str, Any], key: str) -> dict[str, Any] | None:
+    value = row.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidResponse(
+            f"catalogue row {row.get('id')!r}: {key} is {value!r}; expected an object"
+        )
+    return dict(value)
+
+
+@dataclass(frozen=True)
+class Model:
+    """One catalogue row. Fields the client uses are lifted out; ``raw`` keeps the whole row."""
+
+    id: str
+    endpoint: str | None = None
+    architecture: str | None = None
+    robot: str | None = None
+    action_dim: int | None = None
+    state_dim: int | None = None
+    state_layout: dict[str, int] | None = None
+    action_horizon: int | None = None
+    control_hz: float | None = None
+    # Order matters: adapters map views positionally.
+    camera_views: tuple[str, ...] = ()
+    training_frame_size: tuple[int, int] | None = None
+    input_aspect_ratio: float | None = None
+    input_resize: str | None = None
+    action_space: str | None = None
+    action_semantics: dict[str, Any] | None = None
+    training: dict[str, Any] | None = None
+    open_loop_horizon: int | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __repr__(self) -> str:
+        parts = [repr(self.short_id)]
+        for label, value in (
+            ("endpoint", self.endpoint),
+            ("action_space", self.action_space),
+            ("action_dim", self.action_dim),
+            ("state_dim", self.state_dim),
+            ("control_hz", self.control_hz),
+            ("camera_views", list(self.camera_views) or None),
+        ):
+            if value is not None:
+                parts.append(f"{label}={value!r}")
+        return f"Model({', '.join(parts)})"
+
+    @property
+    def short_id(self) -> str:
+        return self.id.rsplit("/", 1)[-1]
+
+    @property
+    def aspect_ratio(self) -> float | None:
+        """Trained width/height: the declared ratio, else derived from the training frame."""
+        if self.input_aspect_ratio:
+            return self.input_aspect_ratio
+        if self.training_frame_size:
+            width, height = self.training_frame_size
+            return width / height
+        return None
+
+    @classmethod
+    def from_wire(cls, row: Any) -> Model:
+        """Map a ``/v1/models`` row; a field of the wrong type raises ``InvalidResponse``."""
+        if not isinstance(row, Mapping):
+            raise InvalidResponse(f"catalogue row is {row!r:.80}; expected an object")
+        ident = row.get("id")
+        if not isinstance(ident, str) or not ident:
+            raise InvalidResponse(f"catalogue row id is {ident!r}; expected a model id string")
+        views = row.get("camera_views") or ()
+        if not isinstance(views, (list, tuple)) or not all(isinstance(v, str) for v in views):
+            raise InvalidResponse(
+                f"catalogue row {ident!r}: camera_views is {views!r}; expected a list of names"
+            )
+        size = row.get("training_frame_size")
+        frame: tuple[int, int] | None = None
+        if size is not None:
+            if (
+                not isinstance(size, (list, tuple))
+                or len(size) != 2
+                or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in size)
+            ):
+                raise InvalidResponse(
+                    f"catalogue row {ident!r}: training_frame_size is {size!r}; expected [w, h]"
+                )
+            frame = (int(size[0]), int(size[1]))
+        layout = _opt_dict(row, "state_layout")
+        if layout is not None:
+            for key, width in layout.items():
+                if isinstance(width, bool) or not isinstance(width, int) or width < 0:
+                    raise InvalidResponse(
+                        f"catalogue row {ident!r}: state_layout.{key} is {width!r}; "
+                        "expected a non-negative integer"
+                    )
+        semantics = _opt_dict(row, "action_semantics")
+        space = _opt_str(row, "action_space")
+        if space is None and semantics is not None and isinstance(semantics.get("space"), str):
+            space = semantics["space"]
+        horizon = _opt_int(row, "open_loop_horizon")
+        return cls(
+            id=ident,
+            endpoint=_opt_str(row, "endpoint"),
+            architecture=_opt_str(row, "architecture"),
+            robot=_opt_str(row, "robot"),
+            action_dim=_opt_int(row, "action_dim"),
+            state_dim=_opt_int(row, "state_dim"),
+            state_layout=layout,
+            action_horizon=_opt_int(row, "action_horizon"),
+            control_hz=_opt_float(row, "control_hz"),
+            camera_views=tuple(views),
+            training_frame_size=frame,
+            input_aspect_ratio=_opt_float(row, "input_aspect_ratio"),
+            input_resize=_opt_str(row, "input_resize"),
+            action_space=space,
+            action_semantics=semantics,
+            training=_opt_dict(row, "training"),
+            open_loop_horizon=horizon or None,
+            raw=dict(row),
+        )
+
+
+def models(
+    endpoint: str | None = None,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    verify: VerifyArg = True,
+    allow_insecure: bool = False,
+    transport: Transport | None = None,
+) -> list[Model]:
+    """The catalogue, optionally filtered by endpoint (``act``, ``chat``, ``perceive``).
+
+    No key is needed. Pass ``transport=`` to reuse an open connection (a Policy's own);
+    otherwise a short-lived one is opened and closed here.
+    """
+    if endpoint is not None and (not isinstance(endpoint, str) or not endpoint.strip()):
+        raise ValueError(f"endpoint is {endpoint!r}; expected 'act', 'chat', 'perceive' or None")
+    params = {"endpoint": endpoint.strip()} if endpoint else None
+    if transport is not None:
+        body = transport.get("/v1/models", params=params)
+    else:
+        with Transport(
+            base_url=base_url,
+            api_key=api_key,
+            verify=verify,
+            allow_insecure=allow_insecure,
+            require_key=False,
+        ) as own:
+            body = own.get("/v1/models", params=params)
+    rows = body.get("data") if isinstance(body, Mapping) else None
+    if not isinstance(rows, list):
+        raise InvalidResponse(f"GET /v1/models returned {body!r:.80}; expected {{'data': [...]}}")
+    return [Model.from_wire(row) for row in rows]
+
+
+def find_model(rows: Iterable[Model], model_id: str) -> Model | None:
+    """The row whose full id equals ``model_id`` (expanded), else the first with the same tail."""
+    wanted = full_model_id(model_id)
+    tail = wanted.rsplit("/", 1)[-1]
+    candidates = list(rows)
+    for row in candidates:
+        if row.id == wanted:
+            return row
+    for row in candidates:
+        if row.short_id == tail:
+            return row
+    return None

@@ -1,0 +1,82 @@
+"""Typed errors: a controller reacts differently to each class, so the class is the contract."""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthError",
+    "ChunkExhausted",
+    "InvalidRequest",
+    "InvalidResponse",
+    "OutOfCredit",
+    "SequencesError",
+    "Unavailable",
+]
+
+
+class SequencesError(Exception):
+    """Base class of every error this client raises about the service or its answers.
+
+    ``status`` is the HTTP status (None for local failures); ``body`` the raw response text.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, body: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.body = body
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        # The body is left out: it can be large and is already summarised by the message.
+        return f"{type(self).__name__}({self.message!r}, status={self.status!r})"
+
+
+class AuthError(SequencesError):
+    """No API key, or the gateway refused it (401). Stop: retrying cannot help."""
+
+
+class OutOfCredit(SequencesError):
+    """The account's balance is exhausted (402). Stop and hold the robot."""
+
+
+class InvalidRequest(SequencesError):
+    """The request was refused as malformed (4xx) or failed a local pre-send check. Fix it."""
+
+
+class Unavailable(SequencesError):
+    """The service cannot answer now: 503/504, timeouts and unreachable gateways.
+
+    Wait and retry only when ``warming`` is true (a cold model loading, about
+    ``retry_after_s`` seconds to go); otherwise treat it as a stop.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        body: str | None = None,
+        retry_after_s: float | None = None,
+        warming: bool = False,
+        job_id: str | None = None,
+    ) -> None:
+        super().__init__(message, status=status, body=body)
+        self.retry_after_s = retry_after_s
+        self.warming = warming
+        self.job_id = job_id
+
+    def __repr__(self) -> str:
+        return (
+            f"Unavailable({self.message!r}, status={self.status!r}, "
+            f"warming={self.warming!r}, retry_after_s={self.retry_after_s!r})"
+        )
+
+
+class ChunkExhausted(SequencesError):
+    """``next_action()`` found no buffered step and was given no observation to fetch more."""
+
+
+class InvalidResponse(SequencesError):
+    """A response (usually an action chunk) failed a sanity check; none of it may be used."""

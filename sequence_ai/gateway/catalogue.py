@@ -1,0 +1,277 @@
+"""Catalogue rows of the simulated models and lookup by model id (PROTOCOL §1.6, §1.8, §1.11)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict, List, Optional
+
+MODEL_PREFIX = "accounts/sequences/models/"
+ENDPOINTS = ("act", "chat", "perceive")
+
+# Franka Panda joint limits (rad); the simulated DROID arm uses them.
+PANDA_LOWER = (-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973)
+PANDA_UPPER = (2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973)
+
+_SIMULATED_NOTE = (
+    "Simulated by the local sequence_ai gateway: a deterministic reach policy, "
+    "not the trained model."
+)
+
+# Fields every served row carries; a plug-in row missing one gets None (or the default below).
+ROW_DEFAULTS: Dict[str, Any] = {
+    "endpoint": "act",
+    "architecture": "plug-in",
+    "robot": None,
+    "action_dim": None,
+    "state_dim": None,
+    "state_layout": None,
+    "action_horizon": None,
+    "control_hz": None,
+    "camera_views": [],
+    "training_frame_size": None,
+    "input_aspect_ratio": None,
+    "input_resize": None,
+    "action_space": None,
+    "action_semantics": None,
+    "training": None,
+    "open_loop_horizon": None,
+    "sustains_seconds": None,
+}
+
+
+def full_model_id(name: str) -> str:
+    """Full id for a short name; a name containing ``/`` is already full."""
+    return name if "/" in name else MODEL_PREFIX + name
+
+
+def short_id(model_id: str) -> str:
+    return model_id.rsplit("/", 1)[-1]
+
+
+def _not_trainable(why: str) -> Dict[str, Any]:
+    return {
+        "trainable": False,
+        "why": why,
+        "billing_fps": None,
+        "usd_per_data_hour": None,
+        "minimum_usd": None,
+    }
+
+
+def pi05_droid_row() -> Dict[str, Any]:
+    return {
+        "id": MODEL_PREFIX + "pi05-droid",
+        "object": "model",
+        "endpoint": "act",
+        "architecture": "pi05",
+        "robot": "droid_franka",
+        "action_dim": 8,
+        "state_dim": 8,
+        "state_layout": {"joint_positions": 7, "gripper": 1},
+        "action_horizon": 15,
+        "control_hz": 15.0,
+        "camera_views": ["exterior_1", "wrist_left"],
+        "training_frame_size": [320, 180],
+        "input_aspect_ratio": 1.7778,
+        "input_resize": "pad",
+        "action_space": "joint_delta",
+        "action_semantics": {
+            "space": "joint_delta",
+            "pass_raw": True,
+            "native_target": (
+                "droid.robot_env.RobotEnv(action_space='joint_velocity', "
+                "gripper_action_space='position')"
+            ),
+            "value_range": [-1.0, 1.0],
+            "exceptions": [{"dim": 7, "meaning": "gripper_binary", "threshold": 0.5}],
+            "conversions": {
+                "joint_position": {
+                    "reference": "state_at_request",
+                    "formula": "q_target[i] = q_reference + step[i][:7]",
+                    "verified_in": "isaac-lab droid scene, 2026-09-11",
+                }
+            },
+        },
+        "open_loop_horizon": 8,
+        "sustains_seconds": round(8 / 15.0, 3),
+        "training": {
+            "trainable": True,
+            "why": "LoRA fine-tuning on DROID-format episodes",
+            "billing_fps": 15.0,
+            "usd_per_data_hour": 40.0,
+            "minimum_usd": 25.0,
+        },
+        "latency": {"gpu_ms_p50": 95.0, "note": "GPU-only figure, not end-to-end"},
+        "pricing": {"usd_per_call": 0.0},
+        "licence": "simulated",
+        "tags": ["simulated", "droid", "franka"],
+        "simulated": True,
+        "description": _SIMULATED_NOTE,
+    }
+
+
+def cosmos3_droid_row() -> Dict[str, Any]:
+    return {
+        "id": MODEL_PREFIX + "cosmos3-edge-policy-droid",
+        "object": "model",
+        "endpoint": "act",
+        "architecture": "cosmos3",
+        "robot": "droid_franka",
+        "action_dim": 8,
+        "state_dim": 8,
+        "state_layout": {"joint_positions": 7, "gripper": 1},
+        "action_horizon": 32,
+        "control_hz": 15.0,
+        "camera_views": ["exterior_1", "exterior_2", "wrist_left"],
+        "training_frame_size": [640, 360],
+        "input_aspect_ratio": 1.7778,
+        "input_resize": "stretch",
+        "action_space": "joint_absolute",
+        "action_semantics": {
+            "space": "joint_absolute",
+            "pass_raw": True,
+            "native_target": None,
+            "value_range": None,
+            "exceptions": [],
+            "conversions": {},
+        },
+        "open_loop_horizon": None,
+        "sustains_seconds": None,
+        "training": _not_trainable("cosmos3 edge policies are not fine-tunable through the API"),
+        "latency": {"gpu_ms_p50": 310.0, "note": "GPU-only figure, not end-to-end"},
+        "pricing": {"usd_per_call": 0.0},
+        "licence": "simulated",
+        "tags": ["simulated", "droid", "franka"],
+        "simulated": True,
+        "description": _SIMULATED_NOTE,
+    }
+
+
+def bimanual_row() -> Dict[str, Any]:
+    """A 14-wide bimanual state (two 6-joint arms + two grippers) and a 0.50 s chunk."""
+    return {
+        "id": MODEL_PREFIX + "sim-bimanual-reach",
+        "object": "model",
+        "endpoint": "act",
+        "architecture": "simulated-reach",
+        "robot": "sim_bimanual_6dof",
+        "action_dim": 14,
+        "state_dim": 14,
+        "state_layout": {"joint_positions": 12, "gripper": 2},
+        "action_horizon": 25,
+        "control_hz": 50.0,
+        "camera_views": ["cam_high", "cam_left_wrist", "cam_right_wrist"],
+        "training_frame_size": [320, 240],
+        "input_aspect_ratio": 1.3333,
+        "input_resize": "pad",
+        "action_space": "joint_absolute",
+        "action_semantics": {
+            "space": "joint_absolute",
+            "pass_raw": True,
+            "native_target": None,
+            "value_range": None,
+            "exceptions": [
+                {"dim": 12, "meaning": "gripper_binary", "threshold": 0.5},
+                {"dim": 13, "meaning": "gripper_binary", "threshold": 0.5},
+            ],
+            "conversions": {},
+        },
+        "open_loop_horizon": None,
+        "sustains_seconds": None,
+        "training": _not_trainable("simulated model"),
+        "latency": {"gpu_ms_p50": 60.0, "note": "GPU-only figure, not end-to-end"},
+        "pricing": {"usd_per_call": 0.0},
+        "licence": "simulated",
+        "tags": ["simulated", "bimanual"],
+        "simulated": True,
+        "description": _SIMULATED_NOTE
+        + " Rows: 12 absolute joint targets (left arm 0-5, right arm 6-11), grippers at 12, 13.",
+    }
+
+
+def stateless_row() -> Dict[str, Any]:
+    """A model that ignores proprioception (state_dim 0) and plays 0.64 s chunks."""
+    return {
+        "id": MODEL_PREFIX + "sim-stateless-ee-delta",
+        "object": "model",
+        "endpoint": "act",
+        "architecture": "simulated-video-action",
+        "robot": "sim_single_arm_ee",
+        "action_dim": 7,
+        "state_dim": 0,
+        "state_layout": None,
+        "action_horizon": 16,
+        "control_hz": 25.0,
+        "camera_views": ["front"],
+        "training_frame_size": [256, 256],
+        "input_aspect_ratio": 1.0,
+        "input_resize": None,
+        "action_space": "ee_delta",
+        "action_semantics": {
+            "space": "ee_delta",
+            "pass_raw": True,
+            "native_target": None,
+            "value_range": [-1.0, 1.0],
+            "exceptions": [{"dim": 6, "meaning": "gripper_binary", "threshold": 0.5}],
+            "conversions": {},
+        },
+        "open_loop_horizon": None,
+        "sustains_seconds": None,
+        "training": _not_trainable("simulated model"),
+        "latency": {"gpu_ms_p50": 80.0, "note": "GPU-only figure, not end-to-end"},
+        "pricing": {"usd_per_call": 0.0},
+        "licence": "simulated",
+        "tags": ["simulated", "stateless"],
+        "simulated": True,
+        "description": _SIMULATED_NOTE
+        + " Rows: normalised end-effector deltas (xyz, rpy) and a gripper at dim 6.",
+    }
+
+
+def complete_row(row: Dict[str, Any]) -> Dict[str, Any]:
+    """A copy of a (plug-in) row with a full id and every §1.6 field present."""
+    name = row.get("id") or row.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"catalogue row: 'id' must be a non-empty string, got {name!r}")
+    out = copy.deepcopy(row)
+    out.pop("name", None)
+    out["id"] = full_model_id(name)
+    for key, value in ROW_DEFAULTS.items():
+        out.setdefault(key, copy.deepcopy(value))
+    if out["endpoint"] not in ENDPOINTS:
+        raise ValueError(
+            f"catalogue row {name}: 'endpoint' is {out['endpoint']!r}, expected one of {ENDPOINTS}"
+        )
+    for key in ("action_dim", "control_hz"):
+        value = out[key]
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"catalogue row {name}: {key!r} must be positive, got {value!r}")
+    views = out["camera_views"]
+    if not isinstance(views, list) or not all(isinstance(v, str) for v in views):
+        raise ValueError(f"catalogue row {name}: 'camera_views' must be a list of names")
+    if out["action_space"] is None and isinstance(out["action_semantics"], dict):
+        out["action_space"] = out["action_semantics"].get("space")
+    if out["open_loop_horizon"] and out["sustains_seconds"] is None:
+        out["sustains_seconds"] = round(out["open_loop_horizon"] / float(out["control_hz"]), 3)
+    return out
+
+
+class Catalogue:
+    """Rows by full id; answers the lookups the routes need."""
+
+    def __init__(self, rows: List[Dict[str, Any]]) -> None:
+        self._rows: Dict[str, Dict[str, Any]] = {}
+        for row in rows:
+            if row["id"] in self._rows:
+                raise ValueError(f"catalogue: model id {row['id']!r} is served twice")
+            self._rows[row["id"]] = row
+
+    def rows(self, endpoint: Optional[str] = None) -> List[Dict[str, Any]]:
+        return [copy.deepcopy(r) for r in self._rows.values() if endpoint in (None, r["endpoint"])]
+
+    def ids(self) -> List[str]:
+        return list(self._rows)
+
+    def find(self, model_id: str) -> Optional[Dict[str, Any]]:
+        """Row for a full id, or for a bare short id (no ``/``); other namespaces are unknown."""
+        return self._rows.get(full_model_id(model_id))

@@ -1,0 +1,169 @@
+"""The gateway's state and its control API (faults, counters, latency, warmth, keys)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from typing import Any, Dict, Iterable, List, Optional, Sequence
+
+from sequence_ai.gateway import DEVELOPMENT_KEY
+from sequence_ai.gateway.catalogue import Catalogue, complete_row, short_id
+from sequence_ai.gateway.faults import Fault, FaultBook, make_fault
+from sequence_ai.gateway.policies import builtin_policies
+from sequence_ai.gateway.serving import LatencySettings, ModelServer, WarmthSettings
+
+ENDPOINT_COUNTERS = ("health", "models", "ready", "act")
+# Used when the ``warming`` fault names no duration and the gateway has no cold start.
+DEFAULT_FORCED_WARMING_S = 1.0
+# How often a stalled request looks at its release conditions.
+_STALL_POLL_S = 0.02
+
+
+def _non_negative(name: str, value: Optional[float]) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"{name}={value!r}: expected a number >= 0")
+    return float(value)
+
+
+class Gateway:
+    """Everything the HTTP routes serve from; safe to drive from another thread."""
+
+    def __init__(
+        self,
+        *,
+        policies: Optional[Sequence[Any]] = None,
+        extra_policies: Iterable[Any] = (),
+        api_keys: Optional[Sequence[str]] = None,
+        broke_keys: Optional[Sequence[str]] = None,
+        latency_ms: Optional[float] = None,
+        jitter_ms: float = 0.0,
+        scale: float = 1.0,
+        cold_start_s: float = 0.0,
+        keep_warm_s: float = 600.0,
+        seed: int = 0,
+    ) -> None:
+        served = list(builtin_policies() if policies is None else policies) + list(extra_policies)
+        rows = [complete_row(p.row) for p in served]
+        self.catalogue = Catalogue(rows)
+        self.api_keys: List[str] = list(api_keys) if api_keys else [DEVELOPMENT_KEY]
+        self.broke_keys: List[str] = list(broke_keys or [])
+        self.latency = LatencySettings()
+        self.set_latency(latency_ms=latency_ms, jitter_ms=jitter_ms, scale=scale)
+        self.warmth = WarmthSettings(
+            cold_start_s=_non_negative("cold_start_s", cold_start_s) or 0.0,
+            keep_warm_s=_non_negative("keep_warm_s", keep_warm_s) or 0.0,
+        )
+        rng = random.Random(seed)
+        self.servers: Dict[str, ModelServer] = {
+            row["id"]: ModelServer(row, policy, self.latency, self.warmth, rng)
+            for row, policy in zip(rows, served)
+        }
+        self.faults = FaultBook()
+        self._lock = threading.Lock()
+        self._requests = {name: 0 for name in ENDPOINT_COUNTERS}
+        self._connections = 0
+        self.stopping = False
+
+    # --- keys ---------------------------------------------------------------------------------
+    def key_status(self, key: Optional[str]) -> str:
+        """``missing``, ``unknown``, ``broke`` (valid, out of credit) or ``ok``."""
+        if not key:
+            return "missing"
+        if key in self.broke_keys:
+            return "broke"
+        if key in self.api_keys:
+            return "ok"
+        return "unknown"
+
+    # --- counters -----------------------------------------------------------------------------
+    def count_request(self, endpoint: str) -> None:
+        with self._lock:
+            self._requests[endpoint] += 1
+
+    def count_connection(self) -> None:
+        with self._lock:
+            self._connections += 1
+
+    def counters(self) -> Dict[str, Any]:
+        with self._lock:
+            out: Dict[str, Any] = {
+                "connections": self._connections,
+                "requests": dict(self._requests),
+            }
+        out["queue_depth"] = {short_id(k): s.queue_depth for k, s in self.servers.items()}
+        out["max_queue_depth"] = {short_id(k): s.max_queue_depth for k, s in self.servers.items()}
+        return out
+
+    # --- control ------------------------------------------------------------------------------
+    def server_for(self, model: str) -> ModelServer:
+        row = self.catalogue.find(model)
+        if row is None:
+            raise ValueError(
+                f"model={model!r} is not served here; served: {', '.join(self.catalogue.ids())}"
+            )
+        return self.servers[row["id"]]
+
+    def inject(
+        self,
+        fault: str,
+        *,
+        count: int = 1,
+        model: Optional[str] = None,
+        seconds: Optional[float] = None,
+        status: Optional[int] = None,
+    ) -> Fault:
+        if model is not None:
+            model = self.server_for(model).row["id"]
+        made = make_fault(fault, count=count, model=model, seconds=seconds, status=status)
+        self.faults.add(made)
+        return made
+
+    def clear_faults(self) -> None:
+        """Drop pending faults and release every stalled or held request."""
+        self.faults.clear()
+
+    def set_latency(
+        self,
+        *,
+        latency_ms: Optional[float] = None,
+        jitter_ms: Optional[float] = None,
+        scale: Optional[float] = None,
+    ) -> None:
+        """Change only the settings given; applies to inferences that start afterwards."""
+        if latency_ms is not None:
+            self.latency.latency_ms = _non_negative("latency_ms", latency_ms)
+        if jitter_ms is not None:
+            self.latency.jitter_ms = _non_negative("jitter_ms", jitter_ms) or 0.0
+        if scale is not None:
+            self.latency.scale = _non_negative("scale", scale) or 0.0
+
+    def force_cold(self, model: str) -> None:
+        self.server_for(model).force_cold()
+
+    def forced_warming_s(self, seconds: Optional[float]) -> float:
+        if seconds is not None:
+            return seconds
+        return self.warmth.cold_start_s or DEFAULT_FORCED_WARMING_S
+
+    def reset_after_restart(self) -> None:
+        """A restarted server is a fresh process: models back to their initial warmth."""
+        self.stopping = False
+        for server in self.servers.values():
+            server.reset_warmth()
+
+    async def wait_stall(self, seconds: Optional[float]) -> None:
+        """Hold a request for ``seconds`` (None: forever) unless faults are cleared or we stop."""
+        generation = self.faults.generation
+        deadline = None if seconds is None else time.monotonic() + seconds
+        while not self.stopping and self.faults.generation == generation:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                await asyncio.sleep(min(_STALL_POLL_S, left))
+            else:
+                await asyncio.sleep(_STALL_POLL_S)

@@ -1,0 +1,1 @@
+"""Example plug-in policies for ``sequence-ai-gateway --policy``."""

@@ -1,0 +1,170 @@
+"""Server-side observation checks (PROTOCOL §1.9-1.10): views, frames, aspect, state width."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from PIL import Image
+
+from sequence_ai.gateway.catalogue import short_id
+from sequence_ai.gateway.policies import PolicyObservation
+
+# Relative difference allowed between a frame's width/height and the trained ratio. The client
+# centre-crops to the trained ratio (0.5% skip band) before sending, so its frames always pass;
+# 2% also admits common near-16:9 sizes such as 848x480 (0.6% off).
+ASPECT_TOLERANCE = 0.02
+# Frames are decoded in memory; refuse decompression bombs before allocating pixels.
+MAX_FRAME_PIXELS = 4096 * 4096
+ACCEPTED_FORMATS = ("JPEG", "PNG")
+
+
+class ObservationRejected(Exception):
+    """The observation cannot be served; ``detail`` is the 400 body's message."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class Frame:
+    view: str
+    data: str
+
+
+@dataclass(frozen=True)
+class CheckedObservation:
+    observation: PolicyObservation
+    warnings: List[str]
+    frames_received: int
+    frames_used: int
+
+
+def missing_views(row: Mapping[str, Any], frames: Sequence[Frame]) -> None:
+    """400 when a declared view was not sent; named before any decoding work is done."""
+    sent = [f.view for f in frames]
+    missing = [v for v in row.get("camera_views") or [] if v not in sent]
+    if missing:
+        raise ObservationRejected(
+            f"observation.images is missing view(s): {', '.join(missing)}; "
+            f"you sent: {', '.join(sent) if sent else '(no images)'}; "
+            f"model {short_id(row['id'])} expects: {', '.join(row['camera_views'])}"
+        )
+
+
+def decode_frame(row: Mapping[str, Any], frame: Frame) -> Image.Image:
+    """Decode one base64 JPEG/PNG and check its aspect ratio against the trained ratio."""
+    where = f"observation.images[view={frame.view!r}].data"
+    try:
+        raw = base64.b64decode(frame.data, validate=True)
+    except (binascii.Error, ValueError):
+        raise ObservationRejected(
+            f"{where}: not valid base64 (standard alphabet, padded, no 'data:' prefix)"
+        ) from None
+    try:
+        image = Image.open(io.BytesIO(raw))
+        fmt = image.format
+        width, height = image.size
+        if fmt in ACCEPTED_FORMATS and 0 < width * height <= MAX_FRAME_PIXELS:
+            image.load()
+    except Exception as exc:  # Pillow raises many types for corrupt or truncated data
+        raise ObservationRejected(
+            f"{where}: {len(raw)} bytes do not decode as a JPEG or PNG image ({exc})"
+        ) from None
+    if fmt not in ACCEPTED_FORMATS:
+        raise ObservationRejected(f"{where}: image format {fmt}, expected JPEG or PNG")
+    if not 0 < width * height <= MAX_FRAME_PIXELS:
+        raise ObservationRejected(
+            f"{where}: frame {width}x{height} exceeds {MAX_FRAME_PIXELS} pixels"
+        )
+    ratio = row.get("input_aspect_ratio")
+    if ratio:
+        actual = width / height
+        if abs(actual - ratio) / ratio > ASPECT_TOLERANCE:
+            raise ObservationRejected(
+                f"{where}: frame {width}x{height} has aspect ratio {actual:.4f}, model "
+                f"{short_id(row['id'])} was trained at {ratio} (tolerance "
+                f"{ASPECT_TOLERANCE:.0%}); centre-crop the frame to {ratio} before sending"
+            )
+    return image.convert("RGB")
+
+
+def _fit(
+    field_name: str, values: Optional[Sequence[float]], want: int, warnings: List[str]
+) -> List[float]:
+    got = list(values or [])
+    if len(got) == want:
+        return got
+    if values is None:
+        what = f"observation.proprioception.{field_name} is absent"
+    else:
+        what = f"observation.proprioception.{field_name} has {len(got)} value(s)"
+    if len(got) > want:
+        warnings.append(f"{what}, state_layout expects {want}: truncated to {want}")
+        return got[:want]
+    note = " (gripper open)" if field_name == "gripper" else ""
+    warnings.append(f"{what}, state_layout expects {want}: zero-filled to {want}{note}")
+    return got + [0.0] * (want - len(got))
+
+
+def fit_state(
+    row: Mapping[str, Any], joints: Sequence[float], gripper: Optional[Sequence[float]]
+) -> Tuple[List[float], List[float], List[str]]:
+    """Pad or truncate each wire field to its ``state_layout`` share, with a warning each."""
+    warnings: List[str] = []
+    if row.get("state_dim") == 0:
+        sent = len(joints) + len(gripper or [])
+        if sent:
+            warnings.append(
+                f"model {short_id(row['id'])} ignores proprioception (state_dim 0): "
+                f"{sent} state value(s) not used"
+            )
+        return [], [], warnings
+    layout = row.get("state_layout")
+    if not isinstance(layout, Mapping):
+        return list(joints), list(gripper or []), warnings
+    fitted_joints = _fit("joint_positions", joints, int(layout.get("joint_positions", 0)), warnings)
+    fitted_gripper = _fit("gripper", gripper, int(layout.get("gripper", 0)), warnings)
+    return fitted_joints, fitted_gripper, warnings
+
+
+def check_observation(
+    row: Mapping[str, Any],
+    frames: Sequence[Frame],
+    joints: Sequence[float],
+    gripper: Optional[Sequence[float]],
+    instruction: str,
+    seed: Optional[int],
+    options: Mapping[str, Any],
+) -> CheckedObservation:
+    """Everything §1.10 asks of an observation; raises ``ObservationRejected`` for a 400."""
+    missing_views(row, frames)
+    declared = list(row.get("camera_views") or [])
+    warnings: List[str] = []
+    images: Dict[str, Image.Image] = {}
+    for frame in frames:
+        if declared and frame.view not in declared:
+            warnings.append(f"view {frame.view!r} is not used by model {short_id(row['id'])}")
+        elif frame.view in images:
+            warnings.append(f"view {frame.view!r} sent more than once; the first frame is used")
+        else:
+            images[frame.view] = decode_frame(row, frame)
+    fitted_joints, fitted_gripper, state_warnings = fit_state(row, joints, gripper)
+    observation = PolicyObservation(
+        instruction=instruction,
+        joint_positions=fitted_joints,
+        gripper=fitted_gripper,
+        images=images,
+        seed=seed,
+        options=dict(options),
+    )
+    return CheckedObservation(
+        observation=observation,
+        warnings=state_warnings + warnings,
+        frames_received=len(frames),
+        frames_used=len(frames),
+    )

@@ -1,0 +1,212 @@
+"""Simulated policies and the plug-in interface a lab's own policy implements.
+
+A served policy is any object with a ``row`` (its catalogue row, §1.6), an optional ``latency_ms``
+(median simulated inference time) and ``steps(observation) -> rows``. The built-in ones are
+reach policies: they move the observed joints toward a target configuration derived from the
+instruction text, so an arm that executes the rows visibly converges to a checkable pose.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import math
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from sequence_ai.gateway import catalogue
+
+Rows = List[List[float]]
+
+
+@dataclass(frozen=True)
+class PolicyObservation:
+    """What a policy sees: state already fitted to the row's ``state_layout``, decoded frames."""
+
+    instruction: str
+    joint_positions: List[float]
+    gripper: List[float]
+    images: Mapping[str, Any] = field(default_factory=dict)  # view -> PIL.Image (RGB)
+    seed: Optional[int] = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+def normalise_instruction(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _digest(*parts: str) -> bytes:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()
+
+
+def instruction_target(
+    instruction: str, lower: Sequence[float], upper: Sequence[float], margin: float = 0.15
+) -> List[float]:
+    """A stable joint configuration for an instruction, kept ``margin`` of each range inside."""
+    digest = _digest("target", normalise_instruction(instruction))
+    while len(digest) < 2 * len(lower):
+        digest += _digest("more", digest.hex())
+    target = []
+    for i, (lo, hi) in enumerate(zip(lower, upper)):
+        u = int.from_bytes(digest[2 * i : 2 * i + 2], "big") / 65535.0
+        target.append(lo + (hi - lo) * (margin + (1.0 - 2.0 * margin) * u))
+    return target
+
+
+def _rng(observation: PolicyObservation) -> random.Random:
+    # Same observation and seed -> same noise; the seed alone changes it.
+    state = ",".join(f"{v:.6f}" for v in observation.joint_positions + observation.gripper)
+    seed = 0 if observation.seed is None else observation.seed
+    key = _digest(str(seed), normalise_instruction(observation.instruction), state)
+    return random.Random(int.from_bytes(key[:8], "big"))
+
+
+def _clip(value: float, lo: float, hi: float) -> float:
+    return min(hi, max(lo, value))
+
+
+def reach_path(
+    start: Sequence[float], goal: Sequence[float], n_steps: int, max_step: float
+) -> Rows:
+    """Positions after each of ``n_steps`` steps moving toward ``goal`` by at most ``max_step``."""
+    path = []
+    position = list(start)
+    for _ in range(n_steps):
+        position = [p + _clip(g - p, -max_step, max_step) for p, g in zip(position, goal)]
+        path.append(list(position))
+    return path
+
+
+def _near(position: Sequence[float], target: Sequence[float], tolerance: float) -> bool:
+    return max(abs(p - t) for p, t in zip(position, target)) <= tolerance
+
+
+class DroidJointDeltaReach:
+    """pi05-droid semantics: rows are cumulative displacements from the request-time joints.
+
+    ``q_reference + row[:7]`` is the joint target of each step (the row's verified conversion);
+    a step moves at most 0.2 rad (DROID: 0.2 rad per step at 15 Hz) and a row stays in [-1, 1].
+    """
+
+    max_step = 0.2
+    noise_rad = 0.002
+    gripper_tolerance = 0.05
+
+    def __init__(self) -> None:
+        self.row = catalogue.pi05_droid_row()
+        self.latency_ms = 650.0
+
+    def steps(self, observation: PolicyObservation) -> Rows:
+        q_ref = observation.joint_positions
+        target = instruction_target(observation.instruction, catalogue.PANDA_LOWER,
+                                    catalogue.PANDA_UPPER)
+        # Displacements are clipped to [-1, 1]; the chunk aims at the reachable part of the way.
+        goal = [q + _clip(t - q, -1.0, 1.0) for q, t in zip(q_ref, target)]
+        rng = _rng(observation)
+        rows = []
+        for position in reach_path(q_ref, goal, self.row["action_horizon"], self.max_step):
+            delta = [
+                _clip(p - q + rng.gauss(0.0, self.noise_rad), -1.0, 1.0)
+                for p, q in zip(position, q_ref)
+            ]
+            closed = _near(position, target, self.gripper_tolerance)
+            rows.append(delta + [1.0 if closed else 0.0])
+        return rows
+
+
+class AbsoluteJointReach:
+    """Absolute joint targets (+ gripper 0 open / 1 closed per arm) moving toward the target."""
+
+    def __init__(
+        self,
+        row: Dict[str, Any],
+        lower: Sequence[float],
+        upper: Sequence[float],
+        max_step: float,
+        latency_ms: float,
+        arms: int = 1,
+        gripper_tolerance: float = 0.05,
+    ) -> None:
+        self.row = row
+        self.latency_ms = latency_ms
+        self._lower = list(lower)
+        self._upper = list(upper)
+        self._max_step = max_step
+        self._arms = arms
+        self._tolerance = gripper_tolerance
+
+    def steps(self, observation: PolicyObservation) -> Rows:
+        q_ref = [_clip(q, lo, hi) for q, lo, hi in
+                 zip(observation.joint_positions, self._lower, self._upper)]
+        target = instruction_target(observation.instruction, self._lower, self._upper)
+        per_arm = len(q_ref) // self._arms
+        rows = []
+        for position in reach_path(q_ref, target, self.row["action_horizon"], self._max_step):
+            grippers = []
+            for arm in range(self._arms):
+                span = slice(arm * per_arm, (arm + 1) * per_arm)
+                near = _near(position[span], target[span], self._tolerance)
+                grippers.append(1.0 if near else 0.0)
+            rows.append(position + grippers)
+        return rows
+
+
+_GRASP_WORDS = re.compile(r"\b(pick|grasp|grab|hold|close|take|lift)\b")
+
+
+class StatelessEeDelta:
+    """Ignores proprioception: a smooth end-effector push in an instruction-derived direction."""
+
+    def __init__(self) -> None:
+        self.row = catalogue.stateless_row()
+        self.latency_ms = 450.0
+
+    def steps(self, observation: PolicyObservation) -> Rows:
+        digest = _digest("direction", normalise_instruction(observation.instruction))
+        direction = [(b / 255.0) * 2.0 - 1.0 for b in digest[:3]]
+        norm = math.sqrt(sum(d * d for d in direction)) or 1.0
+        direction = [d / norm for d in direction]
+        grasp = 1.0 if _GRASP_WORDS.search(observation.instruction.lower()) else 0.0
+        rng = _rng(observation)
+        n = self.row["action_horizon"]
+        rows = []
+        for i in range(n):
+            # A half-sine speed profile: starts and ends each chunk at rest.
+            speed = 0.5 * math.sin(math.pi * (i + 0.5) / n)
+            xyz = [_clip(speed * d + rng.gauss(0.0, 0.002), -1.0, 1.0) for d in direction]
+            rows.append(xyz + [0.0, 0.0, 0.0, grasp])
+        return rows
+
+
+def builtin_policies() -> List[Any]:
+    """The four simulated models of the local catalogue."""
+    bimanual_lower = [-2.6] * 12
+    bimanual_upper = [2.6] * 12
+    return [
+        DroidJointDeltaReach(),
+        AbsoluteJointReach(catalogue.cosmos3_droid_row(), catalogue.PANDA_LOWER,
+                           catalogue.PANDA_UPPER, max_step=0.1, latency_ms=1000.0),
+        AbsoluteJointReach(catalogue.bimanual_row(), bimanual_lower, bimanual_upper,
+                           max_step=0.05, latency_ms=350.0, arms=2),
+        StatelessEeDelta(),
+    ]
+
+
+def load_policy(spec: str) -> Any:
+    """Import ``package.module:factory`` and call the factory; check the object's interface."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"--policy {spec!r}: expected 'package.module:factory'")
+    module = importlib.import_module(module_name)
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise ValueError(f"--policy {spec!r}: {module_name} has no callable {attr!r}")
+    policy = factory()
+    row = getattr(policy, "row", None)
+    if not isinstance(row, dict):
+        raise ValueError(f"--policy {spec!r}: the object's 'row' must be a dict, got {row!r}")
+    if not callable(getattr(policy, "steps", None)):
+        raise ValueError(f"--policy {spec!r}: the object has no callable 'steps(observation)'")
+    return policy

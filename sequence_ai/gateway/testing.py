@@ -1,0 +1,360 @@
+"""Start a local gateway for tests, benchmarks and demos: ``run_gateway`` and pytest fixtures.
+
+Imports only the standard library and httpx, so it also works in a venv without the gateway's
+dependencies: there the gateway runs as a subprocess of the interpreter named by the environment
+variable ``SEQUENCE_AI_GATEWAY_PYTHON``. Where FastAPI is importable it runs in-process, in a
+thread, on an ephemeral loopback port.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import queue
+import shutil
+import ssl
+import subprocess as sp
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+
+import httpx
+
+from sequence_ai.gateway import DEVELOPMENT_KEY
+
+PYTHON_ENV = "SEQUENCE_AI_GATEWAY_PYTHON"
+TEST_BROKE_KEY = "seq_test_out_of_credit"
+START_TIMEOUT_S = 60.0
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class GatewayHandle:
+    """A running local gateway: where it is, which keys work, and how to disturb it."""
+
+    url: str
+    api_key: str
+    broke_key: str
+    ca_bundle: Optional[str]
+
+    def inject(
+        self,
+        fault: str,
+        *,
+        count: int = 1,
+        model: Optional[str] = None,
+        seconds: Optional[float] = None,
+        status: Optional[int] = None,
+    ) -> None:
+        """Apply ``fault`` to the next ``count`` valid POST /v1/act calls (of ``model``)."""
+        raise NotImplementedError
+
+    def clear_faults(self) -> None:
+        """Drop pending faults and release stalled or held requests."""
+        raise NotImplementedError
+
+    def counters(self) -> Dict[str, Any]:
+        raise NotImplementedError
+
+    def set_latency(
+        self,
+        *,
+        latency_ms: Optional[float] = None,
+        jitter_ms: Optional[float] = None,
+        scale: Optional[float] = None,
+    ) -> None:
+        raise NotImplementedError
+
+    def force_cold(self, model: str) -> None:
+        raise NotImplementedError
+
+    def kill(self) -> None:
+        """Stop abruptly, dropping open connections; the port is kept for ``restart``."""
+        raise NotImplementedError
+
+    def restart(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.url}>"
+
+
+def fastapi_available() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("fastapi", "uvicorn", "PIL"))
+
+
+class _InProcessGateway(GatewayHandle):
+    def __init__(self, options: Dict[str, Any]) -> None:
+        from sequence_ai.gateway.core import Gateway
+        from sequence_ai.gateway.policies import load_policy
+        from sequence_ai.gateway.server import GatewayServer
+
+        self._gateway = Gateway(
+            extra_policies=[load_policy(spec) for spec in options["policies"]],
+            api_keys=options["api_keys"],
+            broke_keys=options["broke_keys"],
+            latency_ms=options["latency_ms"],
+            jitter_ms=options["jitter_ms"],
+            scale=options["scale"],
+            cold_start_s=options["cold_start_s"],
+            keep_warm_s=options["keep_warm_s"],
+        )
+        self._server = GatewayServer(self._gateway, tls=options["tls"], log_level="warning")
+        self._running = False
+        self._server.start()
+        self._running = True
+        self.url = self._server.url
+        self.ca_bundle = self._server.ca_bundle
+
+    def inject(self, fault: str, *, count: int = 1, model: Optional[str] = None,
+               seconds: Optional[float] = None, status: Optional[int] = None) -> None:
+        self._gateway.inject(fault, count=count, model=model, seconds=seconds, status=status)
+
+    def clear_faults(self) -> None:
+        self._gateway.clear_faults()
+
+    def counters(self) -> Dict[str, Any]:
+        return self._gateway.counters()
+
+    def set_latency(self, *, latency_ms: Optional[float] = None, jitter_ms: Optional[float] = None,
+                    scale: Optional[float] = None) -> None:
+        self._gateway.set_latency(latency_ms=latency_ms, jitter_ms=jitter_ms, scale=scale)
+
+    def force_cold(self, model: str) -> None:
+        self._gateway.force_cold(model)
+
+    def kill(self) -> None:
+        if self._running:
+            self._server.kill()
+            self._running = False
+
+    def restart(self) -> None:
+        if self._running:
+            self._server.stop()
+        self._server.restart()
+        self._running = True
+
+    def stop(self) -> None:
+        if self._running:
+            self._server.stop()
+            self._running = False
+        self._server.cleanup()
+
+
+class _SubprocessGateway(GatewayHandle):
+    def __init__(self, options: Dict[str, Any], python: str) -> None:
+        self._python = python
+        self._options = options
+        self._tmp = tempfile.mkdtemp(prefix="sequence-ai-gateway-")
+        self._proc: Optional[sp.Popen] = None
+        self._port = 0
+        self.ca_bundle = None
+        self._launch()
+        self._control = httpx.Client(
+            base_url=self.url, verify=_verify(self.ca_bundle), trust_env=False, timeout=30.0
+        )
+
+    def _command(self) -> List[str]:
+        o = self._options
+        cmd = [self._python, "-m", "sequence_ai.gateway", "--host", "127.0.0.1",
+               "--port", str(self._port), "--log-level", "warning",
+               "--jitter-ms", str(o["jitter_ms"]), "--scale", str(o["scale"]),
+               "--cold-start-s", str(o["cold_start_s"]), "--keep-warm-s", str(o["keep_warm_s"])]
+        if o["latency_ms"] is not None:
+            cmd += ["--latency-ms", str(o["latency_ms"])]
+        if o["tls"]:
+            cmd += ["--tls", "--tls-dir", os.path.join(self._tmp, "tls")]
+        for key in o["api_keys"] or []:
+            cmd += ["--api-key", key]
+        for key in o["broke_keys"] or []:
+            cmd += ["--broke-key", key]
+        for spec in o["policies"]:
+            cmd += ["--policy", spec]
+        return cmd
+
+    def _launch(self) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (_REPO_ROOT, env.get("PYTHONPATH", "")) if p
+        )
+        env.pop("SEQUENCES_GATEWAY_KEYS", None)  # keys come from the options only
+        stderr_path = os.path.join(self._tmp, "stderr.log")
+        with open(stderr_path, "ab") as stderr:
+            self._proc = sp.Popen(self._command(), stdout=sp.PIPE, stderr=stderr, env=env,
+                                  cwd=_REPO_ROOT, text=True)
+        lines: queue.Queue[Optional[str]] = queue.Queue()
+        threading.Thread(target=_pump, args=(self._proc.stdout, lines), daemon=True).start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        url = None
+        while url is None:
+            try:
+                line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                line = None
+            if line is None:
+                self._terminate()
+                with open(stderr_path, errors="replace") as f:
+                    tail = f.read()[-2000:]
+                raise RuntimeError(f"gateway subprocess did not start ({self._command()}): {tail}")
+            key, _, value = line.strip().partition("=")
+            if key == "SEQUENCES_CA_BUNDLE":
+                self.ca_bundle = value
+            elif key == "SEQUENCES_BASE_URL":
+                url = value
+        self.url = url
+        self._port = int(url.rsplit(":", 1)[1])
+        _wait_healthy(url, self.ca_bundle, deadline)
+
+    def _call(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Any:
+        response = self._control.request(method, path, json=body)
+        if response.status_code in (404, 422):
+            raise ValueError(response.json().get("detail"))
+        response.raise_for_status()
+        return response.json()
+
+    def inject(self, fault: str, *, count: int = 1, model: Optional[str] = None,
+               seconds: Optional[float] = None, status: Optional[int] = None) -> None:
+        self._call("POST", "/_control/faults", {"fault": fault, "count": count, "model": model,
+                                                "seconds": seconds, "status": status})
+
+    def clear_faults(self) -> None:
+        self._call("DELETE", "/_control/faults")
+
+    def counters(self) -> Dict[str, Any]:
+        return self._call("GET", "/_control/counters")
+
+    def set_latency(self, *, latency_ms: Optional[float] = None, jitter_ms: Optional[float] = None,
+                    scale: Optional[float] = None) -> None:
+        self._call("POST", "/_control/latency",
+                   {"latency_ms": latency_ms, "jitter_ms": jitter_ms, "scale": scale})
+
+    def force_cold(self, model: str) -> None:
+        self._call("POST", "/_control/cold", {"model": model})
+
+    def _terminate(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except sp.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._proc = None
+
+    def kill(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+
+    def restart(self) -> None:
+        """A fresh process on the same port; counters start again from zero."""
+        self._terminate()
+        self._launch()
+
+    def stop(self) -> None:
+        self._terminate()
+        self._control.close()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+def _verify(ca_bundle: Optional[str]) -> Any:
+    return ssl.create_default_context(cafile=ca_bundle) if ca_bundle else True
+
+
+def _pump(stream: Any, lines: queue.Queue[Optional[str]]) -> None:
+    # Drains the child's stdout so it never blocks; None marks its end.
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
+def _wait_healthy(url: str, ca_bundle: Optional[str], deadline: float) -> None:
+    with httpx.Client(verify=_verify(ca_bundle), trust_env=False, timeout=5.0) as client:
+        while True:
+            try:
+                if client.get(url + "/v1/health").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"gateway at {url} did not answer /v1/health in time")
+            time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def run_gateway(
+    *,
+    latency_ms: Optional[float] = None,
+    jitter_ms: float = 0.0,
+    scale: float = 0.0,
+    cold_start_s: float = 0.0,
+    keep_warm_s: float = 600.0,
+    tls: bool = False,
+    api_keys: Optional[Sequence[str]] = None,
+    broke_keys: Optional[Sequence[str]] = None,
+    subprocess: Optional[bool] = None,
+    policies: Sequence[str] = (),
+) -> Iterator[GatewayHandle]:
+    """Serve a local gateway on an ephemeral loopback port for the duration of the block.
+
+    ``policies`` adds plug-in policies (``"package.module:factory"``) to the built-in models.
+    """
+    options: Dict[str, Any] = {
+        "latency_ms": latency_ms,
+        "jitter_ms": jitter_ms,
+        "scale": scale,
+        "cold_start_s": cold_start_s,
+        "keep_warm_s": keep_warm_s,
+        "tls": tls,
+        "api_keys": list(api_keys) if api_keys else [DEVELOPMENT_KEY],
+        "broke_keys": list(broke_keys) if broke_keys else [TEST_BROKE_KEY],
+        "policies": list(policies),
+    }
+    in_process = fastapi_available() if subprocess is None else not subprocess
+    handle: GatewayHandle
+    if in_process:
+        handle = _InProcessGateway(options)
+    else:
+        python = os.environ.get(PYTHON_ENV) or sys.executable
+        if python == sys.executable and not fastapi_available():
+            raise RuntimeError(
+                f"the gateway needs fastapi, uvicorn and Pillow; set {PYTHON_ENV} to a Python "
+                "that has them (make setup does) to run it as a subprocess"
+            )
+        handle = _SubprocessGateway(options, python)
+    handle.api_key = options["api_keys"][0]
+    handle.broke_key = options["broke_keys"][0]
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+try:
+    import pytest
+except ImportError:  # usable outside pytest; the fixtures just are not defined
+    pytest = None  # type: ignore[assignment]
+
+if pytest is not None:
+
+    @pytest.fixture
+    def gateway() -> Iterator[GatewayHandle]:
+        """A gateway with no simulated latency and warm models."""
+        with run_gateway() as handle:
+            yield handle
+
+    @pytest.fixture
+    def gateway_factory() -> Iterator[Callable[..., GatewayHandle]]:
+        """``gateway_factory(**options)`` starts a gateway that is stopped at teardown."""
+        with contextlib.ExitStack() as stack:
+
+            def start(**options: Any) -> GatewayHandle:
+                return stack.enter_context(run_gateway(**options))
+
+            yield start

@@ -1,0 +1,357 @@
+"""HTTP transport: one kept-alive connection, credentials, and the status → error mapping."""
+
+from __future__ import annotations
+
+import email.utils
+import ipaddress
+import json
+import math
+import os
+import ssl
+import time
+from collections.abc import Mapping
+from datetime import timezone
+from typing import TYPE_CHECKING, Any, final
+from urllib.parse import urlsplit
+
+import httpx
+
+from .errors import (
+    AuthError,
+    InvalidRequest,
+    InvalidResponse,
+    OutOfCredit,
+    SequencesError,
+    Unavailable,
+)
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "Transport",
+    "check_base_url",
+    "parse_retry_after",
+    "resolve_api_key",
+    "resolve_base_url",
+    "user_agent",
+]
+
+DEFAULT_BASE_URL = "https://api.generalsequences.com"
+BASE_URL_ENV = "SEQUENCES_BASE_URL"
+API_KEY_ENV = "SEQUENCES_API_KEY"
+
+# A Policy makes at most a few requests at once (one in flight plus a prefetch); four idle
+# connections kept for five minutes covers that without reconnecting between chunks.
+KEEPALIVE_CONNECTIONS = 4
+KEEPALIVE_EXPIRY_S = 300.0
+
+if TYPE_CHECKING:
+    # Only for annotations (never evaluated at runtime, so the | form is fine on 3.9).
+    VerifyArg = bool | str | os.PathLike[str] | ssl.SSLContext
+
+
+def user_agent() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return f"sequence-ai-python/{version('sequence_ai_ros')}"
+        except PackageNotFoundError:
+            return "sequence-ai-python/dev"
+    except ImportError:
+        return "sequence-ai-python/dev"
+
+
+def resolve_base_url(arg: str | None = None) -> str:
+    """Explicit argument, else ``SEQUENCES_BASE_URL``, else production; no trailing slash."""
+    if arg is not None and not isinstance(arg, str):
+        raise TypeError(f"base_url must be a str, got {type(arg).__name__}")
+    url = (arg or os.environ.get(BASE_URL_ENV, "") or DEFAULT_BASE_URL).strip()
+    return url.rstrip("/")
+
+
+def resolve_api_key(arg: str | None = None) -> str | None:
+    """Explicit argument, else ``SEQUENCES_API_KEY``; None when neither is set."""
+    if arg is not None and not isinstance(arg, str):
+        raise TypeError(f"api_key must be a str, got {type(arg).__name__}")
+    key = (arg or os.environ.get(API_KEY_ENV, "")).strip()
+    return key or None
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() in ("localhost", "localhost.localdomain") or host.lower().endswith(
+        ".localhost"
+    ):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_base_url(url: str, *, allow_insecure: bool = False) -> str:
+    """Refuse URLs that would send the API key somewhere unsafe or nowhere at all."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"base_url is {url!r}; expected an http(s) URL such as {DEFAULT_BASE_URL!r}"
+        )
+    if parts.scheme == "http" and not allow_insecure and not _is_loopback(parts.hostname):
+        # Plain http off this machine would put the bearer key on the network in clear text.
+        raise ValueError(
+            f"base_url is {url!r}: plain http:// is only allowed to a loopback host "
+            "(127.0.0.1, ::1, localhost); use https:// or pass allow_insecure=True"
+        )
+    return url
+
+
+def _ssl_context(verify: VerifyArg) -> bool | ssl.SSLContext:
+    if isinstance(verify, (bool, ssl.SSLContext)):
+        return verify
+    if isinstance(verify, (str, os.PathLike)):
+        path = os.fspath(verify)
+        if not os.path.isfile(path):
+            raise ValueError(f"verify is {path!r}; expected True, False or a CA bundle file path")
+        # httpx deprecates a bare path; a context built from the bundle is the supported form.
+        return ssl.create_default_context(cafile=path)
+    raise TypeError(
+        f"verify is {verify!r}; expected True, False, a CA bundle path or an ssl.SSLContext"
+    )
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """``Retry-After`` as seconds from now: delta-seconds or an HTTP-date (RFC 9110)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if not text:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        seconds = when.timestamp() - (now if now is not None else time.time())
+    if not math.isfinite(seconds):
+        return None
+    return max(0.0, seconds)
+
+
+def _decode_error(response: httpx.Response) -> tuple[str, dict[str, Any]]:
+    """Human message and Unavailable extras from a FastAPI-shaped ``{"detail": ...}`` body."""
+    text = response.text
+    extras: dict[str, Any] = {"retry_after_s": None, "warming": False, "job_id": None}
+    try:
+        parsed = json.loads(text) if text else None
+    except ValueError:
+        parsed = None
+    detail: Any = parsed.get("detail") if isinstance(parsed, dict) else None
+    if not detail:
+        detail = text.strip() or response.reason_phrase or "no detail"
+    if isinstance(detail, dict):
+        extras["warming"] = detail.get("status") == "warming_up"
+        retry = detail.get("retry_after_s")
+        if isinstance(retry, (int, float)) and not isinstance(retry, bool) and math.isfinite(retry):
+            extras["retry_after_s"] = max(0.0, float(retry))
+        job = detail.get("warming_job_id")
+        extras["job_id"] = str(job) if job is not None else None
+        message = detail.get("message") or detail.get("detail") or json.dumps(detail)
+    elif isinstance(detail, str):
+        message = detail
+    else:
+        message = json.dumps(detail)
+    if extras["retry_after_s"] is None:
+        extras["retry_after_s"] = parse_retry_after(response.headers.get("retry-after"))
+    return str(message), extras
+
+
+@final
+class Transport:
+    """One kept-alive ``httpx.Client`` to the gateway; maps statuses to typed errors.
+
+    ``require_key=False`` is for the key-optional calls (catalogue, health): the
+    ``Authorization`` header is then omitted, never sent empty.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 30.0,
+        verify: VerifyArg = True,
+        allow_insecure: bool = False,
+        require_key: bool = True,
+    ) -> None:
+        self._base_url = check_base_url(resolve_base_url(base_url), allow_insecure=allow_insecure)
+        key = resolve_api_key(api_key)
+        if require_key and key is None:
+            raise AuthError(
+                f"no API key: pass api_key= or set {API_KEY_ENV} "
+                "(keys are issued at https://app.generalsequences.com)"
+            )
+        if (
+            isinstance(timeout_s, bool)
+            or not isinstance(timeout_s, (int, float))
+            or not math.isfinite(timeout_s)
+            or timeout_s <= 0
+        ):
+            raise ValueError(f"timeout_s is {timeout_s!r}; expected a positive number of seconds")
+        self._timeout_s = float(timeout_s)
+        # Kept only to scrub it from error text; never printed, never in repr.
+        self._secret = key
+        headers = {"Content-Type": "application/json", "User-Agent": user_agent()}
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key}"
+        self._client = httpx.Client(
+            base_url=self._base_url,
+            headers=headers,
+            timeout=httpx.Timeout(self._timeout_s),
+            limits=httpx.Limits(
+                max_keepalive_connections=KEEPALIVE_CONNECTIONS,
+                keepalive_expiry=KEEPALIVE_EXPIRY_S,
+            ),
+            verify=_ssl_context(verify),
+            follow_redirects=False,
+        )
+        self._closed = False
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    @property
+    def has_key(self) -> bool:
+        return self._secret is not None
+
+    @property
+    def timeout_s(self) -> float:
+        return self._timeout_s
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        key = "set" if self.has_key else "none"
+        return f"Transport(base_url={self._base_url!r}, api_key={key}, {state})"
+
+    def __enter__(self) -> Transport:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection pool; idempotent."""
+        if not self._closed:
+            self._closed = True
+            self._client.close()
+
+    def get(
+        self,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """``GET path``; returns the parsed JSON body or raises a ``SequencesError``."""
+        return self._request("GET", path, params=params, timeout=timeout)
+
+    def post(self, path: str, body: Any, *, timeout: float | None = None) -> Any:
+        """``POST path`` with a JSON body; returns the parsed JSON or raises."""
+        return self._request("POST", path, body=body, timeout=timeout)
+
+    def delete(self, path: str, *, timeout: float | None = None) -> Any:
+        return self._request("DELETE", path, timeout=timeout)
+
+    def _scrub(self, text: str) -> str:
+        if self._secret and self._secret in text:
+            return text.replace(self._secret, "<api key>")
+        return text
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        timeout: float | None = None,
+    ) -> Any:
+        if self._closed:
+            raise SequencesError(
+                f"{method} {path}: this connection is closed; create a new client to reconnect"
+            )
+        applied = self._timeout_s if timeout is None else float(timeout)
+        if not math.isfinite(applied) or applied <= 0:
+            raise ValueError(f"timeout is {timeout!r}; expected a positive number of seconds")
+        content = None if body is None else json.dumps(body, allow_nan=False)
+        try:
+            response = self._client.request(
+                method,
+                path,
+                params=dict(params) if params else None,
+                content=content,
+                timeout=httpx.Timeout(applied),
+            )
+        except httpx.TimeoutException as exc:
+            phase = {
+                httpx.ConnectTimeout: "connecting",
+                httpx.ReadTimeout: "waiting for the response",
+                httpx.WriteTimeout: "sending the request",
+                httpx.PoolTimeout: "waiting for a free connection",
+            }.get(type(exc), "in transit")
+            raise Unavailable(
+                f"{method} {self._base_url}{path} timed out after {applied:g}s ({phase})"
+            ) from None
+        except httpx.HTTPError as exc:
+            detail = self._scrub(str(exc)) or type(exc).__name__
+            raise Unavailable(
+                f"could not reach {self._base_url} ({method} {path}): {detail}"
+            ) from None
+        except RuntimeError:
+            # httpx raises RuntimeError when close() raced this call from another thread.
+            if self._client.is_closed:
+                raise SequencesError(
+                    f"{method} {path}: the connection was closed during the call"
+                ) from None
+            raise
+        return self._unwrap(method, path, response)
+
+    def _unwrap(self, method: str, path: str, response: httpx.Response) -> Any:
+        status = response.status_code
+        if 200 <= status < 300:
+            if status == 204 or not response.content:
+                return None
+            try:
+                return response.json()
+            except ValueError:
+                raise InvalidResponse(
+                    f"{method} {path} answered {status} with a body that is not JSON: "
+                    f"{self._scrub(response.text)[:120]!r}",
+                    status=status,
+                    body=self._scrub(response.text),
+                ) from None
+        message, extras = _decode_error(response)
+        message = self._scrub(message)
+        body = self._scrub(response.text)
+        text = f"{method} {path} failed with {status}: {message}"
+        if status == 401:
+            raise AuthError(text, status=status, body=body)
+        if status == 402:
+            raise OutOfCredit(text, status=status, body=body)
+        if status in (503, 504):
+            raise Unavailable(text, status=status, body=body, **extras)
+        if 400 <= status < 500:
+            raise InvalidRequest(text, status=status, body=body)
+        if 300 <= status < 400:
+            where = response.headers.get("location")
+            text += f" (redirect to {where!r} not followed)" if where else ""
+        raise SequencesError(text, status=status, body=body)

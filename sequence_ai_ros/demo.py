@@ -1,0 +1,589 @@
+"""`make demo` / `python -m sequence_ai_ros.demo`: a simulated DROID arm doing what it is told.
+
+Starts the local gateway, `sim_robot` and the `sequence_ai` node with config/droid.yaml (through
+`ros2 launch sequence_ai_ros droid.launch.py sim:=true` when that exists, else through
+sequence_ai_ros.launcher), configures and activates the node through its lifecycle services, then
+acts like a planner: an `act` goal "pick up the cup", and part-way a second instruction that
+preempts it. Feedback is one updating status line; at the end both results are printed, the
+run is drawn into demo.png, every process started is stopped, and the demo says how much closer
+the arm got to each instruction's target (the pose the gateway's simulated policy derives from
+the instruction).
+
+    python -m sequence_ai_ros.demo [--max-seconds 20] [--headless] [--out demo.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FIRST_INSTRUCTION = "pick up the cup"
+SECOND_INSTRUCTION = "put the cup on the blue block"
+# Generous bounds for a shared 2-core machine; the demo itself usually needs well under them.
+BRING_UP_TIMEOUT_S = 90.0
+RESULT_GRACE_S = 30.0
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m sequence_ai_ros.demo",
+        description="Drive the simulated DROID arm through the sequence_ai node and a local "
+        "gateway; write a picture of the run.",
+    )
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=20.0,
+        help="max_seconds of each act goal (default %(default)s)",
+    )
+    parser.add_argument(
+        "--preempt-after",
+        type=float,
+        default=None,
+        help="seconds into the first goal at which the second instruction preempts it "
+        "(default: 40%% of --max-seconds)",
+    )
+    parser.add_argument(
+        "--headless",
+        "--no-plot",
+        dest="headless",
+        action="store_true",
+        help="no interactive status line (plain progress lines); the picture is still written",
+    )
+    parser.add_argument(
+        "--out", default="demo.png", help="picture of the run (default %(default)s)"
+    )
+    parser.add_argument(
+        "--summary", default=None, help="also write the outcome as JSON to this file"
+    )
+    parser.add_argument(
+        "--log-dir", default=None, help="where the processes' logs go (default: a temp dir)"
+    )
+    parser.add_argument(
+        "--namespace", default="", help="namespace of the node and the arm (default: none)"
+    )
+    args = parser.parse_args(argv)
+    if not (math.isfinite(args.max_seconds) and args.max_seconds > 0):
+        parser.error(f"--max-seconds {args.max_seconds}: expected a positive number of seconds")
+    if args.preempt_after is None:
+        args.preempt_after = 0.4 * args.max_seconds
+    if not 0 < args.preempt_after < args.max_seconds:
+        parser.error(f"--preempt-after {args.preempt_after}: expected 0 < value < --max-seconds")
+    return args
+
+
+@dataclass
+class GoalRecord:
+    """One `act` goal as the planner saw it."""
+
+    number: int
+    instruction: str
+    target: list[float]
+    sent_t: float = math.nan
+    end_t: float = math.nan
+    start_q: list[float] | None = None
+    end_q: list[float] | None = None
+    accepted: bool = False
+    status: str = ""
+    result: Any = None
+    feedback: list[tuple[float, Any]] = field(default_factory=list)
+    chunk_times: list[float] = field(default_factory=list)
+    underrun_times: list[float] = field(default_factory=list)
+
+    def distance(self, q: list[float] | None) -> float:
+        if q is None:
+            return math.nan
+        return math.sqrt(sum((a - b) ** 2 for a, b in zip(q, self.target)))
+
+    def on_feedback(self, t: float, feedback: Any) -> None:
+        previous = self.feedback[-1][1] if self.feedback else None
+        # Feedback comes at up to 5 Hz: a count that grew marks a chunk or an underrun since.
+        if feedback.chunks > (previous.chunks if previous else 0):
+            self.chunk_times.append(t)
+        if feedback.underruns > (previous.underruns if previous else 0):
+            self.underrun_times.append(t)
+        self.feedback.append((t, feedback))
+
+
+@dataclass
+class Recording:
+    """Measured joints and published joint targets with their receive times (monotonic s)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    joint_t: list[float] = field(default_factory=list)
+    joints: list[list[float]] = field(default_factory=list)
+    target_t: list[float] = field(default_factory=list)
+    targets: list[list[float]] = field(default_factory=list)
+    health: dict[str, str] = field(default_factory=dict)  # the node's latest diagnostics values
+
+    def inputs_flowing(self) -> bool:
+        """The node reports every camera and the joint state received and its model ready."""
+        ages = {k: v for k, v in self.health.items() if k.endswith("_age_s")}
+        return (
+            bool(ages)
+            and "never received" not in ages.values()
+            and self.health.get("ready") == "true"
+        )
+
+    def latest_joints(self) -> list[float] | None:
+        with self.lock:
+            return list(self.joints[-1]) if self.joints else None
+
+
+def _instruction_target(instruction: str) -> list[float]:
+    """The pose the gateway's simulated pi05-droid reaches for, from the gateway's own code."""
+    from sequence_ai.gateway import catalogue
+    from sequence_ai.gateway.policies import instruction_target
+
+    return instruction_target(instruction, catalogue.PANDA_LOWER, catalogue.PANDA_UPPER)
+
+
+def _ros2_launch_available() -> bool:
+    """True when a `ros2` CLI with the launch verb and launch_ros exist (a sourced ROS install)."""
+    ros2 = shutil.which("ros2")
+    if ros2 is None:
+        return False
+    try:
+        probe = subprocess.run(
+            [ros2, "launch", "--help"], capture_output=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+def _descendants(pid: int) -> list[int]:
+    """Child processes of pid, recursively (from /proc, Linux)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as handle:
+                children = [int(c) for c in handle.read().split()]
+        except OSError:
+            continue
+        for child in children:
+            found.append(child)
+            found.extend(_descendants(child))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            # A zombie has ended; only its exit status is left for its parent.
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class StatusLine:
+    """One updating line on a terminal; occasional plain lines otherwise (logs, CI)."""
+
+    def __init__(self, interactive: bool) -> None:
+        self.interactive = interactive
+        self._last_plain = 0.0
+        self._width = 0
+
+    def show(self, text: str) -> None:
+        if self.interactive:
+            padded = text.ljust(self._width)
+            self._width = len(text)
+            sys.stdout.write("\r" + padded)
+            sys.stdout.flush()
+        elif time.monotonic() - self._last_plain >= 2.0:
+            self._last_plain = time.monotonic()
+            print(text, flush=True)
+
+    def end(self) -> None:
+        if self.interactive and self._width:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+        self._width = 0
+
+
+class Demo:
+    """Owns the processes, the planner node and the records of one demo run."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.log_dir = Path(args.log_dir or tempfile.mkdtemp(prefix="sequence_ai_demo_"))
+        self.recording = Recording()
+        self.goals = [
+            GoalRecord(1, FIRST_INSTRUCTION, _instruction_target(FIRST_INSTRUCTION)),
+            GoalRecord(2, SECOND_INSTRUCTION, _instruction_target(SECOND_INSTRUCTION)),
+        ]
+        self.status = StatusLine(sys.stdout.isatty() and not args.headless)
+        self.t0 = math.nan
+        self.preempt_t = math.nan
+        self.pids: dict[str, int] = {}
+        self.stopped: dict[str, int | None] = {}
+        self.launcher: Any = None
+        self.via = ""
+        self._ros: dict[str, Any] = {}
+
+    # ----- processes -----
+
+    def start_processes(self) -> None:
+        from sequence_ai_ros import launcher
+
+        namespace = self.args.namespace
+        values = launcher.parse_arguments(
+            [f"namespace:={namespace}", "sim:=true", "autostart:=false"]
+        )
+        if _ros2_launch_available():
+            # Our own gateway on an ephemeral port; ros2 launch starts the arm and the node.
+            specs = [s for s in launcher.plan(values) if s.executable == "sequence-ai-gateway"]
+            self.launcher = launcher.Launcher(specs, log_dir=self.log_dir)
+            self.launcher.start()
+            from sequence_ai.gateway import DEVELOPMENT_KEY
+
+            command = [
+                "ros2", "launch", "sequence_ai_ros", "droid.launch.py", "sim:=true",
+                f"base_url:={self.launcher.base_url}", f"namespace:={namespace}",
+                "autostart:=false",
+            ]  # fmt: skip
+            self.launcher.specs.append(
+                launcher.ProcessSpec(
+                    "ros2_launch",
+                    "",
+                    env={"SEQUENCES_API_KEY": DEVELOPMENT_KEY},
+                    command_line=command,
+                )
+            )
+            self.launcher.start_one(self.launcher.specs[-1])
+            self.via = "ros2 launch sequence_ai_ros droid.launch.py sim:=true"
+        else:
+            self.launcher = launcher.Launcher(launcher.plan(values), log_dir=self.log_dir)
+            self.launcher.start()
+            self.via = "python -m sequence_ai_ros.launcher sim:=true (no ros2 launch here)"
+        self.pids = self.launcher.pids()
+        print(f"started via {self.via}")
+        print("processes: " + " ".join(f"{name}={pid}" for name, pid in self.pids.items()))
+        print(f"logs: {self.log_dir}", flush=True)
+
+    def stop_processes(self) -> list[int]:
+        """Stop everything started; the pids still alive afterwards (expected: none)."""
+        if self.launcher is None:
+            return []
+        extra = [p for pid in self.pids.values() for p in _descendants(pid)]
+        self.stopped = self.launcher.stop()
+        everyone = list(self.pids.values()) + extra
+        return [pid for pid in everyone if _alive(pid)]
+
+    # ----- ROS side: the planner -----
+
+    def start_planner(self) -> None:
+        import rclpy
+        from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.action import ActionClient
+        from rclpy.context import Context
+        from rclpy.executors import MultiThreadedExecutor
+        from rclpy.node import Node
+        from rclpy.qos import QoSProfile
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float64MultiArray
+
+        from sequence_ai_interfaces.action import Act
+        from sequence_ai_ros.launcher import node_path
+
+        context = Context()
+        rclpy.init(args=[], context=context)
+        namespace = "/" + self.args.namespace.strip("/") if self.args.namespace.strip("/") else ""
+        node = Node("sequence_ai_demo", namespace=namespace or "/", context=context)
+        recording = self.recording
+
+        def on_joints(msg: JointState) -> None:
+            index = {name: i for i, name in enumerate(msg.name)}
+            try:
+                q = [msg.position[index[f"panda_joint{j}"]] for j in range(1, 8)]
+            except KeyError:
+                return
+            with recording.lock:
+                recording.joint_t.append(time.monotonic())
+                recording.joints.append(q)
+
+        def on_targets(msg: Float64MultiArray) -> None:
+            with recording.lock:
+                recording.target_t.append(time.monotonic())
+                recording.targets.append(list(msg.data[:7]))
+
+        def on_diagnostics(msg: DiagnosticArray) -> None:
+            for status in msg.status:
+                if status.name.startswith(f"{node_path(self.args.namespace)}:"):
+                    recording.health = {kv.key: kv.value for kv in status.values}
+
+        depth = QoSProfile(depth=200)
+        node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
+        node.create_subscription(JointState, "joint_states", on_joints, depth)
+        node.create_subscription(
+            Float64MultiArray, "forward_position_controller/commands", on_targets, depth
+        )
+        client = ActionClient(node, Act, "act")
+        executor = MultiThreadedExecutor(num_threads=3, context=context)
+        executor.add_node(node)
+        thread = threading.Thread(target=executor.spin, name="demo-executor", daemon=True)
+        thread.start()
+        self._ros = {
+            "context": context,
+            "node": node,
+            "client": client,
+            "executor": executor,
+            "thread": thread,
+            "Act": Act,
+        }
+
+    def stop_planner(self) -> None:
+        if not self._ros:
+            return
+        import rclpy
+
+        self._ros["executor"].shutdown(timeout_sec=5.0)
+        self._ros["thread"].join(timeout=5.0)
+        self._ros["client"].destroy()
+        self._ros["node"].destroy_node()
+        rclpy.try_shutdown(context=self._ros["context"])
+        self._ros = {}
+
+    def bring_up(self) -> None:
+        from sequence_ai_ros.launcher import change_state, node_path
+
+        target = node_path(self.args.namespace)
+        for transition in ("configure", "activate"):
+            self.status.show(f"{transition} {target} ...")
+            change_state(self._ros["node"], target, transition, BRING_UP_TIMEOUT_S)
+        self.status.end()
+        print(f"{target}: configured and active")
+        if not self._ros["client"].wait_for_server(timeout_sec=BRING_UP_TIMEOUT_S):
+            raise RuntimeError(f"the act action did not appear within {BRING_UP_TIMEOUT_S:g} s")
+        self._wait("joint states from sim_robot", lambda: bool(self.recording.joints))
+        # A planner would not send a goal before the node sees the robot: its diagnostics say.
+        self._wait(
+            "the node to report cameras, joints and a ready model", self.recording.inputs_flowing
+        )
+
+    def _wait(self, what: str, condition: Any, timeout_s: float = BRING_UP_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not condition():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"timed out after {timeout_s:g} s waiting for {what}")
+            self._check_processes()
+            time.sleep(0.05)
+
+    def _check_processes(self) -> None:
+        ended = self.launcher.exited() if self.launcher is not None else []
+        if ended:
+            names = ", ".join(f"{name} (exit {code})" for name, code in ended)
+            raise RuntimeError(f"a process ended early: {names}; see the logs in {self.log_dir}")
+
+    # ----- goals -----
+
+    def _send(self, goal: GoalRecord) -> Any:
+        act = self._ros["Act"]
+        goal.sent_t = time.monotonic()
+        goal.start_q = self.recording.latest_joints()
+        request = act.Goal(instruction=goal.instruction, max_seconds=self.args.max_seconds)
+        future = self._ros["client"].send_goal_async(
+            request,
+            feedback_callback=lambda msg: goal.on_feedback(time.monotonic(), msg.feedback),
+        )
+        self._wait(f"goal {goal.number} to be accepted or rejected", future.done)
+        handle = future.result()
+        goal.accepted = bool(handle.accepted)
+        if not goal.accepted:
+            raise RuntimeError(f"the node rejected goal {goal.number} ({goal.instruction!r})")
+        return handle.get_result_async()
+
+    def _show(self, goal: GoalRecord) -> None:
+        if not goal.feedback:
+            self.status.show(f"goal {goal.number} {goal.instruction!r}: sent")
+            return
+        fb = goal.feedback[-1][1]
+        text = (
+            f"goal {goal.number} {goal.instruction!r}: {fb.status:8s} {fb.elapsed_s:5.1f} s | "
+            f"actions {fb.actions:4d}  chunks {fb.chunks:3d}  underruns {fb.underruns:2d} | "
+            f"{goal.distance(self.recording.latest_joints()):.2f} rad to target"
+        )
+        if fb.status == "waiting" and math.isfinite(fb.warming_eta_s):
+            text += f" | model loading, ~{fb.warming_eta_s:.0f} s"
+        self.status.show(text)
+
+    def run_goals(self) -> None:
+        first, second = self.goals
+        self.t0 = time.monotonic()
+        first_result = self._send(first)
+        # Preempt part-way, counted by the goal's own clock so start-up waits do not count.
+        while not first_result.done():
+            self._show(first)
+            fb = first.feedback[-1][1] if first.feedback else None
+            if (
+                fb is not None
+                and fb.status == "running"
+                and fb.elapsed_s >= self.args.preempt_after
+            ):
+                break
+            self._check_processes()
+            time.sleep(0.1)
+        self.status.end()
+        self.preempt_t = time.monotonic()
+        first.end_q = self.recording.latest_joints()
+        first.end_t = self.preempt_t
+        if first_result.done():
+            print(
+                f"goal 1 ended before the preemption point (after {self.preempt_t - self.t0:.1f} s)"
+            )
+        else:
+            print(f"preempting goal 1 with {second.instruction!r}")
+        second_result = self._send(second)
+        deadline = time.monotonic() + self.args.max_seconds + RESULT_GRACE_S
+        self._wait("goal 1's result", first_result.done, RESULT_GRACE_S)
+        self._finish(first, first_result.result(), keep_end=True)
+        while not second_result.done():
+            if time.monotonic() > deadline:
+                raise RuntimeError("goal 2 did not end within max_seconds + 30 s")
+            self._show(second)
+            self._check_processes()
+            time.sleep(0.1)
+        self.status.end()
+        self._finish(second, second_result.result(), keep_end=False)
+
+    def _finish(self, goal: GoalRecord, wrapped: Any, *, keep_end: bool) -> None:
+        from action_msgs.msg import GoalStatus
+
+        names = {
+            GoalStatus.STATUS_SUCCEEDED: "succeeded",
+            GoalStatus.STATUS_ABORTED: "aborted",
+            GoalStatus.STATUS_CANCELED: "canceled",
+        }
+        goal.status = names.get(wrapped.status, f"status {wrapped.status}")
+        goal.result = wrapped.result
+        if not keep_end or goal.end_q is None:
+            goal.end_q = self.recording.latest_joints()
+            goal.end_t = time.monotonic()
+        r = goal.result
+        print(
+            f"goal {goal.number} {goal.instruction!r}: {goal.status}, reason {r.reason}"
+            f"{' (stopped early, arm held)' if r.stopped_early else ''}; {r.actions} actions, "
+            f"{r.chunks} chunks, {r.underruns} underruns ({r.underrun_s:.2f} s) in "
+            f"{r.elapsed_s:.1f} s" + (f" - {r.message}" if r.message else "")
+        )
+
+    # ----- report -----
+
+    def report(self) -> list[str]:
+        lines = []
+        for goal in self.goals:
+            if goal.result is None:
+                continue
+            before, after = goal.distance(goal.start_q), goal.distance(goal.end_q)
+            closer = before - after
+            share = 100.0 * closer / before if before > 0 else 0.0
+            when = "when preempted" if goal.number == 1 else "at the end"
+            lines.append(
+                f"{goal.instruction!r}: {before:.2f} rad from its target at the start, "
+                f"{after:.2f} rad {when}: {closer:.2f} rad closer ({share:.0f}%)"
+            )
+        return lines
+
+    def summary(self, alive: list[int], plot: str | None, elapsed_s: float) -> dict[str, Any]:
+        goals = []
+        for goal in self.goals:
+            r = goal.result
+            goals.append(
+                {
+                    "instruction": goal.instruction,
+                    "status": goal.status,
+                    "reason": r.reason if r is not None else None,
+                    "actions": r.actions if r is not None else None,
+                    "chunks": r.chunks if r is not None else None,
+                    "underruns": r.underruns if r is not None else None,
+                    "target": goal.target,
+                    "start_distance": goal.distance(goal.start_q),
+                    "end_distance": goal.distance(goal.end_q),
+                }
+            )
+        return {
+            "via": self.via,
+            "pids": self.pids,
+            "exit_codes": self.stopped,
+            "alive_after_stop": alive,
+            "goals": goals,
+            "plot": plot,
+            "elapsed_s": elapsed_s,
+            "logs": str(self.log_dir),
+        }
+
+
+def _set_ros_defaults() -> None:
+    # A demo never needs the network: keep discovery on this machine unless told otherwise.
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    os.environ.setdefault("ROS_LOCALHOST_ONLY", "1")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    _set_ros_defaults()
+    started = time.monotonic()
+    demo = Demo(args)
+    failure = ""
+    try:
+        demo.start_processes()
+        demo.start_planner()
+        demo.bring_up()
+        demo.run_goals()
+    except KeyboardInterrupt:
+        failure = "interrupted"
+    except Exception as exc:  # noqa: BLE001 - any failure still stops every process below
+        failure = f"{type(exc).__name__}: {exc}"
+    finally:
+        demo.status.end()
+        demo.stop_planner()
+        alive = demo.stop_processes()
+    if failure:
+        print(f"demo failed: {failure} (logs in {demo.log_dir})")
+    plot = None
+    if demo.recording.joints and not math.isnan(demo.t0):
+        from sequence_ai_ros.demo_plot import draw
+
+        plot = draw(demo, Path(args.out))
+        print(f"wrote {plot}")
+    stopped = ", ".join(f"{name} (exit {code})" for name, code in demo.stopped.items())
+    print(f"stopped: {stopped}" + (f"; STILL RUNNING: {alive}" if alive else "; none left running"))
+    lines = demo.report()
+    for line in lines:
+        print(line)
+    elapsed_s = time.monotonic() - started
+    print(f"demo took {elapsed_s:.1f} s")
+    if args.summary:
+        Path(args.summary).write_text(
+            json.dumps(demo.summary(alive, plot, elapsed_s), indent=2), encoding="utf-8"
+        )
+    first, second = demo.goals
+    ok = (
+        not failure
+        and not alive
+        and first.result is not None
+        and first.result.reason == "preempted"
+        and second.result is not None
+        and second.result.reason in ("timeout", "completed")
+        and all(g.distance(g.end_q) < g.distance(g.start_q) for g in demo.goals)
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

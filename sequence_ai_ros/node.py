@@ -1,0 +1,331 @@
+"""The `sequence_ai` lifecycle node: cameras and joints in, joint commands out, `act` goals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.qos import qos_profile_sensor_data
+from rclpy.signals import SignalHandlerOptions
+from sensor_msgs.msg import CompressedImage, Image, JointState
+
+import sequence_ai
+from sequence_ai_interfaces.action import Act
+from sequence_ai_ros import parameters
+from sequence_ai_ros.commands import CommandPublisher
+from sequence_ai_ros.diagnostics import HealthRecord, build_array
+from sequence_ai_ros.goal_runner import DEACTIVATED, GoalRunner, goal_problem
+from sequence_ai_ros.model_fit import controller_for, fit_problems
+from sequence_ai_ros.observations import ObservationCache
+from sequence_ai_ros.parameters import NodeConfig
+
+NODE_NAME = "sequence_ai"
+# A running goal stops within one control period plus one interruptible wait.
+_STOP_TIMEOUT_S = 5.0
+_READY_POLL_S = 1.0
+# Goal execution, preemption waits, cancels, sensors, lifecycle services and timers all need
+# a thread of their own at the same time.
+_EXECUTOR_THREADS = 8
+
+
+class ConfigureError(RuntimeError):
+    """A parameter, the key, the service or the model does not allow configuring."""
+
+
+class SequenceAiNode(LifecycleNode):
+    """Drives an arm with a cloud VLA model; see docs/node.md."""
+
+    def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        parameters.declare(self)
+        self.add_on_set_parameters_callback(
+            parameters.validation_callback(self._parameter_values)
+        )
+        self._sensor_group = ReentrantCallbackGroup()
+        self._goal_group = ReentrantCallbackGroup()
+        self._timer_group = MutuallyExclusiveCallbackGroup()
+        self.health = HealthRecord()
+        self._policy: Any = None
+        self._cache: ObservationCache | None = None
+        self._commands: CommandPublisher | None = None
+        self._runner: GoalRunner | None = None
+        self._action_server: ActionServer | None = None
+        self._subscriptions: list[Any] = []
+        self._accepting = False
+        self._ready_stop = threading.Event()
+        self._ready_thread: threading.Thread | None = None
+        # Diagnostics run in every state so a failed configure is visible too.
+        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._diagnostics_timer = self.create_timer(
+            1.0, self._publish_diagnostics, callback_group=self._timer_group
+        )
+
+    # ----- lifecycle -----
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        try:
+            self._configure()
+        except ConfigureError as exc:
+            self._teardown()
+            self.health.problem = f"configure failed: {exc}"
+            self.get_logger().error(self.health.problem)
+            return TransitionCallbackReturn.FAILURE
+        self.health.problem = ""
+        self.health.lifecycle = "inactive"
+        self.get_logger().info(f"configured for model {self.health.model}")
+        return super().on_configure(state)
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        result = super().on_activate(state)
+        self._accepting = True
+        self.health.lifecycle = "active"
+        self._ready_stop.clear()
+        self._ready_thread = threading.Thread(
+            target=self._watch_readiness, name="sequence_ai-readiness", daemon=True
+        )
+        self._ready_thread.start()
+        self.get_logger().info("active: accepting act goals")
+        return result
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._stop_goals(DEACTIVATED)
+        self.health.lifecycle = "inactive"
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._teardown()
+        self.health.lifecycle = "unconfigured"
+        return super().on_cleanup(state)
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._stop_goals("shut down")
+        self._teardown()
+        self.health.lifecycle = "finalized"
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._stop_goals("in error")
+        self._teardown()
+        self.health.lifecycle = "unconfigured"
+        return TransitionCallbackReturn.SUCCESS
+
+    def shut_down_now(self) -> None:
+        """End any goal with a hold, then release everything; for process exit and tests."""
+        self._stop_goals("shut down")
+        self._teardown()
+        self.health.lifecycle = "finalized"
+
+    # ----- configure -----
+
+    def _configure(self) -> None:
+        config = NodeConfig.from_node(self)
+        problems = parameters.check_config(config)
+        if problems:
+            raise ConfigureError("; ".join(problems))
+        api_key = self._read_api_key(config.api_key_file)
+        try:
+            self._policy = sequence_ai.connect(
+                config.model,
+                api_key=api_key,
+                base_url=config.base_url or None,
+                validate=config.validate_mode,
+                startup_timeout_s=config.startup_timeout_s,
+                on_warming=self._on_warming,
+            )
+            model = self._policy.spec()
+        except (sequence_ai.SequencesError, ValueError) as exc:
+            raise ConfigureError(f"{type(exc).__name__}: {exc}") from exc
+        if model is None:
+            raise ConfigureError(
+                f"model {config.model!r} is not in the service's catalogue of act models"
+            )
+        problems = fit_problems(config, model)
+        controller, _ = controller_for(config, model)
+        if problems or controller is None:
+            raise ConfigureError("; ".join(problems))
+        self.health.model = model.short_id
+
+        cache = ObservationCache(config.camera_views, config.joint_names, config.gripper_joint)
+        self._cache = cache
+        for view, topic, transport in zip(
+            config.camera_views, config.camera_topics, config.camera_transports
+        ):
+            msg_type = CompressedImage if transport == "compressed" else Image
+            self._subscriptions.append(
+                self.create_subscription(
+                    msg_type,
+                    topic,
+                    lambda msg, view=view: cache.store_image(view, msg),
+                    qos_profile_sensor_data,
+                    callback_group=self._sensor_group,
+                )
+            )
+        self._subscriptions.append(
+            self.create_subscription(
+                JointState,
+                config.joint_states_topic,
+                cache.store_joint_state,
+                qos_profile_sensor_data,
+                callback_group=self._sensor_group,
+            )
+        )
+        self._commands = CommandPublisher(
+            self,
+            joint_names=config.joint_names,
+            interface=config.command_interface,
+            command_topic=config.command_topic,
+            command_type=config.command_type,
+            gripper_topic=config.gripper_command_topic,
+        )
+        self._runner = GoalRunner(
+            policy=self._policy,
+            model=model,
+            controller=controller,
+            cache=self._cache,
+            commands=self._commands,
+            health=self.health,
+            live_config=lambda: NodeConfig.from_node(self),
+            log=self.get_logger(),
+        )
+        self._action_server = ActionServer(
+            self,
+            Act,
+            "act",
+            execute_callback=self._runner.execute,
+            goal_callback=self._on_goal,
+            handle_accepted_callback=self._runner.accept,
+            cancel_callback=self._on_cancel,
+            callback_group=self._goal_group,
+        )
+
+    def _read_api_key(self, path: str) -> str | None:
+        """The key from api_key_file; None lets the client read SEQUENCES_API_KEY."""
+        if not path:
+            return None
+        try:
+            with open(os.path.expanduser(path), encoding="utf-8") as handle:
+                key = handle.read().strip()
+        except OSError as exc:
+            raise ConfigureError(f"api_key_file {path!r} cannot be read: {exc.strerror}") from exc
+        if not key:
+            raise ConfigureError(f"api_key_file {path!r} is empty; expected the API key")
+        return key
+
+    def _teardown(self) -> None:
+        self._accepting = False
+        self._stop_readiness()
+        if self._action_server is not None:
+            self._action_server.destroy()
+            self._action_server = None
+        for subscription in self._subscriptions:
+            self.destroy_subscription(subscription)
+        self._subscriptions = []
+        if self._commands is not None:
+            self._commands.destroy()
+            self._commands = None
+        self._runner = None
+        self._cache = None
+        if self._policy is not None:
+            self._policy.close()
+            self._policy = None
+
+    # ----- goals -----
+
+    def _on_goal(self, goal: Act.Goal) -> GoalResponse:
+        if not self._accepting or self._runner is None:
+            self.get_logger().warning("act goal rejected: the node is not active")
+            return GoalResponse.REJECT
+        problem = goal_problem(goal)
+        if problem:
+            self.get_logger().warning(f"act goal rejected: {problem}")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _on_cancel(self, handle: Any) -> CancelResponse:
+        if self._runner is not None:
+            self._runner.cancel(handle)
+        return CancelResponse.ACCEPT
+
+    def _stop_goals(self, reason: str) -> None:
+        self._accepting = False
+        self._stop_readiness()
+        if self._runner is not None and not self._runner.stop_all(reason, _STOP_TIMEOUT_S):
+            self.get_logger().error(f"a goal did not stop within {_STOP_TIMEOUT_S:g} s")
+
+    def _on_warming(self, waited_s: float, eta_s: float | None) -> None:
+        self.health.ready = False
+        self.health.warming_eta_s = eta_s
+        if self._runner is not None and eta_s is not None:
+            self._runner.set_warming(max(0.0, eta_s - waited_s))
+
+    # ----- readiness and diagnostics -----
+
+    def _watch_readiness(self) -> None:
+        """Bring the model up in the background once active; progress goes to diagnostics."""
+        policy = self._policy
+        while policy is not None and not self._ready_stop.is_set():
+            try:
+                ready, eta_s = policy.ready()
+            except sequence_ai.SequencesError as exc:
+                self.health.ready = None
+                self.get_logger().warning(f"readiness check failed: {exc}")
+            else:
+                self.health.ready = bool(ready)
+                self.health.warming_eta_s = None if ready else eta_s
+                if ready:
+                    return
+            self._ready_stop.wait(_READY_POLL_S)
+
+    def _stop_readiness(self) -> None:
+        self._ready_stop.set()
+        thread, self._ready_thread = self._ready_thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=_STOP_TIMEOUT_S)
+
+    def _publish_diagnostics(self) -> None:
+        cache, commands = self._cache, self._commands
+        self._diagnostics.publish(
+            build_array(
+                self.health,
+                node_name=self.get_fully_qualified_name(),
+                ages=cache.ages() if cache is not None else {},
+                command_rate_hz=commands.command_rate_hz() if commands is not None else 0.0,
+                stamp=self.get_clock().now().to_msg(),
+            )
+        )
+
+    def _parameter_values(self) -> dict[str, Any]:
+        return {name: self.get_parameter(name).value for name in parameters.SPECS}
+
+
+def main(args: list[str] | None = None) -> None:
+    """`ros2 run sequence_ai_ros sequence_ai_node --ros-args --params-file droid.yaml`."""
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    # SIGINT/SIGTERM end the spin in this thread while the context still works, so the arm
+    # can be held before the node goes away.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    node = SequenceAiNode()
+    executor = MultiThreadedExecutor(num_threads=_EXECUTOR_THREADS)
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.shut_down_now()
+        executor.shutdown(timeout_sec=_STOP_TIMEOUT_S)
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,311 @@
+"""The node's parameters: declarations with descriptors, validation with reasons, one snapshot type."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    SetParametersResult,
+)
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+FLOAT64_MULTI_ARRAY = "std_msgs/msg/Float64MultiArray"
+JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
+JOINT_STATE = "sensor_msgs/msg/JointState"
+COMMAND_TYPES = (FLOAT64_MULTI_ARRAY, JOINT_TRAJECTORY, JOINT_STATE)
+COMMAND_INTERFACES = ("position", "velocity")
+VALIDATE_MODES = ("warn", "strict", "off")
+TRANSPORTS = ("raw", "compressed")
+
+PANDA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
+# Franka Panda joint position limits (rad), the arm the DROID models were trained on.
+PANDA_LOWER = [-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973]
+PANDA_UPPER = [2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973]
+
+SMOOTH_SEAM_MAX = 15
+JPEG_QUALITY_MIN, JPEG_QUALITY_MAX = 90, 100
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One parameter: default, meaning, whether it needs a reconfigure, accepted range."""
+
+    default: Any
+    description: str
+    read_only: bool = False
+    int_range: tuple[int, int] | None = None
+    float_range: tuple[float, float] | None = None
+    choices: tuple[str, ...] | None = None
+
+
+SPECS: dict[str, Spec] = {
+    "model": Spec("pi05-droid", "catalogue model id (short or full)", read_only=True),
+    "base_url": Spec(
+        "", "API base URL; empty = SEQUENCES_BASE_URL or the client default", read_only=True
+    ),
+    "api_key_file": Spec(
+        "",
+        "file holding the API key; empty = SEQUENCES_API_KEY from the environment",
+        read_only=True,
+    ),
+    "validate_mode": Spec(
+        "strict",
+        "client pre-send check of views and state layout: warn | strict | off",
+        read_only=True,
+        choices=VALIDATE_MODES,
+    ),
+    "camera_views": Spec(
+        ["exterior_1", "wrist_left"], "model view names, one per camera topic", read_only=True
+    ),
+    "camera_topics": Spec(
+        ["cameras/exterior_1/image_raw", "cameras/wrist_left/image_raw"],
+        "camera topic for each view (same order as camera_views)",
+        read_only=True,
+    ),
+    "camera_transports": Spec(
+        ["raw", "raw"],
+        "per view: raw (sensor_msgs/Image) or compressed (sensor_msgs/CompressedImage)",
+        read_only=True,
+    ),
+    "joint_states_topic": Spec(
+        "joint_states", "sensor_msgs/JointState topic of the arm", read_only=True
+    ),
+    "joint_names": Spec(
+        PANDA_JOINTS, "arm joints in the order of the model's state layout", read_only=True
+    ),
+    "gripper_joint": Spec(
+        "", "JointState name of the gripper (0 open … 1 closed); empty = none", read_only=True
+    ),
+    "command_interface": Spec(
+        "position",
+        "position (joint targets) or velocity (joint velocities)",
+        read_only=True,
+        choices=COMMAND_INTERFACES,
+    ),
+    "command_topic": Spec(
+        "forward_position_controller/commands", "topic for arm commands", read_only=True
+    ),
+    "command_type": Spec(
+        FLOAT64_MULTI_ARRAY,
+        "arm command message type: " + " | ".join(COMMAND_TYPES),
+        read_only=True,
+        choices=COMMAND_TYPES,
+    ),
+    "gripper_command_topic": Spec(
+        "gripper_controller/commands",
+        "std_msgs/Float64MultiArray topic with one gripper value; empty = none",
+        read_only=True,
+    ),
+    "velocity_scale": Spec(
+        3.0,
+        "rad/s per unit of a normalised velocity row (0.2 rad per step × 15 Hz)",
+        float_range=(0.0, 10.0),
+    ),
+    "prefetch": Spec(True, "fetch the next chunk while the current one plays (next goal)"),
+    "smooth_seam": Spec(
+        0,
+        "blend this many steps at each chunk seam, absolute spaces only (next goal)",
+        int_range=(0, SMOOTH_SEAM_MAX),
+    ),
+    "startup_timeout_s": Spec(
+        300.0, "longest wait for a cold model to load (s)", float_range=(0.0, 3600.0)
+    ),
+    "jpeg_quality": Spec(
+        95, "JPEG quality of camera frames sent to the model", int_range=(90, 100)
+    ),
+    "max_goal_seconds": Spec(
+        120.0, "cap on any goal's max_seconds (s)", float_range=(0.1, 3600.0)
+    ),
+    "max_state_age_s": Spec(
+        0.25, "oldest joint state an observation may use (s)", float_range=(0.001, 10.0)
+    ),
+    "max_image_age_s": Spec(
+        0.5, "oldest camera frame an observation may use (s)", float_range=(0.001, 10.0)
+    ),
+    "joint_lower_limits": Spec(PANDA_LOWER, "lower position limit per joint (rad)"),
+    "joint_upper_limits": Spec(PANDA_UPPER, "upper position limit per joint (rad)"),
+    "max_step": Spec(
+        0.25,
+        "largest change of a position target between steps (rad)",
+        float_range=(0.001, 3.2),
+    ),
+    "hold_between_goals": Spec(
+        True, "command a hold when a goal is preempted, before the next goal starts"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """A consistent snapshot of every parameter."""
+
+    model: str
+    base_url: str
+    api_key_file: str
+    validate_mode: str
+    camera_views: tuple[str, ...]
+    camera_topics: tuple[str, ...]
+    camera_transports: tuple[str, ...]
+    joint_states_topic: str
+    joint_names: tuple[str, ...]
+    gripper_joint: str
+    command_interface: str
+    command_topic: str
+    command_type: str
+    gripper_command_topic: str
+    velocity_scale: float
+    prefetch: bool
+    smooth_seam: int
+    startup_timeout_s: float
+    jpeg_quality: int
+    max_goal_seconds: float
+    max_state_age_s: float
+    max_image_age_s: float
+    joint_lower_limits: tuple[float, ...]
+    joint_upper_limits: tuple[float, ...]
+    max_step: float
+    hold_between_goals: bool
+
+    @classmethod
+    def from_values(cls, values: dict[str, Any]) -> NodeConfig:
+        converted = {
+            name: tuple(value) if isinstance(value, (list, tuple)) else value
+            for name, value in values.items()
+        }
+        return cls(**converted)
+
+    @classmethod
+    def from_node(cls, node: Node) -> NodeConfig:
+        return cls.from_values({name: node.get_parameter(name).value for name in SPECS})
+
+
+def _descriptor(name: str, spec: Spec) -> ParameterDescriptor:
+    text = spec.description
+    if spec.choices:
+        text += f" (one of: {', '.join(spec.choices)})"
+    descriptor = ParameterDescriptor(name=name, description=text, read_only=spec.read_only)
+    if spec.int_range is not None:
+        descriptor.integer_range = [
+            IntegerRange(from_value=spec.int_range[0], to_value=spec.int_range[1], step=1)
+        ]
+    if spec.float_range is not None:
+        descriptor.floating_point_range = [
+            FloatingPointRange(from_value=spec.float_range[0], to_value=spec.float_range[1])
+        ]
+    if spec.choices:
+        descriptor.additional_constraints = f"one of: {', '.join(spec.choices)}"
+    return descriptor
+
+
+def declare(node: Node) -> None:
+    """Declare every parameter with its descriptor (overrides from --params-file apply here)."""
+    for name, spec in SPECS.items():
+        node.declare_parameter(name, spec.default, _descriptor(name, spec))
+
+
+def check_value(name: str, value: Any) -> str | None:
+    """Why `value` is not acceptable for parameter `name`, or None."""
+    spec = SPECS.get(name)
+    if spec is None:
+        return f"{name} is not a parameter of this node"
+    if spec.choices is not None and value not in spec.choices:
+        return f"{name}={value!r} is not accepted; expected one of {', '.join(spec.choices)}"
+    if spec.int_range is not None:
+        lo, hi = spec.int_range
+        if not lo <= value <= hi:
+            return f"{name}={value} is outside the accepted range {lo}..{hi}"
+    if spec.float_range is not None:
+        lo, hi = spec.float_range
+        if not (math.isfinite(value) and lo <= value <= hi):
+            return f"{name}={value} is outside the accepted range {lo}..{hi}"
+    if name in ("joint_lower_limits", "joint_upper_limits"):
+        if not all(math.isfinite(v) for v in value):
+            return f"{name}={list(value)} has a non-finite value; expected finite radians"
+    if name == "camera_transports":
+        bad = [t for t in value if t not in TRANSPORTS]
+        if bad:
+            return f"camera_transports has {bad}; expected each to be raw or compressed"
+    return None
+
+
+def check_config(config: NodeConfig) -> list[str]:
+    """Every problem of a parameter snapshot, each naming the parameter and what was expected."""
+    problems = [
+        reason
+        for name in SPECS
+        if (reason := check_value(name, getattr(config, name))) is not None
+    ]
+    n_views = len(config.camera_views)
+    if n_views == 0:
+        problems.append("camera_views is empty; expected the model's view names")
+    for other in ("camera_topics", "camera_transports"):
+        if len(getattr(config, other)) != n_views:
+            problems.append(
+                f"{other} has {len(getattr(config, other))} entries; expected one per "
+                f"camera_views entry ({n_views})"
+            )
+    if len(set(config.camera_views)) != n_views:
+        problems.append(f"camera_views {list(config.camera_views)} repeats a view")
+    if not config.joint_names:
+        problems.append("joint_names is empty; expected the arm joints in the model's order")
+    if len(set(config.joint_names)) != len(config.joint_names):
+        problems.append(f"joint_names {list(config.joint_names)} repeats a joint")
+    if config.gripper_joint and config.gripper_joint in config.joint_names:
+        problems.append(
+            f"gripper_joint {config.gripper_joint!r} is also in joint_names; expected it apart"
+        )
+    problems.extend(_limit_problems(config))
+    return problems
+
+
+def _limit_problems(config: NodeConfig) -> list[str]:
+    n = len(config.joint_names)
+    problems = []
+    for name in ("joint_lower_limits", "joint_upper_limits"):
+        if len(getattr(config, name)) != n:
+            problems.append(
+                f"{name} has {len(getattr(config, name))} values; expected one per "
+                f"joint_names entry ({n})"
+            )
+    if not problems:
+        for joint, lo, hi in zip(
+            config.joint_names, config.joint_lower_limits, config.joint_upper_limits
+        ):
+            if not lo < hi:
+                problems.append(
+                    f"joint_lower_limits/joint_upper_limits for {joint} are [{lo}, {hi}]; "
+                    "expected lower < upper"
+                )
+    return problems
+
+
+def validation_callback(
+    current: Callable[[], dict[str, Any]],
+) -> Callable[[list[Parameter]], SetParametersResult]:
+    """An on-set-parameters callback that accepts a change only if the result stays valid.
+
+    Validation only: the node reads live values when a goal starts, so nothing is applied here
+    (Humble has no post-set callback).
+    """
+
+    def on_set(params: list[Parameter]) -> SetParametersResult:
+        merged = dict(current())
+        for param in params:
+            reason = check_value(param.name, param.value) if param.name in SPECS else None
+            if reason:
+                return SetParametersResult(successful=False, reason=reason)
+            merged[param.name] = param.value
+        if any(p.name in ("joint_lower_limits", "joint_upper_limits") for p in params):
+            problems = _limit_problems(NodeConfig.from_values(merged))
+            if problems:
+                return SetParametersResult(successful=False, reason="; ".join(problems))
+        return SetParametersResult(successful=True)
+
+    return on_set

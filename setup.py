@@ -1,0 +1,55 @@
+"""ament_python package `sequence_ai_ros`: the sequence_ai client and the ROS 2 node.
+
+The dependency lists below are the single source of truth: the Makefile reads them with
+.ci/requirements.py so the development venv gets them without installing this package.
+"""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "sequence_ai_ros"
+
+# The client needs httpx and nothing else; numpy/Pillow are only for JPEG encoding.
+INSTALL_REQUIRES = ["httpx>=0.23"]
+
+# What the Python 3.9 venv holds to run the client tests: proves the client needs only httpx.
+CLIENT_TEST = ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.50"]
+
+EXTRAS_REQUIRE = {
+    "gateway": ["fastapi>=0.100", "uvicorn>=0.22", "pillow>=9", "numpy>=1.21", "trustme>=1.0"],
+    "image": ["pillow>=9", "numpy>=1.21"],
+    "test": CLIENT_TEST + ["schemathesis>=3.19", "matplotlib>=3.5"],
+    "client-test": CLIENT_TEST,
+    "lint": ["ruff>=0.12", "vermin>=1.6"],
+}
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(include=["sequence_ai", "sequence_ai.*", PACKAGE, PACKAGE + ".*"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
+        ("share/" + PACKAGE, ["package.xml"]),
+        # Globbed so the package builds whether or not launch and config files exist yet.
+        ("share/" + PACKAGE + "/launch", sorted(glob("launch/*.launch.py"))),
+        ("share/" + PACKAGE + "/config", sorted(glob("config/*.yaml"))),
+    ],
+    install_requires=["setuptools"] + INSTALL_REQUIRES,
+    extras_require=EXTRAS_REQUIRE,
+    python_requires=">=3.9",
+    zip_safe=True,
+    maintainer="sequence_ai_ros maintainers",
+    maintainer_email="maintainers@sequence-ai.invalid",
+    description="Drive a ROS 2 arm with a cloud vision-language-action model.",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    entry_points={
+        "console_scripts": [
+            "sequence_ai_node = sequence_ai_ros.node:main",
+            "sim_robot = sequence_ai_ros.sim_robot:main",
+            "sequence-ai-gateway = sequence_ai.gateway.__main__:main",
+            "sequence-ai = sequence_ai.cli:main",
+        ],
+    },
+)

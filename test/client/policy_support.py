@@ -1,0 +1,134 @@
+"""Shared helpers for the Policy / control-loop tests: a recording robot and observations.
+
+Frames are a pre-encoded 64x36 (16:9) JPEG so these tests need no Pillow (Python 3.9 venv).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any, Callable, Optional
+
+import sequence_ai
+from sequence_ai import ImageFrame, Observation, Proprioception
+
+FRAME_16_9 = (
+    "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAMCAgMCAgMDAwMEAwMEBQgFBQQEBQoHBwYIDAoMDAsKCwsNDhIQDQ4R"
+    "DgsLEBYQERMUFRUVDA8XGBYUGBIUFRT/2wBDAQMEBAUEBQkFBQkUDQsNFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQU"
+    "FBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBT/wAARCAAkAEADASIAAhEBAxEB/8QAHwAAAQUBAQEBAQEAAAAAAAAA"
+    "AAECAwQFBgcICQoL/8QAtRAAAgEDAwIEAwUFBAQAAAF9AQIDAAQRBRIhMUEGE1FhByJxFDKBkaEII0KxwRVS0fAk"
+    "M2JyggkKFhcYGRolJicoKSo0NTY3ODk6Q0RFRkdISUpTVFVWV1hZWmNkZWZnaGlqc3R1dnd4eXqDhIWGh4iJipKT"
+    "lJWWl5iZmqKjpKWmp6ipqrKztLW2t7i5usLDxMXGx8jJytLT1NXW19jZ2uHi4+Tl5ufo6erx8vP09fb3+Pn6/8QA"
+    "HwEAAwEBAQEBAQEBAQAAAAAAAAECAwQFBgcICQoL/8QAtREAAgECBAQDBAcFBAQAAQJ3AAECAxEEBSExBhJBUQdh"
+    "cRMiMoEIFEKRobHBCSMzUvAVYnLRChYkNOEl8RcYGRomJygpKjU2Nzg5OkNERUZHSElKU1RVVldYWVpjZGVmZ2hp"
+    "anN0dXZ3eHl6goOEhYaHiImKkpOUlZaXmJmaoqOkpaanqKmqsrO0tba3uLm6wsPExcbHyMnK0tPU1dbX2Nna4uPk"
+    "5ebn6Onq8vP09fb3+Pn6/9oADAMBAAIRAxEAPwDn6KKK/Qz48KKKKACiiigAooooAKKKKACiiigAooooAKKKKACi"
+    "iigAooooAKKKKACiiigD/9k="
+)
+
+PI05 = "pi05-droid"
+COSMOS = "cosmos3-edge-policy-droid"
+VIEWS = {PI05: ("exterior_1", "wrist_left"), COSMOS: ("exterior_1", "exterior_2", "wrist_left")}
+# Generous bound for waiting on a condition: never a measurement, only a hang guard.
+PATIENCE_S = 30.0
+
+
+def make_observation(
+    model: str = PI05,
+    *,
+    joints: Optional[Sequence[float]] = None,
+    instruction: str = "pick up the cup",
+) -> Observation:
+    return Observation(
+        images=[ImageFrame(view=view, data=FRAME_16_9) for view in VIEWS[model]],
+        proprioception=Proprioception(
+            joint_positions=list(joints if joints is not None else [0.0] * 7), gripper=[0.0]
+        ),
+        instruction=instruction,
+    )
+
+
+def open_policy(gateway: Any, model: str = PI05, **kwargs: Any) -> sequence_ai.Policy:
+    return sequence_ai.connect(model, api_key=gateway.api_key, base_url=gateway.url, **kwargs)
+
+
+class Robot:
+    """Records what the loop did: observations (with the action count at the time), acts, holds.
+
+    ``joints_for`` lets a test give each observation different joints (to tell requests apart).
+    """
+
+    def __init__(self, model: str = PI05, instruction: str = "pick up the cup") -> None:
+        self.model = model
+        self.instruction = instruction
+        self.lock = threading.Lock()
+        self.acts: list[list[float]] = []
+        self.observed_at: list[int] = []
+        self.observations: list[Observation] = []
+        self.holds = 0
+        self.statuses: list[str] = []
+        self.chunks: list[sequence_ai.Prediction] = []
+        self.underruns: list[float] = []
+        self.events: list[tuple[str, int]] = []
+
+    def joints_for(self, n: int) -> list[float]:
+        return [0.01 * n] * 7
+
+    def observe(self) -> Observation:
+        with self.lock:
+            n = len(self.observations)
+            self.observed_at.append(len(self.acts))
+            self.events.append(("observe", len(self.acts)))
+        obs = make_observation(self.model, joints=self.joints_for(n), instruction=self.instruction)
+        with self.lock:
+            self.observations.append(obs)
+        return obs
+
+    def act(self, row: list[float]) -> None:
+        with self.lock:
+            self.acts.append(list(row))
+            self.events.append(("act", len(self.acts)))
+
+    def validate(self, row: list[float]) -> bool:
+        return True
+
+    def hold(self) -> None:
+        with self.lock:
+            self.holds += 1
+            self.events.append(("hold", len(self.acts)))
+
+    def on_status(self, state: str) -> None:
+        self.statuses.append(state)
+
+    def on_chunk(self, prediction: sequence_ai.Prediction) -> None:
+        self.chunks.append(prediction)
+
+    def on_underrun(self, waited_s: float) -> None:
+        self.underruns.append(waited_s)
+
+    def callbacks(self) -> dict[str, Any]:
+        """Every callback of run(), wired to this robot."""
+        return {
+            "validate": self.validate,
+            "hold": self.hold,
+            "on_status": self.on_status,
+            "on_chunk": self.on_chunk,
+            "on_underrun": self.on_underrun,
+            "progress": False,
+        }
+
+
+def fetch_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("sequence_ai-fetch")]
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = PATIENCE_S) -> bool:
+    """Poll ``condition`` until true or a generous deadline passes (a hang guard, not a timer)."""
+    deadline = time.monotonic() + timeout_s
+    idle = threading.Event()
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        idle.wait(0.01)
+    return condition()

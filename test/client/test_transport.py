@@ -1,0 +1,301 @@
+"""Transport against the local gateway over real HTTP: errors, timeouts, keys, TLS, reuse."""
+
+from __future__ import annotations
+
+import socket
+import time
+from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
+
+import pytest
+
+from sequence_ai.errors import (
+    AuthError,
+    InvalidRequest,
+    InvalidResponse,
+    OutOfCredit,
+    SequencesError,
+    Unavailable,
+)
+from sequence_ai.transport import (
+    DEFAULT_BASE_URL,
+    Transport,
+    parse_retry_after,
+    resolve_api_key,
+    resolve_base_url,
+)
+
+PI05 = "accounts/sequences/models/pi05-droid"
+# A 32x18 (16:9) grey JPEG: the smallest frame the gateway accepts for pi05-droid.
+FRAME = (
+    "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAFA3PEY8MlBGQUZaVVBfeMiCeG5uePWvuZHI//////////////////////"
+    "//////////////////////////////wAALCAASACABAREA/8QAFAABAAAAAAAAAAAAAAAAAAAAAP/EABQQAQAAAAAA"
+    "AAAAAAAAAAAAAAD/2gAIAQEAAD8AAAAA/9k="
+)
+
+
+def act_body(model=PI05, views=("exterior_1", "wrist_left"), gripper=(0.0,)):
+    return {
+        "model": model,
+        "observation": {
+            "images": [{"view": v, "data": FRAME} for v in views],
+            "proprioception": {"joint_positions": [0.0] * 7, "gripper": list(gripper)},
+            "instruction": "pick up the cup",
+        },
+    }
+
+
+@pytest.fixture
+def no_env(monkeypatch):
+    monkeypatch.delenv("SEQUENCES_API_KEY", raising=False)
+    monkeypatch.delenv("SEQUENCES_BASE_URL", raising=False)
+
+
+@pytest.fixture
+def transport(gateway, no_env):
+    with Transport(base_url=gateway.url, api_key=gateway.api_key) as t:
+        yield t
+
+
+def assert_no_key(exc, key):
+    for text in (str(exc), repr(exc), exc.body or "", exc.message):
+        assert key not in text
+
+
+def test_a_successful_act_returns_the_parsed_chunk(transport):
+    body = transport.post("/v1/act", act_body())
+    assert body["model"] == PI05
+    assert len(body["action_chunk"]["steps"]) == 15
+
+
+def test_readiness_and_health_are_plain_gets(transport):
+    assert transport.get("/v1/act/ready", params={"model": PI05})["ready"] is True
+    assert transport.get("/v1/health")["auth"] == "keystore"
+
+
+def test_an_unknown_key_is_an_auth_error_that_never_shows_the_key(gateway, no_env):
+    key = "seq_live_this_key_is_secret_12345"
+    with Transport(base_url=gateway.url, api_key=key) as t:
+        with pytest.raises(AuthError) as info:
+            t.post("/v1/act", act_body())
+        assert info.value.status == 401
+        assert_no_key(info.value, key)
+        assert key not in repr(t)
+
+
+def test_no_key_sends_no_header_and_the_gateway_refuses_act(gateway, no_env):
+    with Transport(base_url=gateway.url, require_key=False) as t:
+        assert not t.has_key
+        assert t.get("/v1/models")["data"]
+        with pytest.raises(AuthError, match="missing API key"):
+            t.post("/v1/act", act_body())
+
+
+def test_a_missing_key_fails_locally_at_construction(no_env):
+    with pytest.raises(AuthError, match="SEQUENCES_API_KEY"):
+        Transport(base_url="http://127.0.0.1:9")
+
+
+def test_out_of_credit_is_402(gateway, no_env):
+    with Transport(base_url=gateway.url, api_key=gateway.broke_key) as t:
+        with pytest.raises(OutOfCredit) as info:
+            t.post("/v1/act", act_body())
+    assert info.value.status == 402
+    assert_no_key(info.value, gateway.broke_key)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "match"),
+    [
+        (act_body(model="no-such-model"), 404, "not found"),
+        (act_body(views=("exterior_1",)), 400, "wrist_left"),
+        ({"model": PI05, "observation": {"instruction": "x"}}, 422, "failed with 422"),
+    ],
+)
+def test_other_4xx_are_invalid_request_with_status_and_body(transport, body, status, match):
+    with pytest.raises(InvalidRequest, match=match) as info:
+        transport.post("/v1/act", body)
+    assert info.value.status == status
+    assert info.value.body and "detail" in info.value.body
+
+
+def test_a_scalar_gripper_is_refused_by_the_schema(transport):
+    body = act_body()
+    body["observation"]["proprioception"]["gripper"] = 0.0
+    with pytest.raises(InvalidRequest) as info:
+        transport.post("/v1/act", body)
+    assert info.value.status == 422
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(500, SequencesError), (503, Unavailable), (504, Unavailable), (401, AuthError)],
+)
+def test_injected_statuses_map_to_their_error_class(gateway, transport, status, error):
+    gateway.inject("status", status=status)
+    with pytest.raises(error) as info:
+        transport.post("/v1/act", act_body())
+    assert type(info.value) is error
+    assert info.value.status == status
+    if isinstance(info.value, Unavailable):
+        assert info.value.warming is False
+
+
+def test_a_warming_model_gives_unavailable_with_eta_and_job(gateway, transport):
+    gateway.inject("warming", seconds=40)
+    with pytest.raises(Unavailable) as info:
+        transport.post("/v1/act", act_body())
+    exc = info.value
+    assert exc.status == 503 and exc.warming is True
+    assert 30 <= exc.retry_after_s <= 40
+    assert exc.job_id
+    assert "loading" in str(exc)
+
+
+def test_a_malformed_200_is_invalid_response(gateway, transport):
+    gateway.inject("malformed")
+    with pytest.raises(InvalidResponse, match="not JSON") as info:
+        transport.post("/v1/act", act_body())
+    assert info.value.status == 200
+
+
+def test_a_reset_connection_is_unavailable_and_the_next_call_works(gateway, transport):
+    gateway.inject("reset")
+    with pytest.raises(Unavailable, match="could not reach") as info:
+        transport.post("/v1/act", act_body())
+    assert info.value.status is None and info.value.warming is False
+    assert transport.post("/v1/act", act_body())["action_chunk"]["steps"]
+
+
+def test_a_post_timeout_names_the_per_call_timeout_that_applied(gateway, transport):
+    gateway.inject("stall", seconds=30)
+    try:
+        with pytest.raises(Unavailable, match=r"timed out after 0\.4s"):
+            transport.post("/v1/act", act_body(), timeout=0.4)
+    finally:
+        gateway.clear_faults()
+
+
+@pytest.fixture
+def silent_server():
+    """A listening socket that accepts TCP but never answers: every read times out."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    sock.close()
+
+
+def test_a_get_timeout_names_the_default_timeout(silent_server, no_env):
+    with Transport(base_url=silent_server, timeout_s=0.3, require_key=False) as t:
+        with pytest.raises(Unavailable, match=r"GET .*/v1/models timed out after 0\.3s"):
+            t.get("/v1/models")
+
+
+def test_a_get_timeout_names_the_per_call_timeout(silent_server, no_env):
+    with Transport(base_url=silent_server, timeout_s=30, require_key=False) as t:
+        with pytest.raises(Unavailable, match=r"timed out after 0\.25s"):
+            t.get("/v1/health", timeout=0.25)
+
+
+def test_an_unreachable_gateway_is_unavailable(gateway, transport):
+    gateway.kill()
+    with pytest.raises(Unavailable, match="could not reach"):
+        transport.get("/v1/health")
+    gateway.restart()
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            assert transport.get("/v1/health")
+            break
+        except Unavailable:
+            if time.monotonic() > deadline:
+                raise
+
+
+def test_one_connection_serves_many_requests(gateway, transport):
+    before = gateway.counters()["connections"]
+    for _ in range(3):
+        transport.get("/v1/models")
+        transport.get("/v1/act/ready", params={"model": PI05})
+        transport.post("/v1/act", act_body())
+    assert gateway.counters()["connections"] - before == 1
+
+
+def test_a_closed_transport_refuses_calls(transport):
+    transport.close()
+    transport.close()
+    with pytest.raises(SequencesError, match="closed"):
+        transport.get("/v1/health")
+    assert "closed" in repr(transport)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://example.com", "http://10.0.0.5:8000", "http://[2001:db8::1]/"]
+)
+def test_plain_http_off_this_machine_is_refused(url, no_env):
+    with pytest.raises(ValueError, match="allow_insecure"):
+        Transport(base_url=url, api_key="k")
+    Transport(base_url=url, api_key="k", allow_insecure=True).close()
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8000", "http://localhost:1", "http://[::1]:80", "https://example.com"]
+)
+def test_loopback_http_and_any_https_are_allowed(url, no_env):
+    Transport(base_url=url, api_key="k").close()
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com", "example.com", "https://"])
+def test_a_url_without_http_scheme_or_host_is_refused(url, no_env):
+    with pytest.raises(ValueError, match="base_url"):
+        Transport(base_url=url, api_key="k")
+
+
+def test_tls_with_a_ca_bundle_path(gateway_factory, no_env):
+    gw = gateway_factory(tls=True)
+    assert gw.url.startswith("https://")
+    with Transport(base_url=gw.url, api_key=gw.api_key, verify=gw.ca_bundle) as t:
+        assert t.post("/v1/act", act_body())["action_chunk"]["steps"]
+    with Transport(base_url=gw.url, api_key=gw.api_key) as t:
+        with pytest.raises(Unavailable, match="could not reach"):
+            t.get("/v1/health")
+
+
+def test_verify_must_be_an_existing_bundle(tmp_path, no_env):
+    with pytest.raises(ValueError, match="CA bundle"):
+        Transport(base_url="https://x.example", api_key="k", verify=str(tmp_path / "none.pem"))
+    with pytest.raises(TypeError, match="verify"):
+        Transport(base_url="https://x.example", api_key="k", verify=3)
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), True])
+def test_timeout_must_be_positive(timeout, no_env):
+    with pytest.raises(ValueError, match="timeout_s"):
+        Transport(base_url="http://127.0.0.1:9", api_key="k", timeout_s=timeout)
+
+
+def test_resolution_prefers_arguments_then_environment(monkeypatch):
+    monkeypatch.setenv("SEQUENCES_BASE_URL", "http://127.0.0.1:8123/")
+    monkeypatch.setenv("SEQUENCES_API_KEY", " seq_env ")
+    assert resolve_base_url(None) == "http://127.0.0.1:8123"
+    assert resolve_base_url("https://staging.example/") == "https://staging.example"
+    assert resolve_api_key(None) == "seq_env"
+    assert resolve_api_key("seq_arg") == "seq_arg"
+    monkeypatch.delenv("SEQUENCES_BASE_URL")
+    monkeypatch.delenv("SEQUENCES_API_KEY")
+    assert resolve_base_url(None) == DEFAULT_BASE_URL
+    assert resolve_api_key(None) is None
+
+
+def test_retry_after_accepts_seconds_and_http_dates():
+    now = datetime(2026, 11, 29, 12, 0, 0, tzinfo=timezone.utc)
+    later = format_datetime(now + timedelta(seconds=90), usegmt=True)
+    assert parse_retry_after("118") == 118.0
+    assert parse_retry_after(" 2.5 ") == 2.5
+    assert parse_retry_after(later, now=now.timestamp()) == pytest.approx(90.0)
+    past = format_datetime(now - timedelta(seconds=5), usegmt=True)
+    assert parse_retry_after(past, now=now.timestamp()) == 0.0
+    assert parse_retry_after("soon") is None
+    assert parse_retry_after("") is None
+    assert parse_retry_after(None) is None

@@ -1,0 +1,199 @@
+"""`sim_robot` over real rclpy: joint states, commands on the ros2_control topics, cameras."""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from rclpy.context import Context  # noqa: E402
+from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import qos_profile_sensor_data  # noqa: E402
+from sensor_msgs.msg import CompressedImage, Image, JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+
+from sequence_ai_ros.sim_arm import HOME, JOINT_NAMES, UPPER_LIMITS  # noqa: E402
+from sequence_ai_ros.sim_robot import SimRobot  # noqa: E402
+
+DOMAIN_ID = 83  # demo tests' own domain: parallel suites never see these topics
+DEADLINE_S = 20.0
+
+
+class Probe:
+    """A second node that records what sim_robot publishes and sends it commands."""
+
+    def __init__(self, context: Context) -> None:
+        self.node = Node("sim_probe", context=context)
+        self.lock = threading.Lock()
+        self.joints: list[JointState] = []
+        self.images: dict[str, list[Image]] = {"exterior_1": [], "wrist_left": []}
+        self.compressed: list[CompressedImage] = []
+        self.node.create_subscription(JointState, "joint_states", self._on_joints, 50)
+        for view in self.images:
+            self.node.create_subscription(
+                Image, f"cameras/{view}/image_raw", self._on_image(view), qos_profile_sensor_data
+            )
+        self.node.create_subscription(
+            CompressedImage,
+            "cameras/exterior_2/image_raw/compressed",
+            self._on_compressed,
+            qos_profile_sensor_data,
+        )
+        self.positions = self.node.create_publisher(
+            Float64MultiArray, "forward_position_controller/commands", 10
+        )
+        self.velocities = self.node.create_publisher(
+            Float64MultiArray, "forward_velocity_controller/commands", 10
+        )
+        self.gripper = self.node.create_publisher(
+            Float64MultiArray, "gripper_controller/commands", 10
+        )
+
+    def _on_joints(self, msg: JointState) -> None:
+        with self.lock:
+            self.joints.append(msg)
+
+    def _on_image(self, view: str) -> Callable[[Image], None]:
+        def store(msg: Image) -> None:
+            with self.lock:
+                self.images[view].append(msg)
+
+        return store
+
+    def _on_compressed(self, msg: CompressedImage) -> None:
+        with self.lock:
+            self.compressed.append(msg)
+
+    def latest_joints(self) -> np.ndarray:
+        with self.lock:
+            return np.array(self.joints[-1].position)
+
+    def wait_for(self, what: str, condition: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline:
+            with self.lock:
+                if condition():
+                    return
+            time.sleep(0.02)
+        pytest.fail(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def sim() -> Iterator[Probe]:
+    context = Context()
+    rclpy.init(context=context, domain_id=DOMAIN_ID)
+    robot = SimRobot(
+        context=context,
+        parameter_overrides=[
+            Parameter("image_width", value=128),
+            Parameter("image_height", value=72),
+            Parameter("render_scale", value=2),
+            Parameter("image_transport", value="both"),
+        ],
+    )
+    probe = Probe(context)
+    executor = MultiThreadedExecutor(num_threads=3, context=context)
+    executor.add_node(robot)
+    executor.add_node(probe.node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        yield probe
+    finally:
+        executor.shutdown()
+        spinner.join(timeout=5)
+        robot.destroy_node()
+        probe.node.destroy_node()
+        rclpy.shutdown(context=context)
+
+
+def send(publisher: Any, values: list[float]) -> None:
+    publisher.publish(Float64MultiArray(data=[float(v) for v in values]))
+
+
+def test_publishes_joint_states_with_the_franka_names_at_home(sim: Probe) -> None:
+    sim.wait_for("joint states", lambda: len(sim.joints) >= 5)
+    msg = sim.joints[-1]
+    assert list(msg.name) == [*JOINT_NAMES, "panda_finger_joint1"]
+    np.testing.assert_allclose(msg.position[:7], HOME)
+    assert msg.position[7] == 0.0
+
+
+def test_follows_position_commands_and_holds_after_them(sim: Probe) -> None:
+    target = HOME + np.array([0.4, 0.2, -0.3, 0.3, 0.2, -0.2, 0.5])
+    sim.wait_for("joint states", lambda: len(sim.joints) >= 1)
+    # Reliable commands can race discovery: resend until the arm is seen moving.
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline and np.allclose(sim.latest_joints()[:7], HOME):
+        send(sim.positions, list(target))
+        time.sleep(0.05)
+    sim.wait_for(
+        "the arm to reach the target",
+        lambda: np.allclose(np.array(sim.joints[-1].position[:7]), target, atol=1e-3),
+    )
+    count = len(sim.joints)
+    sim.wait_for("more joint states", lambda: len(sim.joints) >= count + 20)
+    np.testing.assert_allclose(sim.latest_joints()[:7], target, atol=1e-3)
+
+
+def test_integrates_velocity_commands_clamped_to_the_limits(sim: Probe) -> None:
+    sim.wait_for("joint states", lambda: len(sim.joints) >= 1)
+
+    def at_upper_limit() -> bool:
+        return bool(np.allclose(np.array(sim.joints[-1].position[:7]), UPPER_LIMITS, atol=1e-6))
+
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        send(sim.velocities, [2.0] * 7)
+        with sim.lock:
+            if at_upper_limit():
+                break
+        time.sleep(0.02)
+    sim.wait_for("the arm to stop at its upper limits", at_upper_limit)
+
+
+def test_gripper_command_closes_the_gripper(sim: Probe) -> None:
+    sim.wait_for("joint states", lambda: len(sim.joints) >= 1)
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline and sim.latest_joints()[7] == 0.0:
+        send(sim.gripper, [1.0])
+        time.sleep(0.05)
+    sim.wait_for("a closed gripper", lambda: sim.joints[-1].position[7] == pytest.approx(1.0))
+
+
+def test_cameras_publish_rgb8_frames_that_change_when_the_arm_moves(sim: Probe) -> None:
+    sim.wait_for("camera frames", lambda: all(len(v) >= 2 for v in sim.images.values()))
+    first = {view: frames[-1] for view, frames in sim.images.items()}
+    for msg in first.values():
+        assert (msg.width, msg.height, msg.encoding, msg.step) == (128, 72, "rgb8", 128 * 3)
+        assert len(msg.data) == 128 * 72 * 3
+    target = HOME + np.array([0.8, 0.3, 0.0, 0.5, 0.0, -0.4, 0.0])
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline and not np.allclose(sim.latest_joints()[:7], target):
+        send(sim.positions, list(target))
+        time.sleep(0.05)
+    count = {view: len(frames) for view, frames in sim.images.items()}
+    sim.wait_for(
+        "frames after the move",
+        lambda: all(len(sim.images[view]) > count[view] for view in count),
+    )
+    for view, msg in first.items():
+        assert bytes(sim.images[view][-1].data) != bytes(msg.data), f"{view} did not change"
+
+
+def test_compressed_variant_is_a_decodable_jpeg(sim: Probe) -> None:
+    pil = pytest.importorskip("PIL.Image")
+    sim.wait_for("a compressed frame", lambda: len(sim.compressed) >= 1)
+    msg = sim.compressed[-1]
+    assert "jpeg" in msg.format
+    decoded = pil.open(io.BytesIO(bytes(msg.data)))
+    assert decoded.size == (128, 72)

@@ -1,0 +1,85 @@
+"""ROS test settings: loopback discovery and a domain of our own, set before rclpy starts."""
+
+from __future__ import annotations
+
+import os
+
+# The node tests' domain: apart from the engineers' manual runs (11..16) and other suites.
+ROS_TEST_DOMAIN_ID = 57
+
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+os.environ["ROS_LOCALHOST_ONLY"] = "1"
+os.environ["ROS_DOMAIN_ID"] = str(ROS_TEST_DOMAIN_ID)
+
+
+import itertools  # noqa: E402 - the environment above must be set before ROS modules load
+import threading  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import pytest  # noqa: E402
+
+_namespaces = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def ros_context() -> Iterator[Any]:
+    """One rclpy context for the node tests, on the test domain."""
+    import rclpy
+    from rclpy.context import Context
+
+    context = Context()
+    rclpy.init(context=context, domain_id=ROS_TEST_DOMAIN_ID)
+    yield context
+    rclpy.shutdown(context=context)
+
+
+@pytest.fixture
+def key_file(tmp_path: Path, gateway: Any) -> str:
+    """The gateway's API key in a file, as a deployment passes it."""
+    path = tmp_path / "sequences.key"
+    path.write_text(gateway.api_key + "\n", encoding="utf-8")
+    path.chmod(0o600)
+    return str(path)
+
+
+@pytest.fixture
+def ros_system(ros_context: Any) -> Iterator[Callable[..., tuple[Any, Any]]]:
+    """`ros_system(**parameters)` → (node, arm), spun by a multi-threaded executor.
+
+    Each call gets its own namespace, so nodes of earlier tests never answer.
+    """
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    from node_harness import ArmHarness
+    from sequence_ai_ros.node import SequenceAiNode
+
+    executor = MultiThreadedExecutor(num_threads=8, context=ros_context)
+    nodes: list[Any] = []
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+
+    def start(**values: Any) -> tuple[Any, Any]:
+        namespace = f"/robot{next(_namespaces)}"
+        node = SequenceAiNode(
+            namespace=namespace,
+            context=ros_context,
+            parameter_overrides=[Parameter(k, value=v) for k, v in values.items()],
+        )
+        arm = ArmHarness(namespace, ros_context)
+        for each in (node, arm):
+            executor.add_node(each)
+            nodes.append(each)
+        if not spinner.is_alive():
+            spinner.start()
+        return node, arm
+
+    yield start
+    for each in nodes:
+        if isinstance(each, SequenceAiNode):
+            each.shut_down_now()
+    executor.shutdown(timeout_sec=10.0)
+    for each in nodes:
+        each.destroy_node()
+    spinner.join(timeout=10.0)

@@ -1,0 +1,243 @@
+"""A test arm around the node: joint states and cameras in, commands recorded, every client."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState, GetState
+from rcl_interfaces.msg import Log, ParameterValue
+from rcl_interfaces.msg import Parameter as ParameterMsg
+from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters
+from rclpy.action import ActionClient
+from rclpy.context import Context
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import Float64MultiArray
+
+from sequence_ai_interfaces.action import Act
+
+JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
+GRIPPER = "panda_finger_joint1"
+# Franka's usual ready pose, well inside the limits.
+READY_POSE = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
+# The test arm settles a little off every target (like a real arm under gravity), so a hold
+# at the measured joints differs from every target the policy sent.
+SAG = 0.01
+DEADLINE_S = 20.0
+
+
+def wait_for(condition: Callable[[], Any], timeout_s: float = DEADLINE_S, what: str = "") -> Any:
+    """Poll `condition` until it is truthy; fail with `what` after the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
+        time.sleep(0.01)
+
+
+def node_parameters(base_url: str, key_file: str, **changes: Any) -> dict[str, Any]:
+    """The DROID configuration for pi05-droid against a local gateway."""
+    values: dict[str, Any] = {
+        "model": "pi05-droid",
+        "base_url": base_url,
+        "api_key_file": key_file,
+        "camera_views": ["exterior_1", "wrist_left"],
+        "camera_topics": ["cameras/exterior_1/image_raw", "cameras/wrist_left/image_raw"],
+        "camera_transports": ["raw", "raw"],
+        "joint_names": JOINTS,
+        "gripper_joint": GRIPPER,
+        "max_state_age_s": 1.0,
+        "max_image_age_s": 1.0,
+    }
+    values.update(changes)
+    return values
+
+
+@dataclass(frozen=True)
+class Command:
+    """One arm command the test arm received, with the joint state it had at that moment."""
+
+    received_s: float
+    values: tuple[float, ...]
+    measured: tuple[float, ...]
+
+
+class ArmHarness(Node):
+    """A state-following arm with cameras, plus lifecycle, action and parameter clients."""
+
+    def __init__(self, namespace: str, context: Context, node_name: str = "sequence_ai") -> None:
+        super().__init__("test_arm", namespace=namespace, context=context)
+        self._lock = threading.Lock()
+        self.positions = list(READY_POSE)
+        # Every joint state the arm has been in: a hold commands one of these exactly.
+        self._states: list[tuple[float, ...]] = [tuple(READY_POSE)]
+        self.gripper = 0.0
+        self.commands: list[Command] = []
+        self.gripper_commands: list[float] = []
+        self.diagnostics: list[DiagnosticArray] = []
+        self.logs: list[str] = []
+        self.paused_views: set[str] = set()
+        self.publish_joints = True
+        self._joint_pub = self.create_publisher(JointState, "joint_states", qos_profile_sensor_data)
+        self._cameras = {
+            view: self.create_publisher(
+                Image, f"cameras/{view}/image_raw", qos_profile_sensor_data
+            )
+            for view in ("exterior_1", "exterior_2", "wrist_left")
+        }
+        self._frame = self._make_frame(320, 180)
+        self.create_subscription(
+            Float64MultiArray, "forward_position_controller/commands", self._on_command, 10
+        )
+        self.create_subscription(
+            Float64MultiArray, "gripper_controller/commands", self._on_gripper, 10
+        )
+        self.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
+        self.create_subscription(Log, "/rosout", self._on_log, 100)
+        self.create_timer(0.02, self._publish_joint_state)
+        self.create_timer(1.0 / 15.0, self._publish_images)
+        target = f"{namespace}/{node_name}"
+        self.change_state_client = self.create_client(ChangeState, f"{target}/change_state")
+        self.get_state_client = self.create_client(GetState, f"{target}/get_state")
+        self.set_parameters_client = self.create_client(SetParameters, f"{target}/set_parameters")
+        self.get_parameters_client = self.create_client(GetParameters, f"{target}/get_parameters")
+        self.list_parameters_client = self.create_client(
+            ListParameters, f"{target}/list_parameters"
+        )
+        self.act_client = ActionClient(self, Act, f"{namespace}/act")
+
+    # ----- the simulated arm -----
+
+    @staticmethod
+    def _make_frame(width: int, height: int) -> Image:
+        pixels = np.zeros((height, width, 3), dtype=np.uint8)
+        pixels[:, :, 0] = np.arange(width, dtype=np.uint8)[None, :]
+        pixels[:, :, 1] = np.arange(height, dtype=np.uint8)[:, None]
+        msg = Image(height=height, width=width, encoding="rgb8", step=width * 3)
+        msg.data = pixels.tobytes()
+        return msg
+
+    def _publish_joint_state(self) -> None:
+        if not self.publish_joints:
+            return
+        with self._lock:
+            positions = list(self.positions) + [self.gripper]
+        msg = JointState(name=JOINTS + [GRIPPER], position=positions)
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self._joint_pub.publish(msg)
+
+    def _publish_images(self) -> None:
+        stamp = self.get_clock().now().to_msg()
+        for view, publisher in self._cameras.items():
+            if view not in self.paused_views:
+                self._frame.header.stamp = stamp
+                publisher.publish(self._frame)
+
+    def _on_command(self, msg: Float64MultiArray) -> None:
+        with self._lock:
+            measured = tuple(self.positions)
+            self.commands.append(Command(time.monotonic(), tuple(msg.data), measured))
+            self.positions = [v + SAG for v in msg.data]
+            self._states.append(tuple(self.positions))
+
+    def _on_gripper(self, msg: Float64MultiArray) -> None:
+        with self._lock:
+            self.gripper_commands.append(msg.data[0])
+            self.gripper = msg.data[0]
+
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        with self._lock:
+            self.diagnostics.append(msg)
+
+    def _on_log(self, msg: Log) -> None:
+        with self._lock:
+            self.logs.append(f"{msg.name}: {msg.msg}")
+
+    def command_count(self) -> int:
+        with self._lock:
+            return len(self.commands)
+
+    def commands_since(self, index: int) -> list[Command]:
+        with self._lock:
+            return list(self.commands[index:])
+
+    def log_text(self) -> str:
+        with self._lock:
+            return "\n".join(self.logs)
+
+    def holds(self, start: int = 0) -> list[Command]:
+        """Commands equal to a joint state the arm reported: the node's holds.
+
+        Policy targets never equal one, because the arm settles SAG away from each target.
+        """
+        with self._lock:
+            states = list(self._states)
+            commands = list(self.commands[start:])
+        return [
+            c for c in commands if any(np.allclose(c.values, s, atol=1e-9) for s in states)
+        ]
+
+    # ----- clients -----
+
+    def call(self, client: Any, request: Any, timeout_s: float = DEADLINE_S) -> Any:
+        wait_for(lambda: client.service_is_ready(), timeout_s, f"service {client.srv_name}")
+        future = client.call_async(request)
+        wait_for(future.done, timeout_s, f"reply from {client.srv_name}")
+        return future.result()
+
+    def transition(self, transition_id: int) -> bool:
+        request = ChangeState.Request()
+        request.transition = Transition(id=transition_id)
+        return bool(self.call(self.change_state_client, request).success)
+
+    def state(self) -> str:
+        return self.call(self.get_state_client, GetState.Request()).current_state.label
+
+    def configure_and_activate(self) -> None:
+        assert self.transition(Transition.TRANSITION_CONFIGURE), self.log_text()
+        assert self.transition(Transition.TRANSITION_ACTIVATE)
+
+    def set_parameters(self, **values: Any) -> list[Any]:
+        request = SetParameters.Request()
+        request.parameters = [
+            ParameterMsg(name=name, value=Parameter(name, value=value).get_parameter_value())
+            for name, value in values.items()
+        ]
+        return list(self.call(self.set_parameters_client, request).results)
+
+    def all_parameter_values(self) -> dict[str, ParameterValue]:
+        names = self.call(self.list_parameters_client, ListParameters.Request()).result.names
+        reply = self.call(self.get_parameters_client, GetParameters.Request(names=list(names)))
+        return dict(zip(names, reply.values, strict=True))
+
+    def send_goal(
+        self, instruction: str, max_seconds: float, max_actions: int = 0
+    ) -> tuple[Any, list[Any]]:
+        """Send a goal; returns (goal handle, feedback list). The handle says accepted or not."""
+        wait_for(lambda: self.act_client.server_is_ready(), what="the act action server")
+        feedback: list[Any] = []
+        goal = Act.Goal(instruction=instruction, max_seconds=max_seconds, max_actions=max_actions)
+        future = self.act_client.send_goal_async(
+            goal, feedback_callback=lambda msg: feedback.append(msg.feedback)
+        )
+        wait_for(future.done, what=f"goal response for {instruction!r}")
+        return future.result(), feedback
+
+    def result(self, goal_handle: Any, timeout_s: float = DEADLINE_S * 2) -> Any:
+        """(status, Act.Result) of an accepted goal."""
+        future = goal_handle.get_result_async()
+        wait_for(future.done, timeout_s, "the goal result")
+        response = future.result()
+        return response.status, response.result

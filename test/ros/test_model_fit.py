@@ -1,0 +1,74 @@
+"""Configure-time fit of views, state layout and command interface against catalogue rows."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+from sequence_ai_ros import parameters
+from sequence_ai_ros.model_fit import controller_for, fit_problems
+from sequence_ai_ros.parameters import NodeConfig
+
+PI05 = SimpleNamespace(
+    short_id="pi05-droid",
+    camera_views=("exterior_1", "wrist_left"),
+    state_layout={"joint_positions": 7, "gripper": 1},
+    state_dim=8,
+    action_space="joint_delta",
+    action_semantics={
+        "space": "joint_delta",
+        "conversions": {"joint_position": {"reference": "state_at_request"}},
+    },
+)
+COSMOS = SimpleNamespace(
+    short_id="cosmos3-edge-policy-droid",
+    camera_views=("exterior_1", "exterior_2", "wrist_left"),
+    state_layout={"joint_positions": 7, "gripper": 1},
+    state_dim=8,
+    action_space="joint_absolute",
+    action_semantics={"space": "joint_absolute"},
+)
+
+
+def _config(**changes: object) -> NodeConfig:
+    values = {n: s.default for n, s in parameters.SPECS.items()}
+    values["gripper_joint"] = "panda_finger_joint1"
+    values.update(changes)
+    return NodeConfig.from_values(values)
+
+
+def test_droid_configuration_fits_pi05() -> None:
+    assert fit_problems(_config(), PI05) == []
+    assert controller_for(_config(), PI05) == ("joint_position", [])
+    assert controller_for(_config(command_interface="velocity"), PI05) == ("native", [])
+
+
+def test_view_mismatch_names_missing_and_unknown_views() -> None:
+    problems = fit_problems(_config(camera_views=["exterior_1", "exterior_2"]), PI05)
+    assert len(problems) == 1
+    assert "camera_views" in problems[0] and "missing ['wrist_left']" in problems[0]
+    assert "unknown ['exterior_2']" in problems[0]
+
+
+def test_layout_mismatch_names_each_half() -> None:
+    problems = fit_problems(_config(gripper_joint="", joint_names=["a", "b"]), PI05)
+    assert any("joint_positions: 7" in p for p in problems)
+    assert any("gripper: 1" in p for p in problems)
+
+
+def test_position_needs_a_verified_conversion() -> None:
+    unverified = replace_semantics(PI05, {"space": "joint_delta"})
+    problems = fit_problems(_config(), unverified)
+    assert any("no verified joint_position conversion" in p for p in problems)
+
+
+def test_absolute_rows_cannot_drive_velocity() -> None:
+    config = _config(camera_views=list(COSMOS.camera_views),
+                     camera_topics=["a", "b", "c"], camera_transports=["raw"] * 3)
+    assert fit_problems(config, COSMOS) == []
+    problems = fit_problems(replace(config, command_interface="velocity"), COSMOS)
+    assert any("command_interface velocity" in p for p in problems)
+
+
+def replace_semantics(model: SimpleNamespace, semantics: dict) -> SimpleNamespace:
+    return SimpleNamespace(**{**vars(model), "action_semantics": semantics})

@@ -1,0 +1,212 @@
+"""`act` goals end to end: real rclpy, the local gateway, a test arm that follows commands."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from action_msgs.msg import GoalStatus
+from lifecycle_msgs.msg import Transition
+from node_harness import ArmHarness, node_parameters, wait_for
+
+INSTRUCTION = "pick up the cup"
+
+
+@pytest.fixture
+def active(ros_system: Any, gateway: Any, key_file: str) -> tuple[Any, ArmHarness]:
+    """An active node driving the test arm with pi05-droid."""
+    node, arm = ros_system(**node_parameters(gateway.url, key_file))
+    arm.configure_and_activate()
+    return node, arm
+
+
+def _start(arm: ArmHarness, max_seconds: float = 30.0, max_actions: int = 0) -> Any:
+    """Send a goal and wait until it is moving the arm."""
+    before = arm.command_count()
+    handle, feedback = arm.send_goal(INSTRUCTION, max_seconds, max_actions)
+    assert handle.accepted
+    wait_for(lambda: arm.command_count() >= before + 5, what="the goal's first commands")
+    return handle
+
+
+def test_goal_publishes_at_the_chunk_rate_and_succeeds(active: tuple[Any, ArmHarness]) -> None:
+    _, arm = active
+    handle, feedback = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=30)
+    assert handle.accepted
+    status, result = arm.result(handle)
+
+    assert status == GoalStatus.STATUS_SUCCEEDED
+    assert result.reason == "completed" and not result.stopped_early
+    assert result.actions == 30 and result.chunks >= 4
+    commands = arm.commands_since(0)
+    steps = [c for c in commands if c not in arm.holds()]
+    assert len(steps) == 30
+    # pi05-droid plays at 15 Hz: the rate over the goal's window, with generous bounds.
+    window = steps[-1].received_s - steps[0].received_s
+    rate = (len(steps) - 1) / window
+    assert 7.5 <= rate <= 30.0, f"{rate:.1f} Hz"
+    # Each step carries the gripper too, on its own topic.
+    wait_for(lambda: len(arm.gripper_commands) >= 30, what="gripper commands")
+    assert set(arm.gripper_commands) <= {0.0, 1.0}
+    # A completed goal still ends commanded to stay where the arm is.
+    wait_for(lambda: arm.holds(), what="the hold after the goal")
+    assert arm.holds()[-1] == arm.commands_since(0)[-1]
+    assert any(f.status == "running" for f in feedback)
+    assert math.isfinite(result.max_seam_jump)
+
+
+def test_cancel_holds_and_reports_interrupted(active: tuple[Any, ArmHarness]) -> None:
+    _, arm = active
+    handle = _start(arm)
+    start = arm.command_count()
+    cancel = handle.cancel_goal_async()
+    wait_for(cancel.done, what="the cancel response")
+    status, result = arm.result(handle)
+
+    assert status == GoalStatus.STATUS_CANCELED
+    assert result.reason == "interrupted" and result.stopped_early
+    holds = arm.holds(start)
+    assert holds, "no hold after cancel"
+    assert arm.commands_since(start)[-1] == holds[-1]
+
+
+def test_a_new_goal_preempts_the_running_one(active: tuple[Any, ArmHarness]) -> None:
+    _, arm = active
+    first = _start(arm)
+    start = arm.command_count()
+    second, _ = arm.send_goal("put the cup in the sink", max_seconds=30.0, max_actions=12)
+    assert second.accepted
+
+    first_status, first_result = arm.result(first)
+    assert first_status == GoalStatus.STATUS_ABORTED
+    assert first_result.reason == "preempted" and first_result.stopped_early
+    second_status, second_result = arm.result(second)
+    assert second_status == GoalStatus.STATUS_SUCCEEDED
+    assert second_result.reason == "completed" and second_result.actions == 12
+    # hold_between_goals (default true): one hold when the first stops, one after the second.
+    assert len(arm.holds(start)) >= 2
+
+
+def test_preemption_without_hold_between_goals(
+    ros_system: Any, gateway: Any, key_file: str
+) -> None:
+    _, arm = ros_system(**node_parameters(gateway.url, key_file, hold_between_goals=False))
+    arm.configure_and_activate()
+    first = _start(arm)
+    start = arm.command_count()
+    second, _ = arm.send_goal("put the cup in the sink", max_seconds=30.0, max_actions=12)
+    assert arm.result(first)[1].reason == "preempted"
+    assert arm.result(second)[1].reason == "completed"
+    # Only the second goal's final hold: none between the goals.
+    assert len(arm.holds(start)) == 1
+
+
+def test_a_stale_camera_stops_the_goal_with_a_hold(
+    ros_system: Any, gateway: Any, key_file: str
+) -> None:
+    _, arm = ros_system(**node_parameters(gateway.url, key_file, max_image_age_s=0.3))
+    arm.configure_and_activate()
+    handle = _start(arm)
+    arm.paused_views.add("wrist_left")
+    start = arm.command_count()
+    status, result = arm.result(handle)
+
+    assert status == GoalStatus.STATUS_ABORTED
+    assert result.reason == "raised:StaleObservation"
+    assert "camera wrist_left" in result.message and "max_image_age_s" in result.message
+    holds = arm.holds(start)
+    assert holds and arm.commands_since(start)[-1] == holds[-1]
+
+
+def test_set_parameters_changes_the_next_goal(active: tuple[Any, ArmHarness]) -> None:
+    _, arm = active
+    handle, _ = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=10)
+    assert arm.result(handle)[1].reason == "completed"
+    assert "prefetch True, smooth_seam 0" in arm.log_text()
+
+    results = arm.set_parameters(prefetch=False, smooth_seam=3)
+    assert all(r.successful for r in results), [r.reason for r in results]
+    handle, _ = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=24)
+    status, result = arm.result(handle)
+    assert status == GoalStatus.STATUS_SUCCEEDED
+    wait_for(
+        lambda: "prefetch False, smooth_seam 3" in arm.log_text(),
+        what="the second goal's settings in /rosout",
+    )
+    # Without prefetch every chunk after the first is fetched while the arm waits.
+    assert result.underruns >= result.chunks - 1 >= 1
+
+    (too_big,) = arm.set_parameters(smooth_seam=16)
+    assert not too_big.successful
+    assert "smooth_seam" in too_big.reason and "15" in too_big.reason
+    (too_low,) = arm.set_parameters(jpeg_quality=80)
+    assert not too_low.successful
+    assert "jpeg_quality" in too_low.reason and "90" in too_low.reason
+    (read_only,) = arm.set_parameters(command_topic="elsewhere")
+    assert not read_only.successful and "command_topic" in read_only.reason
+    values = arm.all_parameter_values()
+    assert values["smooth_seam"].integer_value == 3
+    assert values["jpeg_quality"].integer_value == 95
+
+
+def test_deactivate_during_a_goal_holds(active: tuple[Any, ArmHarness]) -> None:
+    _, arm = active
+    handle = _start(arm)
+    start = arm.command_count()
+    assert arm.transition(Transition.TRANSITION_DEACTIVATE)
+
+    status, result = arm.result(handle)
+    assert status == GoalStatus.STATUS_ABORTED
+    assert result.reason == "interrupted" and "deactivated" in result.message
+    holds = arm.holds(start)
+    assert holds and arm.commands_since(start)[-1] == holds[-1]
+    rejected, _ = arm.send_goal(INSTRUCTION, max_seconds=2.0)
+    assert not rejected.accepted
+
+
+def test_a_service_error_aborts_the_goal_and_the_next_one_succeeds(
+    active: tuple[Any, ArmHarness], gateway: Any
+) -> None:
+    _, arm = active
+    handle = _start(arm)
+    start = arm.command_count()
+    gateway.inject("status", status=500)
+    status, result = arm.result(handle)
+
+    assert status == GoalStatus.STATUS_ABORTED
+    assert result.reason == "raised:SequencesError" and "500" in result.message
+    holds = arm.holds(start)
+    assert holds and arm.commands_since(start)[-1] == holds[-1]
+
+    handle, _ = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=10)
+    status, result = arm.result(handle)
+    assert status == GoalStatus.STATUS_SUCCEEDED and result.reason == "completed"
+
+
+def test_the_api_key_appears_nowhere(
+    active: tuple[Any, ArmHarness], gateway: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    node, arm = active
+    key = gateway.api_key
+    results = []
+    handle, _ = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=10)
+    results.append(arm.result(handle)[1])
+    # The gateway refusing the key: the error text must not echo it either.
+    handle = _start(arm)
+    gateway.inject("status", status=401)
+    results.append(arm.result(handle)[1])
+    assert results[-1].reason == "raised:AuthError"
+    wait_for(lambda: len(arm.diagnostics) >= 2, what="diagnostics")
+
+    for name, value in arm.all_parameter_values().items():
+        assert key not in str(value), name
+    assert key not in arm.log_text()
+    for array in list(arm.diagnostics):
+        for status in array.status:
+            assert key not in status.message
+            assert all(key not in kv.value for kv in status.values)
+    for result in results:
+        assert key not in result.message and key not in result.reason
+    captured = capfd.readouterr()
+    assert key not in captured.out and key not in captured.err

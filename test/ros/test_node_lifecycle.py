@@ -1,0 +1,88 @@
+"""Lifecycle through the ChangeState service, and configure refusing a mismatched model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lifecycle_msgs.msg import Transition
+from node_harness import node_parameters, wait_for
+
+
+def test_transitions_and_goal_gating(ros_system: Any, gateway: Any, key_file: str) -> None:
+    node, arm = ros_system(**node_parameters(gateway.url, key_file))
+    assert arm.state() == "unconfigured"
+    assert arm.transition(Transition.TRANSITION_CONFIGURE), arm.log_text()
+    assert arm.state() == "inactive"
+
+    # Inactive: the action server exists but refuses goals.
+    handle, _ = arm.send_goal("pick up the cup", max_seconds=2.0)
+    assert not handle.accepted
+
+    assert arm.transition(Transition.TRANSITION_ACTIVATE)
+    assert arm.state() == "active"
+    wait_for(lambda: node.health.ready, what="the model reported ready in diagnostics")
+
+    for bad in (("", 2.0), ("pick up the cup", 0.0), ("pick up the cup", float("nan"))):
+        handle, _ = arm.send_goal(*bad)
+        assert not handle.accepted, bad
+
+    assert arm.transition(Transition.TRANSITION_DEACTIVATE)
+    assert arm.state() == "inactive"
+    handle, _ = arm.send_goal("pick up the cup", max_seconds=2.0)
+    assert not handle.accepted
+
+    assert arm.transition(Transition.TRANSITION_CLEANUP)
+    assert arm.state() == "unconfigured"
+    # A cleaned-up node configures again from scratch.
+    assert arm.transition(Transition.TRANSITION_CONFIGURE)
+    assert arm.transition(Transition.TRANSITION_INACTIVE_SHUTDOWN)
+    assert arm.state() == "finalized"
+
+
+def test_configure_fails_on_a_view_mismatch(ros_system: Any, gateway: Any, key_file: str) -> None:
+    node, arm = ros_system(
+        **node_parameters(
+            gateway.url,
+            key_file,
+            camera_views=["exterior_1", "exterior_2"],
+            camera_topics=["cameras/exterior_1/image_raw", "cameras/exterior_2/image_raw"],
+        )
+    )
+    assert not arm.transition(Transition.TRANSITION_CONFIGURE)
+    assert arm.state() == "unconfigured"
+    message = wait_for(
+        lambda: "configure failed" in arm.log_text() and arm.log_text(),
+        what="the configure failure in /rosout",
+    )
+    assert "camera_views" in message and "missing ['wrist_left']" in message
+    assert "unknown ['exterior_2']" in message
+    wait_for(
+        lambda: any(
+            s.level == s.ERROR and "camera_views" in s.message
+            for array in list(arm.diagnostics)
+            for s in array.status
+        ),
+        what="the configure failure in /diagnostics",
+    )
+
+
+def test_configure_fails_on_a_state_layout_mismatch(
+    ros_system: Any, gateway: Any, key_file: str
+) -> None:
+    _, arm = ros_system(**node_parameters(gateway.url, key_file, gripper_joint=""))
+    assert not arm.transition(Transition.TRANSITION_CONFIGURE)
+    message = wait_for(
+        lambda: "configure failed" in arm.log_text() and arm.log_text(),
+        what="the configure failure in /rosout",
+    )
+    assert "gripper_joint" in message and "gripper: 1" in message
+
+
+def test_configure_fails_without_a_readable_key(ros_system: Any, gateway: Any) -> None:
+    _, arm = ros_system(**node_parameters(gateway.url, "/nonexistent/sequences.key"))
+    assert not arm.transition(Transition.TRANSITION_CONFIGURE)
+    message = wait_for(
+        lambda: "configure failed" in arm.log_text() and arm.log_text(),
+        what="the configure failure in /rosout",
+    )
+    assert "api_key_file" in message

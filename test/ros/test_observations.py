@@ -1,0 +1,100 @@
+"""The latest-message cache: ages, reordering by joint_names, clear stop reasons."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sensor_msgs.msg import Image, JointState
+
+from sequence_ai_ros.observations import ObservationCache, StaleObservation
+
+
+class FakeClock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _joint_state(names: list[str], positions: list[float]) -> JointState:
+    return JointState(name=names, position=positions)
+
+
+def _rgb(width: int = 4, height: int = 3) -> Image:
+    msg = Image(height=height, width=width, encoding="rgb8", step=width * 3)
+    msg.data = bytes(range(width * height * 3))
+    return msg
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def cache(clock: FakeClock) -> ObservationCache:
+    return ObservationCache(["front", "wrist"], ["j1", "j2", "j3"], "finger", clock=clock)
+
+
+def test_joints_are_reordered_by_joint_names(cache: ObservationCache) -> None:
+    cache.store_joint_state(_joint_state(["finger", "j3", "j1", "j2"], [0.5, 3.0, 1.0, 2.0]))
+    snapshot = cache.joints(max_age_s=0.25)
+    assert snapshot.positions == [1.0, 2.0, 3.0]
+    assert snapshot.gripper == 0.5
+
+
+def test_missing_joint_is_named(cache: ObservationCache) -> None:
+    cache.store_joint_state(_joint_state(["j1", "j2", "finger"], [1.0, 2.0, 0.0]))
+    with pytest.raises(StaleObservation, match="lacks j3"):
+        cache.joints(max_age_s=0.25)
+
+
+def test_nan_joint_is_named(cache: ObservationCache) -> None:
+    cache.store_joint_state(_joint_state(["j1", "j2", "j3", "finger"], [1.0, math.nan, 3, 0]))
+    with pytest.raises(StaleObservation, match="non-finite position for j2"):
+        cache.joints(max_age_s=0.25)
+
+
+def test_old_joint_state_is_refused(cache: ObservationCache, clock: FakeClock) -> None:
+    cache.store_joint_state(_joint_state(["j1", "j2", "j3", "finger"], [1.0, 2.0, 3.0, 0.0]))
+    clock.now += 0.3
+    with pytest.raises(StaleObservation, match="max_state_age_s"):
+        cache.joints(max_age_s=0.25)
+    assert cache.last_joints() is not None
+
+
+def test_images_need_every_view_and_fresh_frames(
+    cache: ObservationCache, clock: FakeClock
+) -> None:
+    cache.store_image("front", _rgb())
+    with pytest.raises(StaleObservation, match="camera wrist: no image"):
+        cache.images(max_age_s=0.5)
+    cache.store_image("wrist", _rgb())
+    frames = cache.images(max_age_s=0.5)
+    assert set(frames) == {"front", "wrist"}
+    assert isinstance(frames["front"], np.ndarray) and frames["front"].shape == (3, 4, 3)
+    clock.now += 0.6
+    with pytest.raises(StaleObservation, match="camera front: newest image is 0.600 s old"):
+        cache.images(max_age_s=0.5)
+
+
+def test_bad_image_becomes_a_stop_reason(cache: ObservationCache) -> None:
+    bad = Image(height=2, width=2, encoding="yuv422", step=4)
+    bad.data = bytes(8)
+    cache.store_image("front", bad)
+    cache.store_image("wrist", _rgb())
+    with pytest.raises(StaleObservation, match="camera front: .*yuv422"):
+        cache.images(max_age_s=0.5)
+
+
+def test_ages_report_never_received(cache: ObservationCache, clock: FakeClock) -> None:
+    cache.store_image("front", _rgb())
+    clock.now += 0.2
+    ages = cache.ages()
+    assert ages["front"] == pytest.approx(0.2)
+    assert ages["wrist"] is None and ages["joint_states"] is None
