@@ -29,7 +29,8 @@ ifdef ROS_DISTRO
 PYTHON ?= /usr/bin/python3
 VENV_FLAGS := --system-site-packages
 COLCON := colcon
-ROS_WHEELS :=
+# Humble's own compiled Python packages are built against numpy 1.
+ROS_WHEELS := "numpy<2"
 ROS_PREFIX_ENV :=
 else
 PYTHON ?= $(if $(shell pyenv prefix 3.10 2>/dev/null),$(shell pyenv prefix 3.10)/bin/python,python3)
@@ -56,10 +57,14 @@ PYTHON39 ?= $(if $(shell pyenv prefix 3.9 2>/dev/null),$(shell pyenv prefix 3.9)
 VENV_EXTRAS := gateway image test lint
 VENV39_EXTRAS := client-test
 
-# Tests set their own domain where they need isolation; this keeps the rest off domain 0.
-TEST_DOMAIN_ID ?= 42
+# A domain per make run (from its pid), so concurrent runs on one machine do not see each other;
+# tests that need more isolation set their own.
+ifeq ($(origin TEST_DOMAIN_ID),undefined)
+TEST_DOMAIN_ID := $(shell echo $$((43 + $$$$ % 57)))
+endif
 RUN_DOMAIN_ID ?= $(or $(ROS_DOMAIN_ID),$(TEST_DOMAIN_ID))
 PYTEST_ARGS ?=
+PYTEST_PATHS ?= test
 # Set to 1 once bench/run.py exists: `make test` then ends with `make bench QUICK=1`.
 BENCH_SMOKE ?= 0
 
@@ -76,7 +81,7 @@ WS_ENV = source $(VENV)/bin/activate && source $(ROOT)/install/setup.bash && $(R
 	ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST ROS_LOCALHOST_ONLY=1 \
 	SEQUENCE_AI_GATEWAY_PYTHON=$(VENV_PY) &&
 
-LINT_PATHS := $(wildcard sequence_ai sequence_ai_ros test bench launch)
+LINT_PATHS := $(wildcard sequence_ai sequence_ai_ros test bench launch) .ci
 CLIENT_TESTS := $(wildcard test/client) test/foundation/test_client_import.py
 
 .PHONY: setup setup-locked test lint pytest pytest39 demo bench bench-quick
@@ -141,8 +146,9 @@ lint: $(VENV)/.stamp-deps
 
 # pytest's own exit code stands: 5 (no test collected) fails the run like any failure.
 pytest: setup
+	@echo "ROS_DOMAIN_ID=$(TEST_DOMAIN_ID)"
 	$(WS_ENV) export ROS_DOMAIN_ID=$(TEST_DOMAIN_ID) && \
-	$(VENV_PY) -m pytest $(PYTEST_ARGS) test
+	$(VENV_PY) -m pytest $(PYTEST_ARGS) $(PYTEST_PATHS)
 
 pytest39: setup
 	@if [ ! -x "$(VENV39_PY)" ]; then \

@@ -11,7 +11,7 @@ from setuptools import find_packages, setup
 PACKAGE = "sequence_ai_ros"
 
 # The client needs httpx and nothing else; numpy/Pillow are only for JPEG encoding.
-INSTALL_REQUIRES = ["httpx>=0.23"]
+INSTALL_REQUIRES = ["httpx"]
 
 # What the Python 3.9 venv holds to run the client tests: proves the client needs only httpx.
 CLIENT_TEST = ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.50"]

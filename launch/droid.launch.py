@@ -25,20 +25,21 @@ from launch.actions import (
     OpaqueFunction,
     RegisterEventHandler,
 )
+from launch.event_handlers import OnProcessIO
 from launch.events import matches_action
+from launch.events.process import ProcessIO
+from launch.launch_context import LaunchContext
+from launch.launch_description import LaunchDescription
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode, Node
 from launch_ros.event_handlers import OnStateTransition
 from launch_ros.events.lifecycle import ChangeState
 from lifecycle_msgs.msg import Transition
 
-from launch import LaunchContext, LaunchDescription
+from sequence_ai.gateway import DEVELOPMENT_KEY
 
 PACKAGE = "sequence_ai_ros"
 LOCAL_GATEWAY_URL = "http://127.0.0.1:8787"
-# The local gateway's documented development key (sequence_ai.gateway.DEVELOPMENT_KEY): a real
-# key is never sent to the simulated service.
-LOCAL_GATEWAY_KEY = "seq_dev_local_gateway"
 
 
 def _true(text: str) -> bool:
@@ -55,6 +56,7 @@ def _actions(context: LaunchContext) -> list[Action]:
 
     actions: list[Action] = []
     env: dict[str, str] = {}
+    gateway_process: ExecuteProcess | None = None
     if sim:
         actions.append(
             Node(
@@ -67,17 +69,17 @@ def _actions(context: LaunchContext) -> list[Action]:
         )
         if not base_url:
             base_url = LOCAL_GATEWAY_URL
-            env["SEQUENCES_API_KEY"] = LOCAL_GATEWAY_KEY
+            # The local gateway's development key: a real key never goes to the simulation.
+            env["SEQUENCES_API_KEY"] = DEVELOPMENT_KEY
             gateway = os.path.join(
                 get_package_prefix(PACKAGE), "lib", PACKAGE, "sequence-ai-gateway"
             )
-            actions.append(
-                ExecuteProcess(
-                    cmd=[gateway, "--host", "127.0.0.1", "--port", "8787"],
-                    name="sequence_ai_gateway",
-                    output="screen",
-                )
+            gateway_process = ExecuteProcess(
+                cmd=[gateway, "--host", "127.0.0.1", "--port", "8787"],
+                name="sequence_ai_gateway",
+                output="screen",
             )
+            actions.append(gateway_process)
 
     overrides: dict[str, str] = {"model": model}
     if base_url:
@@ -98,6 +100,8 @@ def _actions(context: LaunchContext) -> list[Action]:
             RegisterEventHandler(
                 OnStateTransition(
                     target_lifecycle_node=node,
+                    # Only after configuring: a later deactivate must not re-activate the node.
+                    start_state="configuring",
                     goal_state="inactive",
                     entities=[
                         EmitEvent(
@@ -110,14 +114,24 @@ def _actions(context: LaunchContext) -> list[Action]:
                 )
             )
         )
-        actions.append(
-            EmitEvent(
-                event=ChangeState(
-                    lifecycle_node_matcher=matches_action(node),
-                    transition_id=Transition.TRANSITION_CONFIGURE,
-                )
+        configure = EmitEvent(
+            event=ChangeState(
+                lifecycle_node_matcher=matches_action(node),
+                transition_id=Transition.TRANSITION_CONFIGURE,
             )
         )
+        if gateway_process is None:
+            actions.append(configure)
+        else:
+            # Configure connects to the service: wait until the local gateway says it serves.
+            def when_serving(event: ProcessIO) -> list[Action] | None:
+                return [configure] if b"SEQUENCES_BASE_URL=" in event.text else None
+
+            actions.append(
+                RegisterEventHandler(
+                    OnProcessIO(target_action=gateway_process, on_stdout=when_serving)
+                )
+            )
     return actions
 
 

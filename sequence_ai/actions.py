@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Optional
 
 from .catalogue import Model
 from .errors import InvalidResponse
@@ -40,7 +40,7 @@ def _binary_exceptions(semantics: Mapping[str, Any]) -> list[tuple[int, float]]:
     return found
 
 
-def _value_range(semantics: Mapping[str, Any], model: Model) -> tuple[float, float] | None:
+def _value_range(semantics: Mapping[str, Any], model: Model) -> Optional[tuple[float, float]]:
     bounds = semantics.get("value_range")
     if bounds is None:
         return None
@@ -88,7 +88,7 @@ def to_joint_positions(
     q_reference: Sequence[float],
     model: Model,
     *,
-    horizon: int | None = None,
+    horizon: Optional[int] = None,
 ) -> list[list[float]]:
     """Absolute joint targets from a delta chunk, via the model's verified conversion.
 

@@ -5,13 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Optional
 
 from .errors import InvalidResponse
-from .transport import Transport
-
-if TYPE_CHECKING:
-    from .transport import VerifyArg
+from .transport import Transport, VerifyArg
 
 __all__ = ["MODEL_PREFIX", "Model", "find_model", "full_model_id", "models", "short_model_id"]
 
@@ -33,7 +30,7 @@ def short_model_id(name: str) -> str:
     return full_model_id(name).rsplit("/", 1)[-1]
 
 
-def _opt_str(row: Mapping[str, Any], key: str) -> str | None:
+def _opt_str(row: Mapping[str, Any], key: str) -> Optional[str]:
     value = row.get(key)
     if value is None:
         return None
@@ -44,7 +41,7 @@ def _opt_str(row: Mapping[str, Any], key: str) -> str | None:
     return value
 
 
-def _opt_int(row: Mapping[str, Any], key: str) -> int | None:
+def _opt_int(row: Mapping[str, Any], key: str) -> Optional[int]:
     value = row.get(key)
     if value is None:
         return None
@@ -57,7 +54,7 @@ def _opt_int(row: Mapping[str, Any], key: str) -> int | None:
     return value
 
 
-def _opt_float(row: Mapping[str, Any], key: str) -> float | None:
+def _opt_float(row: Mapping[str, Any], key: str) -> Optional[float]:
     value = row.get(key)
     if value is None:
         return None
@@ -68,7 +65,7 @@ def _opt_float(row: Mapping[str, Any], key: str) -> float | None:
     return float(value)
 
 
-def _opt_dict(row: Mapping[str, Any], key: str) -> dict[str, Any] | None:
+def _opt_dict(row: Mapping[str, Any], key: str) -> Optional[dict[str, Any]]:
     value = row.get(key)
     if value is None:
         return None
@@ -84,23 +81,23 @@ class Model:
     """One catalogue row. Fields the client uses are lifted out; ``raw`` keeps the whole row."""
 
     id: str
-    endpoint: str | None = None
-    architecture: str | None = None
-    robot: str | None = None
-    action_dim: int | None = None
-    state_dim: int | None = None
-    state_layout: dict[str, int] | None = None
-    action_horizon: int | None = None
-    control_hz: float | None = None
+    endpoint: Optional[str] = None
+    architecture: Optional[str] = None
+    robot: Optional[str] = None
+    action_dim: Optional[int] = None
+    state_dim: Optional[int] = None
+    state_layout: Optional[dict[str, int]] = None
+    action_horizon: Optional[int] = None
+    control_hz: Optional[float] = None
     # Order matters: adapters map views positionally.
     camera_views: tuple[str, ...] = ()
-    training_frame_size: tuple[int, int] | None = None
-    input_aspect_ratio: float | None = None
-    input_resize: str | None = None
-    action_space: str | None = None
-    action_semantics: dict[str, Any] | None = None
-    training: dict[str, Any] | None = None
-    open_loop_horizon: int | None = None
+    training_frame_size: Optional[tuple[int, int]] = None
+    input_aspect_ratio: Optional[float] = None
+    input_resize: Optional[str] = None
+    action_space: Optional[str] = None
+    action_semantics: Optional[dict[str, Any]] = None
+    training: Optional[dict[str, Any]] = None
+    open_loop_horizon: Optional[int] = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __hash__(self) -> int:
@@ -125,7 +122,7 @@ class Model:
         return self.id.rsplit("/", 1)[-1]
 
     @property
-    def aspect_ratio(self) -> float | None:
+    def aspect_ratio(self) -> Optional[float]:
         """Trained width/height: the declared ratio, else derived from the training frame."""
         if self.input_aspect_ratio:
             return self.input_aspect_ratio
@@ -148,7 +145,7 @@ class Model:
                 f"catalogue row {ident!r}: camera_views is {views!r}; expected a list of names"
             )
         size = row.get("training_frame_size")
-        frame: tuple[int, int] | None = None
+        frame: Optional[tuple[int, int]] = None
         if size is not None:
             if (
                 not isinstance(size, (list, tuple))
@@ -195,13 +192,13 @@ class Model:
 
 
 def models(
-    endpoint: str | None = None,
+    endpoint: Optional[str] = None,
     *,
-    api_key: str | None = None,
-    base_url: str | None = None,
+    api_key: Optional[str] = None,
+    base_url: Optional[str] = None,
     verify: VerifyArg = True,
     allow_insecure: bool = False,
-    transport: Transport | None = None,
+    transport: Optional[Transport] = None,
 ) -> list[Model]:
     """The catalogue, optionally filtered by endpoint (``act``, ``chat``, ``perceive``).
 
@@ -228,7 +225,7 @@ def models(
     return [Model.from_wire(row) for row in rows]
 
 
-def find_model(rows: Iterable[Model], model_id: str) -> Model | None:
+def find_model(rows: Iterable[Model], model_id: str) -> Optional[Model]:
     """The row whose full id equals ``model_id`` (expanded), else the first with the same tail."""
     wanted = full_model_id(model_id)
     tail = wanted.rsplit("/", 1)[-1]

@@ -8,7 +8,7 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Optional, TextIO
 
 from .catalogue import Model, models
 from .errors import AuthError, InvalidRequest, OutOfCredit, SequencesError
@@ -234,7 +234,7 @@ def _doctor(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if report.failed else 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``sequence-ai`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
     handler = {"models": _models, "doctor": _doctor}[args.command]

@@ -357,8 +357,10 @@ def _eta_text(eta_s: Optional[float]) -> str:
     return f"{eta_s / 60:.0f} min"
 
 
-def positive_seconds(name: str, value: Any, *, allow_none: bool, allow_zero: bool = False) -> None:
-    """Shared argument check for durations: a finite number, positive (or zero if allowed)."""
+def positive_seconds(
+    name: str, value: Any, *, allow_none: bool, allow_zero: bool = False, unit: str = "seconds"
+) -> None:
+    """Shared argument check for durations and rates: finite, positive (or zero if allowed)."""
     if value is None and allow_none:
         return
     ok = (
@@ -368,7 +370,7 @@ def positive_seconds(name: str, value: Any, *, allow_none: bool, allow_zero: boo
         and (value >= 0 if allow_zero else value > 0)
     )
     if not ok:
-        expected = "a finite number of seconds"
+        expected = f"a finite number of {unit}"
         expected += " >= 0" if allow_zero else " > 0"
         if allow_none:
             expected += " or None"
@@ -426,6 +428,8 @@ class RunLoop:
         self.deadline = None if max_seconds is None else self.started + max_seconds
         self.buffer = policy._buffer
         self.job: Optional[FetchJob] = None
+        # Steps played when the in-flight request's observation was taken (see _install).
+        self.job_played_at = 0
         self.pacer = Pacer()
         self.period = 1.0 / (policy._control_hz or FALLBACK_HZ)
         self.last_row: Optional[Row] = None
@@ -439,7 +443,6 @@ class RunLoop:
         self.instruction_swaps = 0
         self.max_instruction_lag_s: Optional[float] = None
         self.observe_s = 0.0
-        self.waiting = False
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -566,6 +569,7 @@ class RunLoop:
 
     def _start_fetch(self) -> FetchJob:
         observation = self._observe()
+        self.job_played_at = self.actions
         return self.policy._submit(
             observation, self.options, self.scope, timeout=None, deadline=self.deadline
         )
@@ -594,6 +598,7 @@ class RunLoop:
             self.status.report("waiting")
         try:
             prediction = self._await(job if job is not None else self._start_fetch())
+            played_during_request = self.actions - self.job_played_at
         finally:
             # Counted even when the wait ends in an interrupt, a timeout or an error.
             if late:
@@ -602,7 +607,7 @@ class RunLoop:
                 self.underrun_s += waited
                 if self.on_underrun is not None:
                     self.on_underrun(waited)
-        self._install(prediction)
+        self._install(prediction, played_during_request)
 
     def _first_chunk(self) -> Prediction:
         budget = self.startup_timeout_s
@@ -633,12 +638,16 @@ class RunLoop:
 
     # -- installing a chunk ---------------------------------------------------------------
 
-    def _install(self, prediction: Prediction) -> None:
+    def _install(self, prediction: Prediction, played_during_request: int = 0) -> None:
         chunk = prediction.action_chunk
         rows = controller_rows(self.controller, prediction, self.model)
-        horizon = self.horizon_override or chunk.open_loop_horizon
-        if horizon:
-            rows = rows[:horizon]
+        horizon = self.horizon_override or chunk.open_loop_horizon or len(rows)
+        # Row i of a chunk is planned for i periods after its observation. Steps of the
+        # previous chunk played while this one was in flight used up those first rows'
+        # time, so playback starts at the row that is due now (never rewinding the arm to
+        # where it was when the request left) and plays a full horizon from there.
+        start = min(played_during_request, len(rows) - 1)
+        rows = rows[start : start + horizon]
         absolute = self.controller == "joint_position" or is_absolute_space(chunk.action_space)
         if self.last_row is not None and rows:
             # Measured on the rows act will receive, before any blending can hide the jump.

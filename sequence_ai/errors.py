@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 __all__ = [
     "AuthError",
     "ChunkExhausted",
@@ -19,7 +21,9 @@ class SequencesError(Exception):
     ``status`` is the HTTP status (None for local failures); ``body`` the raw response text.
     """
 
-    def __init__(self, message: str, *, status: int | None = None, body: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, status: Optional[int] = None, body: Optional[str] = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
@@ -56,11 +60,11 @@ class Unavailable(SequencesError):
         self,
         message: str,
         *,
-        status: int | None = None,
-        body: str | None = None,
-        retry_after_s: float | None = None,
+        status: Optional[int] = None,
+        body: Optional[str] = None,
+        retry_after_s: Optional[float] = None,
         warming: bool = False,
-        job_id: str | None = None,
+        job_id: Optional[str] = None,
     ) -> None:
         super().__init__(message, status=status, body=body)
         self.retry_after_s = retry_after_s

@@ -13,7 +13,7 @@ import math
 import numbers
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Optional, Union
 
 from .catalogue import Model
 from .types import ImageFrame, Observation, Proprioception
@@ -98,8 +98,8 @@ def _array_to_image(frame: Any, field: str) -> Any:
         raise ValueError(f"{field} has shape {shape}; expected HxWx3 (RGB), HxWx4 (RGBA) or HxW")
     if shape[0] < 1 or shape[1] < 1:
         raise ValueError(f"{field} has shape {shape}; expected a non-empty image")
-    mode = "L" if len(shape) == 2 else ("RGB" if shape[2] == 3 else "RGBA")
-    return image_module.fromarray(np.ascontiguousarray(frame), mode=mode)
+    # Pillow infers L, RGB or RGBA from a uint8 array's shape (its mode= argument is deprecated).
+    return image_module.fromarray(np.ascontiguousarray(frame))
 
 
 def _centre_crop(image: Any, ratio: float) -> Any:
@@ -116,7 +116,7 @@ def _centre_crop(image: Any, ratio: float) -> Any:
     return image.crop((0, top, width, top + new_height))
 
 
-def _resize(image: Any, model: Model | None, image_module: Any) -> Any:
+def _resize(image: Any, model: Optional[Model], image_module: Any) -> Any:
     lanczos = getattr(image_module, "Resampling", image_module).LANCZOS
     if model is not None and model.training_frame_size:
         target = tuple(model.training_frame_size)
@@ -149,7 +149,7 @@ def _encode_str(frame: str, field: str) -> str:
     return text
 
 
-def _encode(frame: Any, model: Model | None, quality: int, field: str) -> str:
+def _encode(frame: Any, model: Optional[Model], quality: int, field: str) -> str:
     if isinstance(frame, str):
         return _encode_str(frame, field)
     if isinstance(frame, (bytes, bytearray, memoryview)):
@@ -173,7 +173,12 @@ def _encode(frame: Any, model: Model | None, quality: int, field: str) -> str:
     image_module = _pil()
     if image.size[0] < 1 or image.size[1] < 1:
         raise ValueError(f"{field} has size {image.size}; expected a non-empty image")
-    image = image.convert("RGB")
+    try:
+        image = image.convert("RGB")
+    except (ValueError, OSError) as exc:
+        raise ValueError(
+            f"{field} is a {image.mode} image that cannot be converted to RGB ({exc})"
+        ) from None
     ratio = model.aspect_ratio if model is not None else None
     if ratio:
         image = _centre_crop(image, ratio)
@@ -183,7 +188,7 @@ def _encode(frame: Any, model: Model | None, quality: int, field: str) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def encode(frame: Any, model: Model | None = None, *, quality: int = DEFAULT_QUALITY) -> str:
+def encode(frame: Any, model: Optional[Model] = None, *, quality: int = DEFAULT_QUALITY) -> str:
     """One camera frame → base64 JPEG, shaped for ``model``.
 
     Arrays and PIL images are centre-cropped to the model's aspect ratio (never padded),
@@ -195,7 +200,7 @@ def encode(frame: Any, model: Model | None = None, *, quality: int = DEFAULT_QUA
     return _encode(frame, model, _check_quality(quality), "frame")
 
 
-def _vector(value: Any, field: str, *, allow_scalar: bool = False) -> list[float] | None:
+def _vector(value: Any, field: str, *, allow_scalar: bool = False) -> Optional[list[float]]:
     """A list of finite floats from any sequence of real numbers (lists, tuples, arrays)."""
     if value is None:
         return None
@@ -220,8 +225,8 @@ def _vector(value: Any, field: str, *, allow_scalar: bool = False) -> list[float
 def problems_with(
     model: Model,
     views: Iterable[str],
-    joints: Sequence[float] | None,
-    gripper: Sequence[float] | None,
+    joints: Optional[Sequence[float]],
+    gripper: Optional[Sequence[float]],
 ) -> list[str]:
     """What in an observation disagrees with the model's declaration (empty = nothing).
 
@@ -290,11 +295,11 @@ def observation(
     *,
     images: Mapping[str, Any],
     instruction: str,
-    joints: Sequence[float] | None = None,
-    gripper: Sequence[float] | float | None = None,
-    joint_velocities: Sequence[float] | None = None,
-    end_effector_pose: Sequence[float] | None = None,
-    timestamp_ms: int | None = None,
+    joints: Optional[Sequence[float]] = None,
+    gripper: Union[Sequence[float], float, None] = None,
+    joint_velocities: Optional[Sequence[float]] = None,
+    end_effector_pose: Optional[Sequence[float]] = None,
+    timestamp_ms: Optional[int] = None,
     quality: int = DEFAULT_QUALITY,
     strict: bool = True,
 ) -> Observation:

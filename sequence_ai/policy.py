@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import socket
 import threading
 import warnings
 from collections import deque
@@ -91,7 +90,7 @@ class Policy:
             raise ValueError(f"model is {model!r}; expected a model id such as 'pi05-droid'")
         if validate not in VALIDATE_MODES:
             raise ValueError(f"validate is {validate!r}; expected one of {VALIDATE_MODES}")
-        loop.positive_seconds("control_hz", control_hz, allow_none=True)
+        loop.positive_seconds("control_hz", control_hz, allow_none=True, unit="Hz")
         loop.positive_seconds("startup_timeout_s", startup_timeout_s, allow_none=False,
                               allow_zero=True)
         if on_warming is not None and not callable(on_warming):
@@ -120,6 +119,10 @@ class Policy:
 
         self._buffer: deque[list[float]] = deque()
         self._served = False
+        # Set once ready() reported the model loaded: the next request then measures plain
+        # round-trip latency (no cold load inside it), so it may seed the prefetch average.
+        self._seen_ready = False
+        self._run_active = False
         self._latency_ema: Optional[float] = None
         self._spec_cache: Optional[tuple[Optional[Model]]] = None
         self._warned_no_validate = False
@@ -169,10 +172,8 @@ class Policy:
             workers = list(self._workers)
         for scope in scopes:
             scope.interrupt()
-        # Closing a pool does not wake a thread blocked reading a stalled response; shutting
-        # its socket down does, so the joins below are short.
-        _sever_connections(self._transport)
-        self._transport.close()
+        # abort() wakes a thread blocked reading a stalled response, so the joins are short.
+        self._transport.abort()
         for thread in workers:
             thread.join(self._timeout_s)
 
@@ -216,6 +217,8 @@ class Policy:
             raise SequencesError(f"GET /v1/act/ready returned {body!r:.80}; expected 'ready'")
         eta = body.get("eta_s")
         eta_s = float(eta) if isinstance(eta, (int, float)) and not isinstance(eta, bool) else None
+        if body["ready"]:
+            self._seen_ready = True
         return bool(body["ready"]), eta_s
 
     def wait_until_ready(self, timeout_s: float = 300.0, poll_s: float = 5.0) -> float:
@@ -253,11 +256,13 @@ class Policy:
     def predict(self, observation: Observation, **options: Any) -> Prediction:
         """One request; the whole chunk. Replaces the buffer with its executable steps."""
         with self._drive("predict"):
+            self._refuse_inside_run("predict")
             return self._predict(observation, options)
 
     def next_action(self, observation: Optional[Observation] = None, **options: Any) -> list[float]:
         """The next buffered step; fetches a chunk from ``observation`` when the buffer is empty."""
         with self._drive("next_action"):
+            self._refuse_inside_run("next_action")
             if not self._buffer:
                 if observation is None:
                     raise ChunkExhausted(
@@ -352,6 +357,7 @@ class Policy:
         body_options = _check_options(options)
 
         with self._drive("run"):
+            self._refuse_inside_run("run")
             model: Optional[Model] = None
             dims: list[int] = []
             if controller != "raw" or smooth_seam > 0:
@@ -396,8 +402,10 @@ class Policy:
                     gripper_dims=dims,
                     options=body_options,
                 )
+                self._run_active = True
                 return runner.execute()
             finally:
+                self._run_active = False
                 self._close_scope(scope)
 
     def act(
@@ -437,6 +445,15 @@ class Policy:
         if self._closed:
             raise SequencesError(
                 f"{method}() on a closed Policy; call sequence_ai.connect() again to reconnect"
+            )
+
+    def _refuse_inside_run(self, method: str) -> None:
+        # The driver lock is re-entrant, so a loop callback on the driving thread would get
+        # through it and rewrite the running loop's buffer.
+        if self._run_active:
+            raise SequencesError(
+                f"{method}() refused: called from inside a running loop's callback; "
+                "it would disturb the loop's buffer"
             )
 
     def _drive(self, method: str) -> _DriverGuard:
@@ -531,7 +548,7 @@ class Policy:
             answer = self._transport.post("/v1/act", body, timeout=timeout)
             return Prediction.from_wire(answer, observation=observation)
 
-        job = loop.FetchJob(request, scope, self._worker_done, warm=self._served)
+        job = loop.FetchJob(request, scope, self._worker_done, warm=self._served or self._seen_ready)
         with self._state:
             if self._closed:
                 raise SequencesError("the Policy was closed; call sequence_ai.connect() again")
@@ -560,24 +577,6 @@ class _DriverGuard:
 
     def __exit__(self, *exc_info: Any) -> None:
         self._policy._driver.release()
-
-
-def _sever_connections(transport: Transport) -> None:
-    """Shut down the sockets of the transport's pooled connections (best effort).
-
-    Reaches into httpx/httpcore internals because neither offers an abort; anything
-    unexpected there leaves the ordinary close() to do what it can.
-    """
-    client = getattr(transport, "_client", None)
-    pool = getattr(getattr(client, "_transport", None), "_pool", None)
-    for connection in list(getattr(pool, "connections", None) or []):
-        stream = getattr(getattr(connection, "_connection", None), "_network_stream", None)
-        try:
-            sock = stream.get_extra_info("socket") if stream is not None else None
-            if sock is not None:
-                sock.shutdown(socket.SHUT_RDWR)
-        except (OSError, AttributeError):
-            continue
 
 
 def _positive_int(name: str, value: Any) -> None:

@@ -7,11 +7,12 @@ import ipaddress
 import json
 import math
 import os
+import socket
 import ssl
 import time
 from collections.abc import Mapping
 from datetime import timezone
-from typing import TYPE_CHECKING, Any, final
+from typing import Any, Optional, Union
 from urllib.parse import urlsplit
 
 import httpx
@@ -43,10 +44,10 @@ API_KEY_ENV = "SEQUENCES_API_KEY"
 # connections kept for five minutes covers that without reconnecting between chunks.
 KEEPALIVE_CONNECTIONS = 4
 KEEPALIVE_EXPIRY_S = 300.0
+MAX_MESSAGE_CHARS = 500
 
-if TYPE_CHECKING:
-    # Only for annotations (never evaluated at runtime, so the | form is fine on 3.9).
-    VerifyArg = bool | str | os.PathLike[str] | ssl.SSLContext
+# What ``verify=`` accepts: on/off, a CA bundle path, or a ready SSL context.
+VerifyArg = Union[bool, str, "os.PathLike[str]", ssl.SSLContext]
 
 
 def user_agent() -> str:
@@ -61,7 +62,7 @@ def user_agent() -> str:
         return "sequence-ai-python/dev"
 
 
-def resolve_base_url(arg: str | None = None) -> str:
+def resolve_base_url(arg: Optional[str] = None) -> str:
     """Explicit argument, else ``SEQUENCES_BASE_URL``, else production; no trailing slash."""
     if arg is not None and not isinstance(arg, str):
         raise TypeError(f"base_url must be a str, got {type(arg).__name__}")
@@ -69,7 +70,7 @@ def resolve_base_url(arg: str | None = None) -> str:
     return url.rstrip("/")
 
 
-def resolve_api_key(arg: str | None = None) -> str | None:
+def resolve_api_key(arg: Optional[str] = None) -> Optional[str]:
     """Explicit argument, else ``SEQUENCES_API_KEY``; None when neither is set."""
     if arg is not None and not isinstance(arg, str):
         raise TypeError(f"api_key must be a str, got {type(arg).__name__}")
@@ -104,7 +105,7 @@ def check_base_url(url: str, *, allow_insecure: bool = False) -> str:
     return url
 
 
-def _ssl_context(verify: VerifyArg) -> bool | ssl.SSLContext:
+def _ssl_context(verify: VerifyArg) -> Union[bool, ssl.SSLContext]:
     if isinstance(verify, (bool, ssl.SSLContext)):
         return verify
     if isinstance(verify, (str, os.PathLike)):
@@ -118,7 +119,7 @@ def _ssl_context(verify: VerifyArg) -> bool | ssl.SSLContext:
     )
 
 
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+def parse_retry_after(value: Optional[str], *, now: Optional[float] = None) -> Optional[float]:
     """``Retry-After`` as seconds from now: delta-seconds or an HTTP-date (RFC 9110)."""
     if value is None:
         return None
@@ -167,10 +168,13 @@ def _decode_error(response: httpx.Response) -> tuple[str, dict[str, Any]]:
         message = json.dumps(detail)
     if extras["retry_after_s"] is None:
         extras["retry_after_s"] = parse_retry_after(response.headers.get("retry-after"))
-    return str(message), extras
+    message = str(message)
+    # A proxy's HTML error page can be kilobytes; the full text stays in ``body``.
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[:MAX_MESSAGE_CHARS] + "..."
+    return message, extras
 
 
-@final
 class Transport:
     """One kept-alive ``httpx.Client`` to the gateway; maps statuses to typed errors.
 
@@ -181,8 +185,8 @@ class Transport:
     def __init__(
         self,
         *,
-        base_url: str | None = None,
-        api_key: str | None = None,
+        base_url: Optional[str] = None,
+        api_key: Optional[str] = None,
         timeout_s: float = 30.0,
         verify: VerifyArg = True,
         allow_insecure: bool = False,
@@ -254,21 +258,36 @@ class Transport:
             self._closed = True
             self._client.close()
 
+    def abort(self) -> None:
+        """Close, first waking any thread blocked reading a response on this transport."""
+        # Closing an httpx pool leaves a blocked read blocked; shutting its socket down ends it.
+        # Neither httpx nor httpcore offers this, so it reaches into their pool (best effort).
+        pool = getattr(getattr(self._client, "_transport", None), "_pool", None)
+        for connection in list(getattr(pool, "connections", None) or []):
+            stream = getattr(getattr(connection, "_connection", None), "_network_stream", None)
+            try:
+                sock = stream.get_extra_info("socket") if stream is not None else None
+                if sock is not None:
+                    sock.shutdown(socket.SHUT_RDWR)
+            except (OSError, AttributeError):
+                continue
+        self.close()
+
     def get(
         self,
         path: str,
         *,
-        params: Mapping[str, Any] | None = None,
-        timeout: float | None = None,
+        params: Optional[Mapping[str, Any]] = None,
+        timeout: Optional[float] = None,
     ) -> Any:
         """``GET path``; returns the parsed JSON body or raises a ``SequencesError``."""
         return self._request("GET", path, params=params, timeout=timeout)
 
-    def post(self, path: str, body: Any, *, timeout: float | None = None) -> Any:
+    def post(self, path: str, body: Any, *, timeout: Optional[float] = None) -> Any:
         """``POST path`` with a JSON body; returns the parsed JSON or raises."""
         return self._request("POST", path, body=body, timeout=timeout)
 
-    def delete(self, path: str, *, timeout: float | None = None) -> Any:
+    def delete(self, path: str, *, timeout: Optional[float] = None) -> Any:
         return self._request("DELETE", path, timeout=timeout)
 
     def _scrub(self, text: str) -> str:
@@ -281,9 +300,9 @@ class Transport:
         method: str,
         path: str,
         *,
-        params: Mapping[str, Any] | None = None,
+        params: Optional[Mapping[str, Any]] = None,
         body: Any = None,
-        timeout: float | None = None,
+        timeout: Optional[float] = None,
     ) -> Any:
         if self._closed:
             raise SequencesError(
@@ -292,7 +311,13 @@ class Transport:
         applied = self._timeout_s if timeout is None else float(timeout)
         if not math.isfinite(applied) or applied <= 0:
             raise ValueError(f"timeout is {timeout!r}; expected a positive number of seconds")
-        content = None if body is None else json.dumps(body, allow_nan=False)
+        try:
+            content = None if body is None else json.dumps(body, allow_nan=False)
+        except ValueError:
+            raise ValueError(
+                f"{method} {path}: the request body contains NaN or infinity, which JSON "
+                "cannot carry; expected finite numbers"
+            ) from None
         try:
             response = self._client.request(
                 method,

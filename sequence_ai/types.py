@@ -6,7 +6,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 from .errors import InvalidResponse
 
@@ -19,7 +19,7 @@ class ImageFrame:
 
     view: str
     data: str
-    timestamp_ms: int | None = None
+    timestamp_ms: Optional[int] = None
 
     def __repr__(self) -> str:
         # The payload is tens of kB of base64; its size is the useful part in a log.
@@ -40,9 +40,9 @@ class Proprioception:
     """Robot state. ``None`` means "not reported", which is not the same as zeros."""
 
     joint_positions: list[float]
-    joint_velocities: list[float] | None = None
-    end_effector_pose: list[float] | None = None
-    gripper: list[float] | None = None
+    joint_velocities: Optional[list[float]] = None
+    end_effector_pose: Optional[list[float]] = None
+    gripper: Optional[list[float]] = None
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"joint_positions": [float(v) for v in self.joint_positions]}
@@ -126,8 +126,8 @@ class ActionChunk:
     action_dim: int
     control_frequency_hz: float
     covers_seconds: float
-    open_loop_horizon: int | None = None
-    sustains_seconds: float | None = None
+    open_loop_horizon: Optional[int] = None
+    sustains_seconds: Optional[float] = None
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -198,10 +198,10 @@ class Prediction:
     perf: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    observation: Observation | None = field(default=None, repr=False, compare=False)
+    observation: Optional[Observation] = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_wire(cls, d: Any, observation: Observation | None = None) -> Prediction:
+    def from_wire(cls, d: Any, observation: Optional[Observation] = None) -> Prediction:
         """Parse a 200 body of ``POST /v1/act``; any defect raises ``InvalidResponse``."""
         if not isinstance(d, Mapping):
             raise InvalidResponse(f"response is {d!r:.80}; expected an object")

@@ -10,6 +10,8 @@ the arm got to each instruction's target (the pose the gateway's simulated polic
 the instruction).
 
     python -m sequence_ai_ros.demo [--max-seconds 20] [--headless] [--out demo.png]
+
+`--help` says why the demo runs with `--prefetch false` by default.
 """
 
 from __future__ import annotations
@@ -28,11 +30,42 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+PREFETCH_NOTE = """\
+Why `--prefetch false` is the default: pi05-droid's rows are joint displacements from the joints
+of the observation a chunk was requested with. A prefetched chunk is requested while the arm is
+still moving, and the client installs it from its first row (PROTOCOL.md section 3.8), so its
+first target lies back where the arm was when the request went out; on a fast move that jump
+exceeds the node's max_step and the goal stops with reason `validate`. Synchronous refills
+re-anchor each chunk at the pose the arm holds, at the price of an underrun per chunk, which the
+picture shows. `--prefetch true` shows the other behaviour.
+"""
+# The node's staleness limits (0.25 s joints, 0.5 s images) suit a robot with its own cores;
+# here the arm, the node and the gateway share two busy cores with other work, and a scheduling
+# stall of a few tenths of a second would end a goal. The checks stay on, with room for that.
+SHARED_MACHINE_AGES = ("max_state_age_s=0.5", "max_image_age_s=1.0")
 FIRST_INSTRUCTION = "pick up the cup"
 SECOND_INSTRUCTION = "put the cup on the blue block"
 # Generous bounds for a shared 2-core machine; the demo itself usually needs well under them.
 BRING_UP_TIMEOUT_S = 90.0
 RESULT_GRACE_S = 30.0
+# Goals start once the node's 1 Hz diagnostics twice in a row show inputs younger than this:
+# the first seconds after start-up are the busiest, and a stale frame would end a goal.
+STEADY_AGE_S = 0.25
+STEADY_REPORTS = 2
+
+
+def _seconds(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.inf
+
+
+def _size(text: str) -> tuple[int, int]:
+    width, sep, height = text.lower().partition("x")
+    if not (sep and width.isdigit() and height.isdigit() and int(width) > 0 and int(height) > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected WIDTHxHEIGHT, e.g. 640x360")
+    return int(width), int(height)
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -40,6 +73,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m sequence_ai_ros.demo",
         description="Drive the simulated DROID arm through the sequence_ai node and a local "
         "gateway; write a picture of the run.",
+        epilog=PREFETCH_NOTE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--max-seconds",
@@ -69,6 +104,30 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--log-dir", default=None, help="where the processes' logs go (default: a temp dir)"
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a live node parameter before the goals, as `ros2 param set` would "
+        "(e.g. --set smooth_seam=3); repeatable",
+    )
+    parser.add_argument(
+        "--image-size",
+        type=_size,
+        default=(320, 180),
+        metavar="WxH",
+        help="camera image size of the simulated arm (default 320x180, still above the 224x126 "
+        "the model sees: larger raw frames travel as many UDP fragments on loopback, and a busy "
+        "machine drops enough of them to trip the node's max_image_age_s)",
+    )
+    parser.add_argument(
+        "--prefetch",
+        choices=("true", "false"),
+        default="false",
+        help="the node's live prefetch parameter for the goals (default false; why: below)",
     )
     parser.add_argument(
         "--namespace", default="", help="namespace of the node and the arm (default: none)"
@@ -127,14 +186,18 @@ class Recording:
     targets: list[list[float]] = field(default_factory=list)
     health: dict[str, str] = field(default_factory=dict)  # the node's latest diagnostics values
 
-    def inputs_flowing(self) -> bool:
-        """The node reports every camera and the joint state received and its model ready."""
-        ages = {k: v for k, v in self.health.items() if k.endswith("_age_s")}
-        return (
-            bool(ages)
-            and "never received" not in ages.values()
-            and self.health.get("ready") == "true"
-        )
+    steady_reports: int = 0  # consecutive diagnostics with fresh inputs and a ready model
+
+    def note_health(self, values: dict[str, str]) -> None:
+        self.health = values
+        ages = [v for k, v in values.items() if k.endswith("_age_s")]
+        fresh = bool(ages) and all(_seconds(v) < STEADY_AGE_S for v in ages)
+        ready = values.get("ready") == "true"
+        self.steady_reports = self.steady_reports + 1 if fresh and ready else 0
+
+    def inputs_steady(self) -> bool:
+        """The node's last reports show every camera and the joints fresh and the model ready."""
+        return self.steady_reports >= STEADY_REPORTS
 
     def latest_joints(self) -> list[float] | None:
         with self.lock:
@@ -268,7 +331,11 @@ class Demo:
             self.launcher.start_one(self.launcher.specs[-1])
             self.via = "ros2 launch sequence_ai_ros droid.launch.py sim:=true"
         else:
-            self.launcher = launcher.Launcher(launcher.plan(values), log_dir=self.log_dir)
+            specs = launcher.plan(values)
+            for spec in specs:
+                if spec.executable == "sim_robot":
+                    spec.arguments += self._sim_overrides()
+            self.launcher = launcher.Launcher(specs, log_dir=self.log_dir)
             self.launcher.start()
             self.via = "python -m sequence_ai_ros.launcher sim:=true (no ros2 launch here)"
         self.pids = self.launcher.pids()
@@ -276,10 +343,16 @@ class Demo:
         print("processes: " + " ".join(f"{name}={pid}" for name, pid in self.pids.items()))
         print(f"logs: {self.log_dir}", flush=True)
 
+    def _sim_overrides(self) -> list[str]:
+        width, height = self.args.image_size
+        return ["-p", f"image_width:={width}", "-p", f"image_height:={height}"]
+
     def stop_processes(self) -> list[int]:
         """Stop everything started; the pids still alive afterwards (expected: none)."""
         if self.launcher is None:
             return []
+        # Everything started, even when start-up failed before the pids were reported.
+        self.pids = self.launcher.pids()
         extra = [p for pid in self.pids.values() for p in _descendants(pid)]
         self.stopped = self.launcher.stop()
         everyone = list(self.pids.values()) + extra
@@ -292,7 +365,7 @@ class Demo:
         from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.action import ActionClient
         from rclpy.context import Context
-        from rclpy.executors import MultiThreadedExecutor
+        from rclpy.executors import SingleThreadedExecutor
         from rclpy.node import Node
         from rclpy.qos import QoSProfile
         from sensor_msgs.msg import JointState
@@ -325,7 +398,7 @@ class Demo:
         def on_diagnostics(msg: DiagnosticArray) -> None:
             for status in msg.status:
                 if status.name.startswith(f"{node_path(self.args.namespace)}:"):
-                    recording.health = {kv.key: kv.value for kv in status.values}
+                    recording.note_health({kv.key: kv.value for kv in status.values})
 
         depth = QoSProfile(depth=200)
         node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
@@ -334,7 +407,7 @@ class Demo:
             Float64MultiArray, "forward_position_controller/commands", on_targets, depth
         )
         client = ActionClient(node, Act, "act")
-        executor = MultiThreadedExecutor(num_threads=3, context=context)
+        executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
         thread = threading.Thread(target=executor.spin, name="demo-executor", daemon=True)
         thread.start()
@@ -368,13 +441,48 @@ class Demo:
             change_state(self._ros["node"], target, transition, BRING_UP_TIMEOUT_S)
         self.status.end()
         print(f"{target}: configured and active")
+        overrides = [*SHARED_MACHINE_AGES, f"prefetch={self.args.prefetch}", *self.args.overrides]
+        for override in overrides:
+            name, _, value = override.partition("=")
+            self._set_parameter(target, name.strip(), value.strip())
+            print(f"{target}: {name.strip()} set to {value.strip()}")
         if not self._ros["client"].wait_for_server(timeout_sec=BRING_UP_TIMEOUT_S):
             raise RuntimeError(f"the act action did not appear within {BRING_UP_TIMEOUT_S:g} s")
         self._wait("joint states from sim_robot", lambda: bool(self.recording.joints))
         # A planner would not send a goal before the node sees the robot: its diagnostics say.
         self._wait(
-            "the node to report cameras, joints and a ready model", self.recording.inputs_flowing
+            "the node to report fresh cameras and joints and a ready model",
+            self.recording.inputs_steady,
         )
+
+    def _set_parameter(self, target: str, name: str, text: str) -> None:
+        """What `ros2 param set` sends: one SetParameters call; the node's refusal is an error."""
+        from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+        from rcl_interfaces.srv import SetParameters
+
+        value = ParameterValue()
+        if text.lower() in ("true", "false"):
+            value.type, value.bool_value = ParameterType.PARAMETER_BOOL, text.lower() == "true"
+        elif text.lstrip("-").isdigit():
+            value.type, value.integer_value = ParameterType.PARAMETER_INTEGER, int(text)
+        else:
+            try:
+                value.type, value.double_value = ParameterType.PARAMETER_DOUBLE, float(text)
+            except ValueError:
+                value.type, value.string_value = ParameterType.PARAMETER_STRING, text
+        client = self._ros["node"].create_client(SetParameters, f"{target}/set_parameters")
+        try:
+            if not client.wait_for_service(timeout_sec=BRING_UP_TIMEOUT_S):
+                raise RuntimeError(f"{target}/set_parameters did not appear")
+            future = client.call_async(
+                SetParameters.Request(parameters=[Parameter(name=name, value=value)])
+            )
+            self._wait(f"the node to answer setting {name}", future.done)
+            result = future.result().results[0]
+            if not result.successful:
+                raise RuntimeError(f"the node refused {name}={text}: {result.reason}")
+        finally:
+            self._ros["node"].destroy_client(client)
 
     def _wait(self, what: str, condition: Any, timeout_s: float = BRING_UP_TIMEOUT_S) -> None:
         deadline = time.monotonic() + timeout_s
@@ -492,7 +600,8 @@ class Demo:
             before, after = goal.distance(goal.start_q), goal.distance(goal.end_q)
             closer = before - after
             share = 100.0 * closer / before if before > 0 else 0.0
-            when = "when preempted" if goal.number == 1 else "at the end"
+            reason = goal.result.reason
+            when = "when preempted" if reason == "preempted" else f"when it ended ({reason})"
             lines.append(
                 f"{goal.instruction!r}: {before:.2f} rad from its target at the start, "
                 f"{after:.2f} rad {when}: {closer:.2f} rad closer ({share:.0f}%)"

@@ -51,7 +51,12 @@ def _series(demo: Any) -> Series:
             }
         )
     preempt = None if math.isnan(demo.preempt_t) else demo.preempt_t - t0
-    title = "sequence_ai demo: pi05-droid (local gateway) driving the simulated DROID arm"
+    args = demo.args
+    title = (
+        "sequence_ai demo: pi05-droid (local gateway) driving the simulated DROID arm\n"
+        f"prefetch {args.prefetch}, goals of max_seconds {args.max_seconds:g}, preemption after "
+        f"{args.preempt_after:g} s of goal 1, cameras {args.image_size[0]}x{args.image_size[1]}"
+    )
     return Series(joint_t, joints, target_t, targets, goals, preempt, title)
 
 
@@ -142,7 +147,8 @@ def _draw_pillow(series: Series, out: Path) -> None:
     image = Image.new("RGB", (width, height), "white")
     pen = ImageDraw.Draw(image)
     pen.text((margin_x, 15), series.title, fill="black")
-    t_end = max([*series.joint_t, *series.target_t, 1.0])
+    t_start = min([*series.joint_t, *series.target_t, 0.0])
+    t_end = max([*series.joint_t, *series.target_t, t_start + 1.0])
 
     def box(index: int) -> tuple[int, int]:
         return (
@@ -174,7 +180,8 @@ def _draw_pillow(series: Series, out: Path) -> None:
         def xy(
             t: float, v: float, x0: int = x0, y0: int = y0, lo: float = lo, hi: float = hi
         ) -> tuple[float, float]:
-            return (x0 + panel_w * t / t_end, y0 + panel_h * (1 - (v - lo) / (hi - lo)))
+            x = x0 + panel_w * (t - t_start) / (t_end - t_start)
+            return (x, y0 + panel_h * (1 - (v - lo) / (hi - lo)))
 
         pen.rectangle((x0, y0, x0 + panel_w, y0 + panel_h), outline=(120, 120, 120))
         pen.text((x0 + 4, y0 + 2), label, fill="black")
@@ -193,12 +200,12 @@ def _draw_pillow(series: Series, out: Path) -> None:
                 pen.line([xy(t, v) for t, v in zip(ts, ys)], fill=colour, width=2)
         for t, v in zip(*dots):
             x, y = xy(t, v)
-            pen.point((x, y), fill=(240, 140, 0))
+            pen.rectangle((x - 1, y - 1, x + 1, y + 1), fill=(240, 140, 0))
     pen.text(
         (margin_x, height - 45),
         "blue: measured joints   orange: joint targets   dashed/green: instruction targets   "
-        "grey: chunk arrived   red: underrun   black: preemption   x: 0 .. "
-        f"{t_end:.1f} s since the first goal",
+        f"grey: chunk arrived   red: underrun   black: preemption   x: {t_start:.1f} .. "
+        f"{t_end:.1f} s since the first goal was sent",
         fill="black",
     )
     image.save(out)

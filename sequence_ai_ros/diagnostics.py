@@ -1,4 +1,4 @@
-"""Node health for /diagnostics: readiness, outcomes, underruns, latency, input ages, command rate."""
+"""Node health on /diagnostics: readiness, outcomes, underruns, latency, input ages, rates."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ class HealthRecord:
     model: str = ""
     problem: str = ""
     ready: bool | None = None
+    readiness_error: str = ""
     warming_eta_s: float | None = None
     goal: str = "idle"
     last_outcome: str = "none"
@@ -55,6 +56,7 @@ def build_array(
     *,
     node_name: str,
     ages: dict[str, float | None],
+    stamp_skew_s: float | None,
     command_rate_hz: float,
     stamp: object,
 ) -> DiagnosticArray:
@@ -76,9 +78,13 @@ def build_array(
     for source, age in ages.items():
         key = "joint_state_age_s" if source == "joint_states" else f"camera_{source}_age_s"
         values[key] = _fmt(age) if age is not None else "never received"
+    # How far apart the inputs of one observation were captured, by their header stamps.
+    values["input_stamp_skew_s"] = _fmt(stamp_skew_s)
 
     if record.problem:
         level, message = DiagnosticStatus.ERROR, record.problem
+    elif record.lifecycle == "active" and record.readiness_error:
+        level, message = DiagnosticStatus.WARN, f"readiness check failing: {record.readiness_error}"
     elif record.lifecycle == "active" and record.ready is False:
         level, message = DiagnosticStatus.WARN, "model warming up"
     elif record.lifecycle != "active":

@@ -1,4 +1,4 @@
-"""The `act` action's goals: one runs at a time; a new goal preempts, cancel interrupts, all hold."""
+"""`act` goals: one runs at a time; a new goal preempts, cancel interrupts, every end holds."""
 
 from __future__ import annotations
 
@@ -23,11 +23,13 @@ from sequence_ai_ros.parameters import NodeConfig
 PREEMPTED = "preempted"
 CANCELED = "canceled"
 DEACTIVATED = "deactivated"
+BUSY = "busy"
 
 # A preempted run stops within one control period plus one interruptible wait; this bounds
 # how long the next goal waits for it before giving up.
 _PREEMPT_WAIT_S = 10.0
 _FEEDBACK_PERIOD_S = 0.2
+_CANCEL_STATE_WAIT_S = 2.0
 
 
 @dataclass
@@ -39,7 +41,6 @@ class GoalRun:
     running: bool = False
     held: bool = False
     validate_reason: str = ""
-    observe_error: str = ""
     actions: int = 0
     chunks: int = 0
     underruns: int = 0
@@ -47,6 +48,7 @@ class GoalRun:
     warming_eta_s: float = math.nan
     started_s: float = field(default_factory=time.monotonic)
     last_target: list[float] | None = None
+    reference: list[float] | None = None
     last_feedback_s: float = 0.0
 
 
@@ -147,7 +149,7 @@ class GoalRunner:
             while self._running is not None and time.monotonic() < deadline:
                 self._cond.wait(0.05)
             if self._running is not None:
-                run.stop = run.stop or "busy"
+                run.stop = run.stop or BUSY
             else:
                 self._running = run
                 run.running = run.stop is None
@@ -163,22 +165,28 @@ class GoalRunner:
                 self._cond.notify_all()
 
     def _finish_without_run(self, run: GoalRun) -> Act.Result:
-        result = Act.Result(reason=run.stop or "interrupted", stopped_early=True)
-        result.max_seam_jump = math.nan
+        """A goal stopped while it waited for the previous one: it never moved the arm."""
+        result = Act.Result(reason="interrupted", stopped_early=True, max_seam_jump=math.nan)
         if run.stop == CANCELED:
-            result.reason = "interrupted"
             result.message = "canceled before it started"
-            run.handle.canceled()
-        elif run.stop == "busy":
-            result.reason = "raised:Busy"
-            result.message = "the previous goal did not stop in time"
-            run.handle.abort()
+            _end_canceled(run.handle)
+            return self._record(run, result)
+        if run.stop == PREEMPTED:
+            result.reason = PREEMPTED
+            result.message = "preempted by a newer goal before it started"
+        elif run.stop == BUSY:
+            result.message = f"the previous goal did not stop within {_PREEMPT_WAIT_S:g} s"
         else:
-            result.message = f"{run.stop} before it started"
-            if run.stop == DEACTIVATED:
-                result.reason = "interrupted"
-            run.handle.abort()
+            result.message = f"node {run.stop} before the goal started"
+        run.handle.abort()
+        return self._record(run, result)
+
+    def _record(self, run: GoalRun, result: Act.Result) -> Act.Result:
+        """Log the end of a goal and show it in diagnostics."""
         self._health.last_outcome = f"{result.reason}: {result.message}"
+        self._log.info(
+            f"goal {run.handle.request.instruction!r} ended {result.reason}: {result.message}"
+        )
         return result
 
     def _run(self, run: GoalRun) -> Act.Result:
@@ -199,15 +207,18 @@ class GoalRunner:
             "progress": False,
         }
         self._health.goal = f"running {goal.instruction!r}"
+        capped = ""
+        if goal.max_seconds > max_seconds:
+            capped = f" (capped by max_goal_seconds from {goal.max_seconds:g})"
         self._log.info(
-            f"goal {goal.instruction!r}: max_seconds {max_seconds:g}, prefetch "
+            f"goal {goal.instruction!r}: max_seconds {max_seconds:g}{capped}, prefetch "
             f"{config.prefetch}, smooth_seam {config.smooth_seam}"
         )
         outcome = None
         error: BaseException | None = None
 
         def observe() -> Any:
-            return self._observe(run, config, goal.instruction)
+            return self._observe(config, goal.instruction)
 
         def act(step: list[float]) -> None:
             self._act(run, config, step)
@@ -216,9 +227,7 @@ class GoalRunner:
             if goal.max_actions > 0:
                 # act() takes no max_actions; run() with the instruction in every observation
                 # is the same loop with both bounds.
-                outcome = self._policy.run(
-                    observe, act, max_actions=goal.max_actions, **options
-                )
+                outcome = self._policy.run(observe, act, max_actions=goal.max_actions, **options)
             else:
                 outcome = self._policy.act(goal.instruction, observe, act, **options)
         except Exception as exc:  # noqa: BLE001 - any failure must end the goal held
@@ -254,7 +263,7 @@ class GoalRunner:
         handle = run.handle
         if run.stop == CANCELED:
             result.reason = "interrupted"
-            handle.canceled()
+            _end_canceled(handle)
         elif run.stop == PREEMPTED:
             result.reason = PREEMPTED
             result.message = f"preempted by a newer goal; {result.message}"
@@ -267,15 +276,14 @@ class GoalRunner:
             handle.succeed()
         else:
             handle.abort()
-        self._health.last_outcome = f"{result.reason}: {result.message}"
         self._health.goal = "idle"
         self._health.goals_run += 1
-        self._log.info(f"goal {handle.request.instruction!r} ended {result.reason}: {result.message}")
-        return result
+        return self._record(run, result)
 
     # ----- the loop's callbacks (driving thread) -----
 
-    def _observe(self, run: GoalRun, config: NodeConfig, instruction: str) -> Any:
+    def _observe(self, config: NodeConfig, instruction: str) -> Any:
+        """A fresh observation, or StaleObservation: a stale one is never sent."""
         frames = self._cache.images(config.max_image_age_s)
         joints = self._cache.joints(config.max_state_age_s)
         return sequence_ai.observation(
@@ -304,7 +312,9 @@ class GoalRunner:
                 velocities, measured.positions, self._period_s, limits
             )
         else:
-            previous = run.last_target if run.last_target is not None else measured.positions
+            # The first step of a goal is measured from the joints its chunk was computed
+            # from; later steps from the target published one step earlier.
+            previous = run.last_target or run.reference or measured.positions
             reason = safety.check_position_target(step[:n], previous, limits)
         if reason is None and config.gripper_command_topic and len(step) > n:
             reason = safety.check_gripper(step[n])
@@ -349,6 +359,9 @@ class GoalRunner:
 
     def _on_chunk(self, run: GoalRun, prediction: Any) -> None:
         run.chunks += 1
+        observation = getattr(prediction, "observation", None)
+        if run.reference is None and observation is not None:
+            run.reference = list(observation.proprioception.joint_positions)
         chunk = prediction.action_chunk
         if chunk.control_frequency_hz and chunk.control_frequency_hz > 0:
             self._period_s = 1.0 / chunk.control_frequency_hz
@@ -376,10 +389,26 @@ class GoalRunner:
         run.handle.publish_feedback(feedback)
 
 
+def _end_canceled(handle: ServerGoalHandle) -> None:
+    """Mark a goal canceled once the server has moved it to CANCELING.
+
+    The cancel callback interrupts the run before rclpy records the cancel, so a fast stop can
+    get here first; canceling before that would be an invalid goal transition.
+    """
+    deadline = time.monotonic() + _CANCEL_STATE_WAIT_S
+    while not handle.is_cancel_requested and time.monotonic() < deadline:
+        time.sleep(0.005)
+    if handle.is_cancel_requested:
+        handle.canceled()
+    else:
+        handle.abort()
+
+
 def _request_latency_s(prediction: Any) -> float | None:
-    """The client-measured round trip of the request that produced this chunk, if reported."""
+    """The round trip of the request that produced this chunk: the client's figure if it
+    reports one, else the service's own time to first action (a lower bound)."""
     perf = getattr(prediction, "perf", None) or {}
-    for key in ("client_ms", "round_trip_ms", "total_ms"):
+    for key in ("round_trip_ms", "ttfa_ms"):
         value = perf.get(key)
         if isinstance(value, (int, float)) and math.isfinite(value):
             return float(value) / 1000.0

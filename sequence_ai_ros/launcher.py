@@ -8,8 +8,8 @@ Same arguments as the launch file (model, base_url, namespace, sim, autostart) p
 interpreter) with the same parameters file; the node configured and activated through its
 lifecycle services when autostart is true. Ctrl+C stops every process it started, the node
 first so it can hold the arm. Differences from the launch file: with sim:=true and no base_url
-the local gateway gets an ephemeral port rather than 8787, and when one process exits the others
-are stopped too.
+the local gateway gets an ephemeral port rather than 8787 (the node is given its URL), and when
+one process exits or the node fails to configure, the others are stopped too.
 """
 
 from __future__ import annotations

@@ -272,13 +272,19 @@ class SequenceAiNode(LifecycleNode):
     def _watch_readiness(self) -> None:
         """Bring the model up in the background once active; progress goes to diagnostics."""
         policy = self._policy
+        last_problem = ""
         while policy is not None and not self._ready_stop.is_set():
             try:
                 ready, eta_s = policy.ready()
             except sequence_ai.SequencesError as exc:
                 self.health.ready = None
-                self.get_logger().warning(f"readiness check failed: {exc}")
+                self.health.readiness_error = f"{type(exc).__name__}: {exc}"
+                # Once per distinct failure: a service that stays down must not flood the log.
+                if str(exc) != last_problem:
+                    last_problem = str(exc)
+                    self.get_logger().warning(f"readiness check failed: {exc}")
             else:
+                self.health.readiness_error = ""
                 self.health.ready = bool(ready)
                 self.health.warming_eta_s = None if ready else eta_s
                 if ready:
@@ -298,6 +304,7 @@ class SequenceAiNode(LifecycleNode):
                 self.health,
                 node_name=self.get_fully_qualified_name(),
                 ages=cache.ages() if cache is not None else {},
+                stamp_skew_s=cache.stamp_skew_s() if cache is not None else None,
                 command_rate_hz=commands.command_rate_hz() if commands is not None else 0.0,
                 stamp=self.get_clock().now().to_msg(),
             )

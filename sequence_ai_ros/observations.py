@@ -43,10 +43,12 @@ def _stamp_seconds(msg: Any) -> float:
 
 
 class ObservationCache:
-    """Keeps only the newest message per topic; converts only when a request needs it.
+    """Keeps only the newest data per topic; converts images only when a request needs them.
 
-    Subscription callbacks call `store_*` (cheap: a reference swap under a lock); the goal loop
-    calls `images()` / `joints()` which check age and convert.
+    Subscription callbacks call `store_*` (cheap: a reference swap or a few floats under a
+    lock); the goal loop calls `images()` / `joints()`, which check age and convert.
+    Joint positions are kept per joint name, because many arms publish the gripper and the arm
+    in separate JointState messages on the same topic.
     """
 
     def __init__(
@@ -59,10 +61,16 @@ class ObservationCache:
         self._views = tuple(views)
         self._joint_names = tuple(joint_names)
         self._gripper_joint = gripper_joint
+        self._wanted = set(joint_names) | ({gripper_joint} if gripper_joint else set())
         self._clock = clock
         self._lock = threading.Lock()
         self._images: dict[str, Cached] = {}
-        self._joint_state: Cached | None = None
+        # joint name → (position, receive time); only the joints the model uses.
+        self._joints: dict[str, tuple[float, float]] = {}
+        self._joint_state_received: float | None = None
+        self._joint_state_stamp = 0.0
+        self._joint_names_seen: tuple[str, ...] = ()
+        self._joint_problem = ""
 
     def store_image(self, view: str, msg: Image | CompressedImage) -> None:
         entry = Cached(msg, self._clock(), _stamp_seconds(msg))
@@ -70,25 +78,52 @@ class ObservationCache:
             self._images[view] = entry
 
     def store_joint_state(self, msg: JointState) -> None:
-        entry = Cached(msg, self._clock(), _stamp_seconds(msg))
+        received = self._clock()
+        names = tuple(msg.name)
+        if len(msg.position) != len(names):
+            problem = f"joint_states has {len(names)} names but {len(msg.position)} positions"
+            with self._lock:
+                self._joint_problem = problem
+            return
+        updates = {
+            name: (float(value), received)
+            for name, value in zip(names, msg.position)
+            if name in self._wanted
+        }
         with self._lock:
-            self._joint_state = entry
+            self._joints.update(updates)
+            self._joint_state_received = received
+            self._joint_state_stamp = _stamp_seconds(msg)
+            self._joint_names_seen = names
+            self._joint_problem = ""
 
     def ages(self) -> dict[str, float | None]:
         """Age (s) of the newest message per view and of joint state; None = never received."""
         now = self._clock()
         with self._lock:
             images = dict(self._images)
-            joints = self._joint_state
+            joints = self._joint_state_received
         result: dict[str, float | None] = {
             view: (now - images[view].received_s) if view in images else None
             for view in self._views
         }
-        result["joint_states"] = (now - joints.received_s) if joints else None
+        result["joint_states"] = (now - joints) if joints is not None else None
         return result
 
+    def stamp_skew_s(self) -> float | None:
+        """Spread of the header stamps of the newest camera frames and joint state.
+
+        None until every input has arrived with a stamp (an unstamped source says nothing).
+        """
+        with self._lock:
+            stamps = [self._images[v].stamp_s for v in self._views if v in self._images]
+            stamps.append(self._joint_state_stamp)
+        if len(stamps) != len(self._views) + 1 or not all(stamps):
+            return None
+        return max(stamps) - min(stamps)
+
     def images(self, max_age_s: float) -> dict[str, np.ndarray]:
-        """The newest frame of every view as an array; raises StaleObservation if one is unusable."""
+        """The newest frame of every view as an array; StaleObservation if one is unusable."""
         now = self._clock()
         with self._lock:
             entries = {view: self._images.get(view) for view in self._views}
@@ -109,50 +144,44 @@ class ObservationCache:
         return frames
 
     def joints(self, max_age_s: float) -> JointSnapshot:
-        """Joint positions reordered by joint_names, plus the gripper; raises if unusable."""
-        now = self._clock()
-        with self._lock:
-            entry = self._joint_state
-        if entry is None:
-            raise StaleObservation("joint_states: no message received yet")
-        age = now - entry.received_s
-        if age > max_age_s:
+        """Joint positions in joint_names order, plus the gripper; raises if unusable."""
+        snapshot = self._snapshot()
+        if snapshot.age_s > max_age_s:
             raise StaleObservation(
-                f"joint_states: newest message is {age:.3f} s old; max_state_age_s is "
-                f"{max_age_s:.3f}"
+                f"joint_states: newest positions are {snapshot.age_s:.3f} s old; "
+                f"max_state_age_s is {max_age_s:.3f}"
             )
-        return self._reorder(entry.msg, age)
+        return snapshot
 
     def last_joints(self) -> JointSnapshot | None:
-        """The newest joint state regardless of age (for a hold), or None if unusable."""
-        with self._lock:
-            entry = self._joint_state
-        if entry is None:
-            return None
+        """The newest joint positions regardless of age (for a hold), or None if unusable."""
         try:
-            return self._reorder(entry.msg, self._clock() - entry.received_s)
+            return self._snapshot()
         except StaleObservation:
             return None
 
-    def _reorder(self, msg: JointState, age: float) -> JointSnapshot:
-        names = list(msg.name)
-        if len(msg.position) != len(names):
-            raise StaleObservation(
-                f"joint_states has {len(names)} names but {len(msg.position)} positions"
-            )
-        index = {name: i for i, name in enumerate(names)}
-        missing = [n for n in self._joint_names if n not in index]
-        if self._gripper_joint and self._gripper_joint not in index:
-            missing.append(self._gripper_joint)
+    def _snapshot(self) -> JointSnapshot:
+        now = self._clock()
+        with self._lock:
+            values = dict(self._joints)
+            seen = self._joint_names_seen
+            problem = self._joint_problem
+            received = self._joint_state_received
+        if problem:
+            raise StaleObservation(problem)
+        if received is None:
+            raise StaleObservation("joint_states: no message received yet")
+        required = list(self._joint_names) + ([self._gripper_joint] if self._gripper_joint else [])
+        missing = [n for n in required if n not in values]
         if missing:
             raise StaleObservation(
-                f"joint_states lacks {', '.join(missing)}; it has {', '.join(names) or 'no names'}"
+                f"joint_states lacks {', '.join(missing)}; it has {', '.join(seen) or 'no names'}"
             )
-        positions = [float(msg.position[index[n]]) for n in self._joint_names]
-        gripper = float(msg.position[index[self._gripper_joint]]) if self._gripper_joint else None
-        bad = [n for n, v in zip(self._joint_names, positions) if not math.isfinite(v)]
-        if gripper is not None and not math.isfinite(gripper):
-            bad.append(self._gripper_joint)
+        bad = [n for n in required if not math.isfinite(values[n][0])]
         if bad:
             raise StaleObservation(f"joint_states has a non-finite position for {', '.join(bad)}")
+        # The observation is as old as its oldest joint.
+        age = now - min(values[n][1] for n in required)
+        positions = [values[n][0] for n in self._joint_names]
+        gripper = values[self._gripper_joint][0] if self._gripper_joint else None
         return JointSnapshot(positions, gripper, age)

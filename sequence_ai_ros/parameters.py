@@ -1,4 +1,4 @@
-"""The node's parameters: declarations with descriptors, validation with reasons, one snapshot type."""
+"""The node's parameters: descriptors, validation with reasons, and one snapshot type."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ SPECS: dict[str, Spec] = {
     "velocity_scale": Spec(
         3.0,
         "rad/s per unit of a normalised velocity row (0.2 rad per step × 15 Hz)",
-        float_range=(0.0, 10.0),
+        float_range=(0.01, 10.0),
     ),
     "prefetch": Spec(True, "fetch the next chunk while the current one plays (next goal)"),
     "smooth_seam": Spec(

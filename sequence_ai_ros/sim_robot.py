@@ -2,6 +2,17 @@
 
 Joint states and the position/velocity/gripper command topics match ros2_control's
 joint_state_broadcaster and forward command controllers, so the node cannot tell it from a robot.
+
+    ros2 run sequence_ai_ros sim_robot --ros-args -p image_width:=640 -p image_height:=360
+
+Publishes `joint_states` (panda_joint1..7 + panda_finger_joint1, gripper 0 open .. 1 closed) and
+`cameras/{exterior_1,exterior_2,wrist_left}/image_raw` (rgb8; `.../compressed` JPEG with
+image_transport compressed|both); subscribes `forward_position_controller/commands`,
+`forward_velocity_controller/commands` (7 values) and `gripper_controller/commands` (1 value).
+Parameters (read-only): rate_hz 100, image_width 1280, image_height 720, fps 15,
+image_transport raw, views (all three), initial_positions (ready pose), initial_gripper 0,
+velocity_timeout_s 0.2, jpeg_quality 90, render_scale 4. A camera nobody subscribes to is not
+rendered.
 """
 
 from __future__ import annotations
@@ -16,9 +27,8 @@ from typing import Any
 import numpy as np
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
@@ -29,6 +39,7 @@ from sequence_ai_ros.sim_arm import GRIPPER_JOINT, HOME, JOINT_NAMES, SimArm
 from sequence_ai_ros.sim_render import VIEWS, SceneRenderer
 
 TRANSPORTS = ("raw", "compressed", "both")
+RATE_LOG_PERIOD_S = 10.0
 
 
 class _CameraOutput:
@@ -96,8 +107,6 @@ class SimRobot(Node):
         )
         self._last_step = time.monotonic()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
-        state_group = MutuallyExclusiveCallbackGroup()
-        camera_group = MutuallyExclusiveCallbackGroup()
         # Reliable, like ros2_control's joint_state_broadcaster; best-effort readers still match.
         self._joint_pub = self.create_publisher(JointState, "joint_states", 10)
         self._cameras = [
@@ -109,28 +118,57 @@ class SimRobot(Node):
             "forward_position_controller/commands",
             self._on_positions,
             commands,
-            callback_group=state_group,
         )
         self.create_subscription(
             Float64MultiArray,
             "forward_velocity_controller/commands",
             self._on_velocities,
             commands,
-            callback_group=state_group,
         )
         self.create_subscription(
             Float64MultiArray,
             "gripper_controller/commands",
             self._on_gripper,
             commands,
-            callback_group=state_group,
         )
-        self.create_timer(1.0 / rate_hz, self._on_tick, callback_group=state_group, clock=steady)
-        self.create_timer(1.0 / fps, self._on_frame, callback_group=camera_group, clock=steady)
+        # Achieved rates, logged now and then: a starved machine shows here first.
+        self._counts = {"joint_states": 0, "frames": 0}
+        self._counted_since = time.monotonic()
+        self.create_timer(RATE_LOG_PERIOD_S, self._log_rates, clock=steady)
+        # The arm and the cameras run on plain threads with absolute deadlines: an executor's
+        # timer dispatch costs more and jitters more than the work itself on a busy machine.
+        self._stop = threading.Event()
+        self._loops = [
+            threading.Thread(target=self._every, args=(1.0 / rate, work), name=name, daemon=True)
+            for name, rate, work in (
+                ("sim-joints", rate_hz, self._on_tick),
+                ("sim-cameras", fps, self._on_frame),
+            )
+        ]
+        for loop in self._loops:
+            loop.start()
         self.get_logger().info(
             f"simulated arm up: joints at {rate_hz:g} Hz, {len(views)} cameras {width}x{height} "
             f"at {fps:g} Hz ({transport})"
         )
+
+    def _every(self, period_s: float, work: Callable[[], None]) -> None:
+        deadline = time.monotonic()
+        while not self._stop.is_set():
+            work()
+            deadline += period_s
+            delay = deadline - time.monotonic()
+            if delay < -period_s:
+                # Far behind (a stall): restart the schedule instead of bursting to catch up.
+                deadline = time.monotonic()
+                delay = 0.0
+            self._stop.wait(max(0.0, delay))
+
+    def destroy_node(self) -> None:
+        self._stop.set()
+        for loop in self._loops:
+            loop.join(timeout=2.0)
+        super().destroy_node()
 
     def _param(self, name: str, default: object, description: str) -> Any:
         descriptor = ParameterDescriptor(description=description, read_only=True)
@@ -185,14 +223,17 @@ class SimRobot(Node):
         msg.position = [*q.tolist(), gripper]
         msg.velocity = [*qd.tolist(), 0.0]
         self._publish(self._joint_pub, msg)
+        self._counts["joint_states"] += 1
 
     def _on_frame(self) -> None:
         with self._lock:
             q, gripper = self.arm.q.copy(), self.arm.gripper
         stamp = self.get_clock().now().to_msg()
+        rendered = False
         for camera in self._cameras:
             if not camera.wanted():
                 continue
+            rendered = True
             camera.renderer.render(q, gripper, out=camera.pixels)
             frame_id = f"{camera.view}_optical_frame"
             if camera.raw is not None:
@@ -205,6 +246,16 @@ class SimRobot(Node):
                 self._publish(camera.raw, msg)
             if camera.compressed is not None:
                 self._publish(camera.compressed, self._compress(camera, stamp, frame_id))
+        self._counts["frames"] += rendered
+
+    def _log_rates(self) -> None:
+        now = time.monotonic()
+        span, self._counted_since = now - self._counted_since, now
+        counts, self._counts = self._counts, {"joint_states": 0, "frames": 0}
+        self.get_logger().info(
+            f"last {span:.0f} s: joint_states {counts['joint_states'] / span:.0f} Hz, "
+            f"camera frames {counts['frames'] / span:.1f} Hz"
+        )
 
     def _publish(self, publisher: Publisher, msg: object) -> None:
         try:
@@ -232,7 +283,7 @@ def main(args: list[str] | None = None) -> None:
     node = None
     try:
         node = SimRobot()
-        executor = MultiThreadedExecutor(num_threads=2)
+        executor = SingleThreadedExecutor()
         executor.add_node(node)
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):

@@ -91,8 +91,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if server.ca_bundle:
         print(f"SEQUENCES_CA_BUNDLE={server.ca_bundle}")
     if keys is None:
-        print(f"SEQUENCES_API_KEY={DEVELOPMENT_KEY}  # development key (no --api-key given)")
+        print(f"SEQUENCES_API_KEY={DEVELOPMENT_KEY}")
     print(f"SEQUENCES_BASE_URL={server.url}")
+    if keys is None:
+        print("sequence-ai-gateway: no --api-key or $SEQUENCES_GATEWAY_KEYS given: "
+              "accepting the development key above")
     print(f"sequence-ai-gateway: serving {len(gateway.servers)} simulated model(s) on "
           f"{server.url}; Ctrl-C stops", flush=True)
     server.serve_forever()

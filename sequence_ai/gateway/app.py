@@ -15,6 +15,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sequence_ai.gateway.catalogue import short_id
 from sequence_ai.gateway.core import Gateway
@@ -89,7 +90,15 @@ class ColdIn(BaseModel):
     model: str
 
 
-# --- responses that JSONResponse cannot produce (faults) -----------------------------------------
+# --- responses ---------------------------------------------------------------------------------
+class AsciiJSONResponse(JSONResponse):
+    """JSON escaped to ASCII: a lone surrogate echoed from a request cannot break the encoding."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False,
+                          separators=(",", ":")).encode("ascii")
+
+
 class RawJSONResponse(Response):
     media_type = "application/json"
 
@@ -122,6 +131,10 @@ class BodyLimitAndCounters:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        client = scope.get("client")
+        self.gateway.first_request(
+            tuple(client[:2]) if client else None, scope["path"].startswith("/_control/")
+        )
         endpoint = _COUNTED_PATHS.get(scope["path"].rstrip("/") or "/")
         if endpoint is not None:
             self.gateway.count_request(endpoint)
@@ -240,7 +253,7 @@ def _require_loopback(request: Request) -> None:
         raise HTTPException(403, "control endpoints answer only to loopback clients")
 
 
-def _warming_response(gateway: Gateway, model_id: str, remaining_s: float) -> JSONResponse:
+def _warming_response(gateway: Gateway, model_id: str, remaining_s: float) -> Response:
     server = gateway.servers[model_id]
     retry = max(1, int(round(remaining_s)))
     detail = {
@@ -252,7 +265,8 @@ def _warming_response(gateway: Gateway, model_id: str, remaining_s: float) -> JS
             f"{server.load_eta_s:.0f} s); retry in {retry} s"
         ),
     }
-    return JSONResponse({"detail": detail}, status_code=503, headers={"Retry-After": str(retry)})
+    return AsciiJSONResponse({"detail": detail}, status_code=503,
+                             headers={"Retry-After": str(retry)})
 
 
 _STATUS_DETAIL = {
@@ -340,7 +354,16 @@ def _json_safe(value: Any) -> Any:
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     errors = exc.errors() if isinstance(exc, RequestValidationError) else [str(exc)]
-    return JSONResponse({"detail": _json_safe(jsonable_encoder(errors))}, status_code=422)
+    return AsciiJSONResponse({"detail": _json_safe(jsonable_encoder(errors))}, status_code=422)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    if not isinstance(exc, StarletteHTTPException):
+        return AsciiJSONResponse({"detail": "internal server error"}, status_code=500)
+    if exc.status_code in (204, 304):
+        return Response(status_code=exc.status_code, headers=exc.headers)
+    return AsciiJSONResponse({"detail": exc.detail}, status_code=exc.status_code,
+                             headers=exc.headers)
 
 
 def _holder(gateway: Gateway, seconds: Optional[float]) -> Callable[[], Awaitable[None]]:
@@ -354,6 +377,7 @@ def create_app(gateway: Gateway) -> FastAPI:
         title="Sequences robot-inference API (local gateway)",
         description="Simulated models served on this machine; see docs/gateway.md.",
         version="1",
+        default_response_class=AsciiJSONResponse,
     )
 
     @app.get("/v1/health")
@@ -401,8 +425,8 @@ def create_app(gateway: Gateway) -> FastAPI:
         hold: Optional[Callable[[], Awaitable[None]]] = None
         if fault is not None:
             if fault.kind == "status":
-                assert fault.status is not None
-                raise HTTPException(fault.status, _STATUS_DETAIL[fault.status])
+                status = fault.status or 500
+                raise HTTPException(status, _STATUS_DETAIL[status])
             if fault.kind == "stall":
                 await gateway.wait_stall(fault.seconds)
             elif fault.kind == "warming":
@@ -437,7 +461,7 @@ def create_app(gateway: Gateway) -> FastAPI:
         }
         out = _act_body(row, result.rows, perf, usage, checked.warnings)
         faulted = _apply_output_fault(fault, out)
-        return faulted if faulted is not None else out
+        return faulted if faulted is not None else AsciiJSONResponse(out)
 
     # --- control (loopback only, not part of the public API) ----------------------------------
     @app.post("/_control/faults", include_in_schema=False)
@@ -471,6 +495,12 @@ def create_app(gateway: Gateway) -> FastAPI:
             raise HTTPException(422, str(exc)) from None
         return dict(gateway.latency.__dict__)
 
+    @app.post("/_control/reset", include_in_schema=False)
+    async def reset(request: Request) -> Dict[str, Any]:
+        _require_loopback(request)
+        gateway.reset()
+        return gateway.counters()
+
     @app.post("/_control/cold", include_in_schema=False)
     async def cold(spec: ColdIn, request: Request) -> Dict[str, Any]:
         _require_loopback(request)
@@ -481,5 +511,6 @@ def create_app(gateway: Gateway) -> FastAPI:
         return {"cold": spec.model}
 
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_middleware(BodyLimitAndCounters, gateway=gateway)
     return app

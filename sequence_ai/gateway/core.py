@@ -6,7 +6,7 @@ import asyncio
 import random
 import threading
 import time
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
 
 from sequence_ai.gateway import DEVELOPMENT_KEY
 from sequence_ai.gateway.catalogue import Catalogue, complete_row, short_id
@@ -53,6 +53,7 @@ class Gateway:
         self.broke_keys: List[str] = list(broke_keys or [])
         self.latency = LatencySettings()
         self.set_latency(latency_ms=latency_ms, jitter_ms=jitter_ms, scale=scale)
+        self._initial_latency = dict(self.latency.__dict__)
         self.warmth = WarmthSettings(
             cold_start_s=_non_negative("cold_start_s", cold_start_s) or 0.0,
             keep_warm_s=_non_negative("keep_warm_s", keep_warm_s) or 0.0,
@@ -66,6 +67,7 @@ class Gateway:
         self._lock = threading.Lock()
         self._requests = {name: 0 for name in ENDPOINT_COUNTERS}
         self._connections = 0
+        self._fresh: Set[Any] = set()  # peers of accepted connections with no request yet
         self.stopping = False
 
     # --- keys ---------------------------------------------------------------------------------
@@ -84,9 +86,23 @@ class Gateway:
         with self._lock:
             self._requests[endpoint] += 1
 
-    def count_connection(self) -> None:
+    def connection_opened(self, peer: Any) -> None:
         with self._lock:
             self._connections += 1
+            self._fresh.add(peer)
+
+    def connection_closed(self, peer: Any) -> None:
+        with self._lock:
+            self._fresh.discard(peer)
+
+    def first_request(self, peer: Any, control: bool) -> None:
+        """A connection opened only to reach the control endpoints (the test fixture's own
+        client) is not counted, so ``connections`` measures the clients under test."""
+        with self._lock:
+            if peer in self._fresh:
+                self._fresh.discard(peer)
+                if control:
+                    self._connections -= 1
 
     def counters(self) -> Dict[str, Any]:
         with self._lock:
@@ -148,6 +164,18 @@ class Gateway:
         if seconds is not None:
             return seconds
         return self.warmth.cold_start_s or DEFAULT_FORCED_WARMING_S
+
+    def reset(self) -> None:
+        """Back to the state just after start: no faults, zero counters, initial latency and
+        warmth. Lets one gateway process serve many tests in turn."""
+        self.clear_faults()
+        self.latency.__dict__.update(self._initial_latency)
+        with self._lock:
+            self._requests = {name: 0 for name in ENDPOINT_COUNTERS}
+            self._connections = 0
+        for server in self.servers.values():
+            server.reset_warmth()
+            server.reset_max_queue_depth()
 
     def reset_after_restart(self) -> None:
         """A restarted server is a fresh process: models back to their initial warmth."""

@@ -69,18 +69,19 @@ def decode_frame(row: Mapping[str, Any], frame: Frame) -> Image.Image:
         image = Image.open(io.BytesIO(raw))
         fmt = image.format
         width, height = image.size
-        if fmt in ACCEPTED_FORMATS and 0 < width * height <= MAX_FRAME_PIXELS:
-            image.load()
-    except Exception as exc:  # Pillow raises many types for corrupt or truncated data
+        if fmt not in ACCEPTED_FORMATS:
+            raise ObservationRejected(f"{where}: image format {fmt}, expected JPEG or PNG")
+        if not 0 < width * height <= MAX_FRAME_PIXELS:
+            raise ObservationRejected(
+                f"{where}: frame {width}x{height} exceeds {MAX_FRAME_PIXELS} pixels"
+            )
+        rgb = image.convert("RGB")  # decodes every pixel: truncated data fails here
+    except ObservationRejected:
+        raise
+    except Exception as exc:  # Pillow raises many types for corrupt, truncated or odd data
         raise ObservationRejected(
             f"{where}: {len(raw)} bytes do not decode as a JPEG or PNG image ({exc})"
         ) from None
-    if fmt not in ACCEPTED_FORMATS:
-        raise ObservationRejected(f"{where}: image format {fmt}, expected JPEG or PNG")
-    if not 0 < width * height <= MAX_FRAME_PIXELS:
-        raise ObservationRejected(
-            f"{where}: frame {width}x{height} exceeds {MAX_FRAME_PIXELS} pixels"
-        )
     ratio = row.get("input_aspect_ratio")
     if ratio:
         actual = width / height
@@ -90,7 +91,7 @@ def decode_frame(row: Mapping[str, Any], frame: Frame) -> Image.Image:
                 f"{short_id(row['id'])} was trained at {ratio} (tolerance "
                 f"{ASPECT_TOLERANCE:.0%}); centre-crop the frame to {ratio} before sending"
             )
-    return image.convert("RGB")
+    return rgb
 
 
 def _fit(

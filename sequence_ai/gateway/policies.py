@@ -38,7 +38,8 @@ def normalise_instruction(text: str) -> str:
 
 
 def _digest(*parts: str) -> bytes:
-    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()
+    # surrogatepass: JSON may carry lone surrogates, which plain UTF-8 refuses to encode.
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).digest()
 
 
 def instruction_target(
@@ -86,11 +87,13 @@ def _near(position: Sequence[float], target: Sequence[float], tolerance: float) 
 class DroidJointDeltaReach:
     """pi05-droid semantics: rows are cumulative displacements from the request-time joints.
 
-    ``q_reference + row[:7]`` is the joint target of each step (the row's verified conversion);
-    a step moves at most 0.2 rad (DROID: 0.2 rad per step at 15 Hz) and a row stays in [-1, 1].
+    ``q_reference + row[:7]`` is the joint target of each step (the row's verified conversion).
+    DROID allows up to 0.2 rad per step; this policy moves 0.06 rad per step (0.9 rad/s at
+    15 Hz) so that all 15 rows stay inside the [-1, 1] clip and every row of a chunk, not
+    only the first eight, is a consistent plan.
     """
 
-    max_step = 0.2
+    max_step = 0.06
     noise_rad = 0.002
     gripper_tolerance = 0.05
 

@@ -11,7 +11,7 @@ import socket
 import tempfile
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional
+from typing import Any, List, Optional
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -88,11 +88,20 @@ class _Server(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
-def _counting_protocol(on_connection: Callable[[], None]) -> type:
+def _peer(transport: Any) -> Any:
+    peer = transport.get_extra_info("peername")
+    return tuple(peer[:2]) if peer else None
+
+
+def _counting_protocol(gateway: Gateway) -> type:
     class CountingH11Protocol(H11Protocol):
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
-            on_connection()
+            gateway.connection_opened(_peer(transport))
             super().connection_made(transport)
+
+        def connection_lost(self, exc: Optional[Exception]) -> None:
+            gateway.connection_closed(_peer(self.transport))
+            super().connection_lost(exc)
 
     return CountingH11Protocol
 
@@ -131,13 +140,20 @@ class GatewayServer:
         self.tls: Optional[TlsFiles] = make_tls_files(host, tls_dir) if tls else None
         self._own_tls_dir = tls and tls_dir is None
         self.app = create_app(gateway)
-        self._sock: Optional[socket.socket] = bind_socket(host, port)
+        try:
+            self._sock: Optional[socket.socket] = bind_socket(host, port)
+        except OSError:
+            self._sock = None
+            self.cleanup()
+            raise
         self.port: int = self._sock.getsockname()[1]
         self._server: Optional[_Server] = None
         self._thread: Optional[threading.Thread] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._failure: List[BaseException] = []
-        logging.getLogger("uvicorn.error").addFilter(_QuietInjectedReset())
+        error_log = logging.getLogger("uvicorn.error")
+        if not any(isinstance(f, _QuietInjectedReset) for f in error_log.filters):
+            error_log.addFilter(_QuietInjectedReset())
 
     @property
     def url(self) -> str:
@@ -152,7 +168,7 @@ class GatewayServer:
     def _config(self) -> uvicorn.Config:
         return uvicorn.Config(
             self.app,
-            http=_counting_protocol(self.gateway.count_connection),
+            http=_counting_protocol(self.gateway),
             ws="none",
             lifespan="off",
             log_level=self.log_level,
@@ -192,8 +208,9 @@ class GatewayServer:
             except BaseException as exc:  # reported by start(); the thread must not die silently
                 self._failure.append(exc)
             finally:
-                loop.run_until_complete(loop.shutdown_asyncgens())
                 _cancel_leftovers(loop)
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.run_until_complete(loop.shutdown_default_executor())
                 loop.close()
 
         self._thread = threading.Thread(target=run, name=f"gateway:{self.port}", daemon=True)

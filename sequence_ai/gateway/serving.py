@@ -152,6 +152,10 @@ class ModelServer:
             self._worker = loop.create_task(self._work(self._queue))
         return self._queue
 
+    def reset_max_queue_depth(self) -> None:
+        with self._lock:
+            self.max_queue_depth = self.queue_depth
+
     def _depth(self, change: int) -> None:
         with self._lock:
             self.queue_depth += change

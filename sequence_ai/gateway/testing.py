@@ -105,8 +105,14 @@ class _InProcessGateway(GatewayHandle):
             keep_warm_s=options["keep_warm_s"],
         )
         self._server = GatewayServer(self._gateway, tls=options["tls"], log_level="warning")
+        self.api_key = options["api_keys"][0]
+        self.broke_key = options["broke_keys"][0]
         self._running = False
-        self._server.start()
+        try:
+            self._server.start()
+        except BaseException:
+            self._server.cleanup()
+            raise
         self._running = True
         self.url = self._server.url
         self.ca_bundle = self._server.ca_bundle
@@ -150,6 +156,8 @@ class _SubprocessGateway(GatewayHandle):
     def __init__(self, options: Dict[str, Any], python: str) -> None:
         self._python = python
         self._options = options
+        self.api_key = options["api_keys"][0]
+        self.broke_key = options["broke_keys"][0]
         self._tmp = tempfile.mkdtemp(prefix="sequence-ai-gateway-")
         self._proc: Optional[sp.Popen] = None
         self._port = 0
@@ -246,6 +254,13 @@ class _SubprocessGateway(GatewayHandle):
                 self._proc.wait()
         self._proc = None
 
+    def reset(self) -> None:
+        self._call("POST", "/_control/reset")
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
     def kill(self) -> None:
         if self._proc is not None:
             self._proc.kill()
@@ -278,7 +293,8 @@ def _wait_healthy(url: str, ca_bundle: Optional[str], deadline: float) -> None:
     with httpx.Client(verify=_verify(ca_bundle), trust_env=False, timeout=5.0) as client:
         while True:
             try:
-                if client.get(url + "/v1/health").status_code == 200:
+                # The control path, so the gateway's request counters start at zero.
+                if client.get(url + "/_control/counters").status_code == 200:
                     return
             except httpx.TransportError:
                 pass
@@ -305,7 +321,28 @@ def run_gateway(
 
     ``policies`` adds plug-in policies (``"package.module:factory"``) to the built-in models.
     """
-    options: Dict[str, Any] = {
+    options = _options(latency_ms, jitter_ms, scale, cold_start_s, keep_warm_s, tls, api_keys,
+                       broke_keys, policies)
+    in_process = fastapi_available() if subprocess is None else not subprocess
+    handle = _InProcessGateway(options) if in_process else _start_subprocess(options)
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+def _options(
+    latency_ms: Optional[float] = None,
+    jitter_ms: float = 0.0,
+    scale: float = 0.0,
+    cold_start_s: float = 0.0,
+    keep_warm_s: float = 600.0,
+    tls: bool = False,
+    api_keys: Optional[Sequence[str]] = None,
+    broke_keys: Optional[Sequence[str]] = None,
+    policies: Sequence[str] = (),
+) -> Dict[str, Any]:
+    return {
         "latency_ms": latency_ms,
         "jitter_ms": jitter_ms,
         "scale": scale,
@@ -316,24 +353,16 @@ def run_gateway(
         "broke_keys": list(broke_keys) if broke_keys else [TEST_BROKE_KEY],
         "policies": list(policies),
     }
-    in_process = fastapi_available() if subprocess is None else not subprocess
-    handle: GatewayHandle
-    if in_process:
-        handle = _InProcessGateway(options)
-    else:
-        python = os.environ.get(PYTHON_ENV) or sys.executable
-        if python == sys.executable and not fastapi_available():
-            raise RuntimeError(
-                f"the gateway needs fastapi, uvicorn and Pillow; set {PYTHON_ENV} to a Python "
-                "that has them (make setup does) to run it as a subprocess"
-            )
-        handle = _SubprocessGateway(options, python)
-    handle.api_key = options["api_keys"][0]
-    handle.broke_key = options["broke_keys"][0]
-    try:
-        yield handle
-    finally:
-        handle.stop()
+
+
+def _start_subprocess(options: Dict[str, Any]) -> _SubprocessGateway:
+    python = os.environ.get(PYTHON_ENV) or sys.executable
+    if python == sys.executable and not fastapi_available():
+        raise RuntimeError(
+            f"the gateway needs fastapi, uvicorn and Pillow; set {PYTHON_ENV} to a Python "
+            "that has them (make setup does) to run it as a subprocess"
+        )
+    return _SubprocessGateway(options, python)
 
 
 try:
@@ -343,11 +372,33 @@ except ImportError:  # usable outside pytest; the fixtures just are not defined
 
 if pytest is not None:
 
+    @pytest.fixture(scope="session")
+    def _sequence_ai_gateway_pool() -> Iterator[List[_SubprocessGateway]]:
+        # Starting a subprocess gateway costs about a second, so the default-option one is
+        # shared across tests and reset between them.
+        pool: List[_SubprocessGateway] = []
+        yield pool
+        for handle in pool:
+            handle.stop()
+
     @pytest.fixture
-    def gateway() -> Iterator[GatewayHandle]:
+    def gateway(_sequence_ai_gateway_pool: List[_SubprocessGateway]) -> Iterator[GatewayHandle]:
         """A gateway with no simulated latency and warm models."""
-        with run_gateway() as handle:
-            yield handle
+        if fastapi_available():
+            with run_gateway() as handle:
+                yield handle
+            return
+        pool = _sequence_ai_gateway_pool
+        if not pool or not pool[0].alive:
+            while pool:
+                pool.pop().stop()
+            pool.append(_start_subprocess(_options()))
+        shared = pool[0]
+        shared.reset()
+        yield shared
+        if not shared.alive:  # killed and not restarted by the test
+            pool.remove(shared)
+            shared.stop()
 
     @pytest.fixture
     def gateway_factory() -> Iterator[Callable[..., GatewayHandle]]:

@@ -8,7 +8,7 @@ a live catalogue row with the recipe and returns human-readable drift (empty = a
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any
+from typing import Any, Optional, Union
 
 from ..catalogue import Model, full_model_id
 from . import cosmos3_edge_policy_droid, pi05_droid
@@ -18,7 +18,7 @@ __all__ = ["RECIPES", "check", "cosmos3_edge_policy_droid", "for_model", "pi05_d
 RECIPES: tuple[ModuleType, ...] = (pi05_droid, cosmos3_edge_policy_droid)
 
 
-def _model_id(model_or_id: Any) -> str | None:
+def _model_id(model_or_id: Any) -> Optional[str]:
     if isinstance(model_or_id, Model):
         return model_or_id.id
     if isinstance(model_or_id, str) and model_or_id.strip():
@@ -29,7 +29,7 @@ def _model_id(model_or_id: Any) -> str | None:
     return None
 
 
-def for_model(model_or_id: Model | str) -> ModuleType | None:
+def for_model(model_or_id: Union[Model, str]) -> Optional[ModuleType]:
     """The recipe module for a model or id: exact full id first, then the short-id tail."""
     ident = _model_id(model_or_id)
     if ident is None:

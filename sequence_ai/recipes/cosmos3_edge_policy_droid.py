@@ -14,7 +14,7 @@ Instructions work best as a short capitalised imperative naming the object and d
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Optional
 
 from ..actions import prepare
 from ..catalogue import Model
@@ -65,7 +65,7 @@ FALLBACK_SEMANTICS: dict[str, Any] = {
 }
 
 
-def semantics(model: Model | None = None) -> dict[str, Any]:
+def semantics(model: Optional[Model] = None) -> dict[str, Any]:
     """The live ``action_semantics`` when present, else this recipe's verified ones."""
     if model is not None and model.action_semantics:
         return dict(model.action_semantics)

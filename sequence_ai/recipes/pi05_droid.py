@@ -19,7 +19,7 @@ request, and offset every row from them::
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Optional
 
 from ..actions import prepare, to_joint_positions
 from ..catalogue import Model
@@ -79,7 +79,7 @@ FALLBACK_SEMANTICS: dict[str, Any] = {
 }
 
 
-def semantics(model: Model | None = None) -> dict[str, Any]:
+def semantics(model: Optional[Model] = None) -> dict[str, Any]:
     """The live ``action_semantics`` when present, else this recipe's verified ones."""
     if model is not None and model.action_semantics:
         return dict(model.action_semantics)

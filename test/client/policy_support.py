@@ -69,6 +69,7 @@ class Robot:
         self.holds = 0
         self.statuses: list[str] = []
         self.chunks: list[sequence_ai.Prediction] = []
+        self.installed_at: list[int] = []
         self.underruns: list[float] = []
         self.events: list[tuple[str, int]] = []
 
@@ -102,7 +103,13 @@ class Robot:
         self.statuses.append(state)
 
     def on_chunk(self, prediction: sequence_ai.Prediction) -> None:
-        self.chunks.append(prediction)
+        with self.lock:
+            self.chunks.append(prediction)
+            self.installed_at.append(len(self.acts))
+
+    def rows_due(self, index: int) -> int:
+        """Rows of chunk ``index`` whose time passed while it was in flight (skipped)."""
+        return self.installed_at[index] - self.observed_at[index]
 
     def on_underrun(self, waited_s: float) -> None:
         self.underruns.append(waited_s)
@@ -132,3 +139,29 @@ def wait_for(condition: Callable[[], bool], timeout_s: float = PATIENCE_S) -> bo
             return True
         idle.wait(0.01)
     return condition()
+
+
+class GatewayView:
+    """One test's view of a module-wide gateway: counters are relative to the test's start.
+
+    Starting a gateway per test dominates the suite's run time; tests that only need warm
+    models and consumable faults share one through this view.
+    """
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        self.url = handle.url
+        self.api_key = handle.api_key
+        self._base = handle.counters()
+
+    def inject(self, fault: str, **kwargs: Any) -> None:
+        self.handle.inject(fault, **kwargs)
+
+    def clear_faults(self) -> None:
+        self.handle.clear_faults()
+
+    def act_requests(self) -> int:
+        return self.handle.counters()["requests"]["act"] - self._base["requests"]["act"]
+
+    def connections(self) -> int:
+        return self.handle.counters()["connections"] - self._base["connections"]

@@ -6,10 +6,18 @@ import pytest
 
 from sequence_ai.catalogue import Model, find_model, full_model_id, models, short_model_id
 from sequence_ai.errors import InvalidResponse
+from sequence_ai.gateway.testing import run_gateway
 from sequence_ai.transport import Transport
 
 PI05 = "accounts/sequences/models/pi05-droid"
 COSMOS = "accounts/sequences/models/cosmos3-edge-policy-droid"
+
+
+@pytest.fixture(scope="module")
+def gateway():
+    """One gateway per module: starting one per test costs seconds under the 3.9 subprocess."""
+    with run_gateway() as handle:
+        yield handle
 
 
 @pytest.fixture

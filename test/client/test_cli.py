@@ -9,8 +9,16 @@ import sys
 import pytest
 
 from sequence_ai.cli import main
+from sequence_ai.gateway.testing import run_gateway
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def gateway():
+    """One gateway per module: starting one per test costs seconds under the 3.9 subprocess."""
+    with run_gateway() as handle:
+        yield handle
 
 
 @pytest.fixture

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+from typing import Any, Iterator
 
 import pytest
 from policy_support import (
     PATIENCE_S,
     PI05,
+    GatewayView,
     Robot,
     fetch_threads,
     make_observation,
@@ -17,6 +19,20 @@ from policy_support import (
 
 import sequence_ai
 from sequence_ai import ChunkExhausted, InvalidRequest, SequencesError, Unavailable
+from sequence_ai.gateway.testing import run_gateway
+
+
+@pytest.fixture(scope="module")
+def shared_gateway() -> Iterator[Any]:
+    with run_gateway() as handle:
+        yield handle
+
+
+@pytest.fixture
+def gw(shared_gateway: Any) -> Iterator[GatewayView]:
+    shared_gateway.clear_faults()
+    yield GatewayView(shared_gateway)
+    shared_gateway.clear_faults()
 
 
 def test_connect_checks_its_arguments_locally(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -35,8 +51,8 @@ def test_connect_checks_its_arguments_locally(monkeypatch: pytest.MonkeyPatch) -
     policy.close()
 
 
-def test_predict_returns_the_chunk_and_its_observation(gateway) -> None:
-    with open_policy(gateway) as policy:
+def test_predict_returns_the_chunk_and_its_observation(gw) -> None:
+    with open_policy(gw) as policy:
         obs = make_observation()
         prediction = policy.predict(obs)
         chunk = prediction.action_chunk
@@ -49,28 +65,27 @@ def test_predict_returns_the_chunk_and_its_observation(gateway) -> None:
         assert policy.buffered == 7
 
 
-def test_predict_replaces_the_buffer_instead_of_appending(gateway) -> None:
-    with open_policy(gateway) as policy:
+def test_predict_replaces_the_buffer_instead_of_appending(gw) -> None:
+    with open_policy(gw) as policy:
         policy.predict(make_observation())
         second = policy.predict(make_observation(joints=[0.3] * 7))
         assert policy.buffered == 8
         assert policy.next_action() == second.action_chunk.steps[0]
 
 
-def test_next_action_without_observation_on_empty_buffer_raises(gateway) -> None:
-    with open_policy(gateway) as policy:
+def test_next_action_without_observation_on_empty_buffer_raises(gw) -> None:
+    with open_policy(gw) as policy:
         with pytest.raises(ChunkExhausted):
             policy.next_action()
         steps = [policy.next_action(make_observation()) for _ in range(8)]
         assert len(steps) == 8
-        assert gateway.counters()["requests"]["act"] == 1
+        assert gw.act_requests() == 1
         with pytest.raises(ChunkExhausted):
             policy.next_action()
 
 
-def test_one_connection_serves_spec_ready_predict_and_run(gateway) -> None:
-    before = gateway.counters()["connections"]
-    with open_policy(gateway, control_hz=60) as policy:
+def test_one_connection_serves_spec_ready_predict_and_run(gw) -> None:
+    with open_policy(gw, control_hz=60) as policy:
         assert policy.spec().short_id == PI05
         assert policy.ready()[0] is True
         policy.wait_until_ready(timeout_s=5)
@@ -78,9 +93,8 @@ def test_one_connection_serves_spec_ready_predict_and_run(gateway) -> None:
         robot = Robot()
         outcome = policy.run(robot.observe, robot.act, max_actions=24, **robot.callbacks())
         assert outcome.reason == "completed"
-    counters = gateway.counters()
-    assert counters["connections"] - before == 1
-    assert counters["requests"]["act"] == 1 + outcome.chunks
+    assert gw.connections() == 1
+    assert gw.act_requests() == 1 + outcome.chunks
 
 
 def test_spec_failure_is_not_cached(gateway) -> None:
@@ -92,28 +106,28 @@ def test_spec_failure_is_not_cached(gateway) -> None:
         assert policy.spec().short_id == PI05
 
 
-def test_strict_validation_refuses_before_sending(gateway) -> None:
-    with open_policy(gateway, validate="strict") as policy:
+def test_strict_validation_refuses_before_sending(gw) -> None:
+    with open_policy(gw, validate="strict") as policy:
         bad = make_observation()
         bad = sequence_ai.Observation(bad.images[:1], bad.proprioception, bad.instruction)
         with pytest.raises(InvalidRequest, match="missing view"):
             policy.predict(bad)
-        assert gateway.counters()["requests"]["act"] == 0
+        assert gw.act_requests() == 0
 
 
-def test_warn_validation_warns_and_still_sends(gateway) -> None:
-    with open_policy(gateway, validate="warn") as policy:
+def test_warn_validation_warns_and_still_sends(gw) -> None:
+    with open_policy(gw, validate="warn") as policy:
         obs = make_observation()
         short = sequence_ai.Observation(
             obs.images, sequence_ai.Proprioception([0.0] * 7), obs.instruction
         )
         with pytest.warns(UserWarning, match="gripper"):
             policy.predict(short)
-        assert gateway.counters()["requests"]["act"] == 1
+        assert gw.act_requests() == 1
 
 
-def test_closed_policy_refuses_every_call(gateway) -> None:
-    policy = open_policy(gateway)
+def test_closed_policy_refuses_every_call(gw) -> None:
+    policy = open_policy(gw)
     policy.close()
     policy.close()
     robot = Robot()
@@ -128,9 +142,9 @@ def test_closed_policy_refuses_every_call(gateway) -> None:
             call()
 
 
-def test_close_joins_fetch_threads_even_with_a_request_in_flight(gateway) -> None:
-    policy = open_policy(gateway)
-    gateway.inject("stall", seconds=None)
+def test_close_joins_fetch_threads_even_with_a_request_in_flight(gw) -> None:
+    policy = open_policy(gw)
+    gw.inject("stall", seconds=None)
     errors: list = []
 
     def predict() -> None:
@@ -141,19 +155,19 @@ def test_close_joins_fetch_threads_even_with_a_request_in_flight(gateway) -> Non
 
     caller = threading.Thread(target=predict)
     caller.start()
-    assert wait_for(lambda: gateway.counters()["requests"]["act"] == 1)
+    assert wait_for(lambda: gw.act_requests() == 1)
     policy.close()
     caller.join(PATIENCE_S)
-    gateway.clear_faults()
+    gw.clear_faults()
     assert not caller.is_alive()
     assert not fetch_threads()
     assert len(errors) == 1 and isinstance(errors[0], SequencesError)
 
 
-def test_second_thread_is_refused_while_predict_runs(gateway) -> None:
-    with open_policy(gateway) as policy:
+def test_second_thread_is_refused_while_predict_runs(gw) -> None:
+    with open_policy(gw) as policy:
         policy.predict(make_observation())  # warm: the stalled call below is a plain request
-        gateway.inject("stall", seconds=None)
+        gw.inject("stall", seconds=None)
         started = threading.Event()
         result: list = []
 
@@ -165,14 +179,14 @@ def test_second_thread_is_refused_while_predict_runs(gateway) -> None:
         caller.start()
         started.wait(PATIENCE_S)
         # The first call holds the guard once its request reached the gateway.
-        assert wait_for(lambda: gateway.counters()["requests"]["act"] == 2)
+        assert wait_for(lambda: gw.act_requests() == 2)
         for call in (
             lambda: policy.predict(make_observation()),
             lambda: policy.next_action(make_observation()),
         ):
             with pytest.raises(SequencesError, match="another thread"):
                 call()
-        gateway.clear_faults()
+        gw.clear_faults()
         caller.join(PATIENCE_S)
         assert len(result) == 1
 

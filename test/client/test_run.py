@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import sys
 import warnings
+from typing import Any, Iterator
 
 import pytest
 from policy_support import (
     COSMOS,
     PI05,
+    GatewayView,
     Robot,
     fetch_threads,
     make_observation,
@@ -18,6 +21,28 @@ from policy_support import (
 
 import sequence_ai
 from sequence_ai import InvalidResponse, OutOfCredit, SequencesError, Unavailable
+from sequence_ai.gateway.testing import run_gateway
+
+
+@pytest.fixture(scope="module")
+def shared_gateway() -> Iterator[Any]:
+    with run_gateway() as handle:
+        yield handle
+
+
+@pytest.fixture
+def gw(shared_gateway: Any) -> Iterator[GatewayView]:
+    shared_gateway.clear_faults()
+    yield GatewayView(shared_gateway)
+    shared_gateway.clear_faults()
+
+
+@contextlib.contextmanager
+def quiet_loading_notice() -> Iterator[None]:
+    """Silence the "model is loading" UserWarning where it is not what the test checks."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        yield
 
 
 def run(policy: sequence_ai.Policy, robot: Robot, **kwargs):
@@ -26,9 +51,9 @@ def run(policy: sequence_ai.Policy, robot: Robot, **kwargs):
     return policy.run(robot.observe, robot.act, **options)
 
 
-def test_completed_run_plays_max_actions_without_hold(gateway) -> None:
+def test_completed_run_plays_max_actions_without_hold(gw) -> None:
     robot = Robot()
-    with open_policy(gateway, control_hz=60) as policy:
+    with open_policy(gw, control_hz=60) as policy:
         outcome = run(policy, robot, max_actions=20)
         assert policy.buffered == 0
     assert outcome.reason == "completed" and not outcome.stopped_early
@@ -42,19 +67,19 @@ def test_completed_run_plays_max_actions_without_hold(gateway) -> None:
     assert repr(outcome).endswith(", completed)")
 
 
-def test_never_fetches_beyond_max_actions(gateway) -> None:
+def test_never_fetches_beyond_max_actions(gw) -> None:
     robot = Robot()
-    with open_policy(gateway, control_hz=60) as policy:
+    with open_policy(gw, control_hz=60) as policy:
         outcome = run(policy, robot, max_actions=16)
     assert outcome.chunks == 2
-    assert gateway.counters()["requests"]["act"] == 2
+    assert gw.act_requests() == 2
 
 
-def test_each_request_carries_its_own_fresh_observation(gateway) -> None:
+def test_each_request_carries_its_own_fresh_observation(gw) -> None:
     robot = Robot()
-    with open_policy(gateway, control_hz=60) as policy:
+    with open_policy(gw, control_hz=60) as policy:
         outcome = run(policy, robot, max_actions=40)
-    assert gateway.counters()["requests"]["act"] == outcome.chunks == len(robot.observations)
+    assert gw.act_requests() == outcome.chunks == len(robot.observations)
     assert [p.observation for p in robot.chunks] == robot.observations
     # Each chunk's first step was requested after the previous chunk had started playing.
     assert robot.observed_at[0] == 0
@@ -62,6 +87,9 @@ def test_each_request_carries_its_own_fresh_observation(gateway) -> None:
 
 
 def test_prefetch_keeps_30_chunks_flowing_without_underrun(gateway) -> None:
+    # A real inference time well below the 0.4 s runway: the lead's 25 % margin on it then
+    # absorbs scheduling noise on a loaded machine.
+    gateway.set_latency(latency_ms=150, jitter_ms=0, scale=1.0)
     robot = Robot()
     with open_policy(gateway, control_hz=20) as policy:
         outcome = run(policy, robot, max_actions=31 * 8)
@@ -72,9 +100,9 @@ def test_prefetch_keeps_30_chunks_flowing_without_underrun(gateway) -> None:
     assert max(gateway.counters()["max_queue_depth"].values()) <= 1
 
 
-def test_without_prefetch_every_chunk_boundary_is_an_underrun(gateway) -> None:
+def test_without_prefetch_every_chunk_boundary_is_an_underrun(gw) -> None:
     robot = Robot()
-    with open_policy(gateway, control_hz=60) as policy:
+    with open_policy(gw, control_hz=60) as policy:
         outcome = run(policy, robot, max_actions=40, prefetch=False)
     assert outcome.chunks == 5
     assert outcome.underruns == 4 == len(robot.underruns)
@@ -108,12 +136,56 @@ def test_cold_start_is_waited_out_and_latency_average_seeded_warm(gateway_factor
     assert all(played >= 3 for played in played_when_fired[1:4])
 
 
+def test_ready_lets_the_first_request_seed_the_prefetch_lead(gw) -> None:
+    robot = Robot()
+    with open_policy(gw, control_hz=30) as policy:
+        assert policy.ready()[0]
+        run(policy, robot, max_actions=16)
+    # The model was known loaded, so the first request measured plain latency: the prefetch
+    # waits for its lead instead of firing after the first step.
+    assert robot.observed_at[1] > 1
+
+
+def test_on_warming_gets_the_full_load_eta_not_a_countdown(gateway_factory) -> None:
+    gateway = gateway_factory(cold_start_s=30.0)
+    robot = Robot()
+    etas: list = []
+    with open_policy(gateway, on_warming=lambda waited, eta: etas.append(eta)) as policy:
+        # Start the load and let part of it pass, so a countdown would have shrunk.
+        with pytest.raises(Unavailable):
+            policy.wait_until_ready(timeout_s=2.0, poll_s=0.5)
+        with quiet_loading_notice():
+            outcome = run(policy, robot, max_actions=10, max_seconds=0.8)
+    assert outcome.reason == "timeout"
+    assert etas and all(eta == pytest.approx(30.0, abs=0.01) for eta in etas)
+
+
+def test_strict_check_of_a_prefetch_observation_fails_where_it_was_taken(gw) -> None:
+    robot = Robot()
+    first = robot.observe
+
+    def observe():
+        obs = first()
+        if len(robot.observations) == 2:
+            # The second observation lost a camera.
+            return sequence_ai.Observation(obs.images[:1], obs.proprioception, obs.instruction)
+        return obs
+
+    with open_policy(gw, control_hz=60, validate="strict") as policy:
+        with pytest.raises(sequence_ai.InvalidRequest, match="missing view") as info:
+            policy.run(observe, robot.act, max_actions=40, **robot.callbacks())
+    # Raised when the prefetch was built, while the first chunk was still playing.
+    assert len(robot.acts) == robot.observed_at[1] < 8
+    assert info.value.outcome.reason == "raised:InvalidRequest" and robot.holds == 1
+    assert gw.act_requests() == 1
+
+
 def test_startup_budget_exhausted_raises_unavailable_with_hold(gateway_factory) -> None:
     gateway = gateway_factory(cold_start_s=60.0)
     robot = Robot()
     with open_policy(gateway) as policy:
-        with pytest.warns(UserWarning), pytest.raises(Unavailable) as info:
-            run(policy, robot, max_actions=10, startup_timeout_s=0.4)
+        with quiet_loading_notice(), pytest.raises(Unavailable) as info:
+            run(policy, robot, max_actions=10, startup_timeout_s=0.8)
     assert info.value.warming is True
     assert info.value.outcome.reason == "raised:Unavailable"
     assert info.value.outcome.actions == 0 and robot.acts == []
@@ -124,32 +196,32 @@ def test_max_seconds_bounds_the_cold_start(gateway_factory) -> None:
     gateway = gateway_factory(cold_start_s=60.0)
     robot = Robot()
     with open_policy(gateway) as policy:
-        with pytest.warns(UserWarning):
-            outcome = run(policy, robot, max_actions=10, max_seconds=0.5)
+        with quiet_loading_notice():
+            outcome = run(policy, robot, max_actions=10, max_seconds=0.8)
     assert outcome.reason == "timeout" and outcome.stopped_early
     assert robot.acts == [] and robot.holds == 1
 
 
-def test_max_seconds_bounds_an_unwaited_first_fill_that_stalls(gateway) -> None:
+def test_max_seconds_bounds_an_unwaited_first_fill_that_stalls(gw) -> None:
     robot = Robot()
-    gateway.inject("stall", seconds=None)
-    with open_policy(gateway) as policy:
+    gw.inject("stall", seconds=None)
+    with open_policy(gw) as policy:
         outcome = run(policy, robot, max_actions=10, max_seconds=0.5, startup_timeout_s=0)
-        gateway.clear_faults()
+        gw.clear_faults()
     assert outcome.reason == "timeout" and robot.holds == 1 and robot.acts == []
 
 
-def test_max_seconds_bounds_a_fetch_stalled_mid_run(gateway) -> None:
+def test_max_seconds_bounds_a_fetch_stalled_mid_run(gw) -> None:
     robot = Robot()
 
     def stall_after_first(prediction) -> None:
         robot.on_chunk(prediction)
         if len(robot.chunks) == 1:
-            gateway.inject("stall", seconds=None)
+            gw.inject("stall", seconds=None)
 
-    with open_policy(gateway, control_hz=60) as policy:
+    with open_policy(gw, control_hz=60) as policy:
         outcome = run(policy, robot, max_actions=100, max_seconds=1.0, on_chunk=stall_after_first)
-        gateway.clear_faults()
+        gw.clear_faults()
     assert outcome.reason == "timeout"
     assert outcome.actions == 8 and outcome.chunks == 1
     assert outcome.underruns == 1 and robot.holds == 1
@@ -181,16 +253,16 @@ def test_mid_run_warming_raises_unavailable_and_holds(gateway) -> None:
     ],
 )
 def test_service_errors_mid_run_are_raised_with_outcome_after_hold(
-    gateway, fault: str, status, error
+    gw, fault: str, status, error
 ) -> None:
     robot = Robot()
 
     def fail_next(prediction) -> None:
         robot.on_chunk(prediction)
         if len(robot.chunks) == 1:
-            gateway.inject(fault, status=status)
+            gw.inject(fault, status=status)
 
-    with open_policy(gateway, control_hz=60) as policy:
+    with open_policy(gw, control_hz=60) as policy:
         with pytest.raises(error) as info:
             run(policy, robot, max_actions=100, on_chunk=fail_next)
     assert info.value.outcome.reason == f"raised:{type(info.value).__name__}"
@@ -199,15 +271,15 @@ def test_service_errors_mid_run_are_raised_with_outcome_after_hold(
 
 
 @pytest.mark.parametrize("fault", ["nan", "inf", "wrong_dim", "empty", "malformed"])
-def test_a_chunk_failing_sanity_checks_never_reaches_act(gateway, fault: str) -> None:
+def test_a_chunk_failing_sanity_checks_never_reaches_act(gw, fault: str) -> None:
     robot = Robot()
 
     def corrupt_next(prediction) -> None:
         robot.on_chunk(prediction)
         if len(robot.chunks) == 1:
-            gateway.inject(fault)
+            gw.inject(fault)
 
-    with open_policy(gateway, control_hz=60) as policy:
+    with open_policy(gw, control_hz=60) as policy:
         with pytest.raises(InvalidResponse) as info:
             run(policy, robot, max_actions=100, on_chunk=corrupt_next)
     assert info.value.outcome.reason == "raised:InvalidResponse"
@@ -217,7 +289,7 @@ def test_a_chunk_failing_sanity_checks_never_reaches_act(gateway, fault: str) ->
 
 
 @pytest.mark.parametrize("where", ["observe", "act", "validate", "until", "on_chunk"])
-def test_callback_errors_are_reraised_with_outcome_after_one_hold(gateway, where: str) -> None:
+def test_callback_errors_are_reraised_with_outcome_after_one_hold(gw, where: str) -> None:
     robot = Robot()
     calls = {"n": 0}
 
@@ -232,7 +304,7 @@ def test_callback_errors_are_reraised_with_outcome_after_one_hold(gateway, where
         observe = boom if where == "observe" else robot.observe
         act = boom if where == "act" else robot.act
         options = robot.callbacks()
-        with open_policy(gateway, control_hz=60) as policy:
+        with open_policy(gw, control_hz=60) as policy:
             with pytest.raises(RuntimeError) as info:
                 policy.run(observe, act, **kwargs, **options)
     else:
@@ -245,7 +317,7 @@ def test_callback_errors_are_reraised_with_outcome_after_one_hold(gateway, where
             return True
 
         hook = {"validate": true_validate, "until": false_until, "on_chunk": boom}[where]
-        with open_policy(gateway, control_hz=60) as policy:
+        with open_policy(gw, control_hz=60) as policy:
             with pytest.raises(RuntimeError) as info:
                 run(policy, robot, **kwargs, **{where: hook})
     assert info.value.outcome.reason == "raised:RuntimeError"
@@ -253,7 +325,7 @@ def test_callback_errors_are_reraised_with_outcome_after_one_hold(gateway, where
     assert robot.holds == 1
 
 
-def test_validate_false_stops_before_act_and_holds(gateway) -> None:
+def test_validate_false_stops_before_act_and_holds(gw) -> None:
     robot = Robot()
     seen: list = []
 
@@ -261,22 +333,22 @@ def test_validate_false_stops_before_act_and_holds(gateway) -> None:
         seen.append(row)
         return len(seen) < 3
 
-    with open_policy(gateway, control_hz=60) as policy:
+    with open_policy(gw, control_hz=60) as policy:
         outcome = run(policy, robot, max_actions=40, validate=validate)
     assert outcome.reason == "validate" and outcome.stopped_early
     assert len(robot.acts) == 2 and robot.holds == 1
 
 
-def test_until_ends_early_and_holds_once(gateway) -> None:
+def test_until_ends_early_and_holds_once(gw) -> None:
     robot = Robot()
-    with open_policy(gateway, control_hz=60) as policy:
+    with open_policy(gw, control_hz=60) as policy:
         outcome = run(policy, robot, max_actions=40, until=lambda: len(robot.acts) >= 5)
     assert outcome.reason == "until" and outcome.stopped_early
     assert len(robot.acts) == 5 and robot.holds == 1
 
 
-def test_each_run_starts_with_an_empty_buffer(gateway) -> None:
-    with open_policy(gateway, control_hz=60) as policy:
+def test_each_run_starts_with_an_empty_buffer(gw) -> None:
+    with open_policy(gw, control_hz=60) as policy:
         policy.predict(make_observation(joints=[0.5] * 7))
         assert policy.buffered == 8
         first = Robot(instruction="wave")
@@ -289,9 +361,22 @@ def test_each_run_starts_with_an_empty_buffer(gateway) -> None:
     assert second.acts == second.chunks[0].action_chunk.steps[:4]
 
 
-def test_validate_none_warns_once_per_policy(gateway) -> None:
+def test_loop_callbacks_cannot_reenter_the_policy(gw) -> None:
     robot = Robot()
-    with open_policy(gateway, control_hz=60) as policy:
+    with open_policy(gw, control_hz=60) as policy:
+
+        def on_chunk(prediction) -> None:
+            policy.predict(make_observation())
+
+        with pytest.raises(SequencesError, match="inside a running loop") as info:
+            run(policy, robot, max_actions=16, on_chunk=on_chunk)
+    assert info.value.outcome.reason == "raised:SequencesError" and robot.holds == 1
+    assert robot.acts == []
+
+
+def test_validate_none_warns_once_per_policy(gw) -> None:
+    robot = Robot()
+    with open_policy(gw, control_hz=60) as policy:
         with pytest.warns(UserWarning, match="validate"):
             policy.run(robot.observe, robot.act, max_actions=2, progress=False)
         with warnings.catch_warnings():
@@ -299,16 +384,16 @@ def test_validate_none_warns_once_per_policy(gateway) -> None:
             policy.run(robot.observe, robot.act, max_actions=2, progress=False)
 
 
-def test_no_fetch_thread_survives_close(gateway) -> None:
+def test_no_fetch_thread_survives_close(gw) -> None:
     robot = Robot()
-    with open_policy(gateway, control_hz=60) as policy:
+    with open_policy(gw, control_hz=60) as policy:
         run(policy, robot, max_actions=24)
     assert fetch_threads() == []
 
 
-def test_run_checks_its_arguments(gateway) -> None:
+def test_run_checks_its_arguments(gw) -> None:
     robot = Robot()
-    with open_policy(gateway) as policy:
+    with open_policy(gw) as policy:
         for bad in ({"max_actions": 0}, {"max_actions": 1.5}, {"max_actions": True},
                     {"max_actions": 5, "max_seconds": 0},
                     {"max_actions": 5, "max_seconds": float("inf")},
@@ -320,13 +405,16 @@ def test_run_checks_its_arguments(gateway) -> None:
                 policy.run(robot.observe, robot.act, validate=robot.validate, **bad)
         with pytest.raises(TypeError):
             policy.run(robot.observe, robot.act, 5)  # max_actions is keyword-only
-    assert gateway.counters()["requests"]["act"] == 0
+    assert gw.act_requests() == 0
 
 
 # -- seam ------------------------------------------------------------------------------------
 
 
 def _two_runs(gateway, model: str, **kwargs):
+    # Synchronous refills play every chunk from its first row, so the two runs compare row
+    # for row (with prefetch, how many rows are due on arrival depends on timing).
+    kwargs.setdefault("prefetch", False)
     plain, smoothed = Robot(model), Robot(model)
     with open_policy(gateway, model=model, control_hz=120) as policy:
         first = run(policy, plain, max_actions=kwargs.pop("max_actions"), **kwargs)
@@ -334,8 +422,8 @@ def _two_runs(gateway, model: str, **kwargs):
     return plain, smoothed, first, second
 
 
-def test_smooth_seam_blends_absolute_rows_but_measures_before(gateway) -> None:
-    plain, smoothed, first, second = _two_runs(gateway, COSMOS, max_actions=64)
+def test_smooth_seam_blends_absolute_rows_but_measures_before(gw) -> None:
+    plain, smoothed, first, second = _two_runs(gw, COSMOS, max_actions=64)
     per_chunk = len(plain.chunks[0].action_chunk)
     assert first.chunks == second.chunks == 2 and first.action_space == "joint_absolute"
     # Measured on the rows act would get, before blending: the same jump either way.
@@ -353,68 +441,90 @@ def test_smooth_seam_blends_absolute_rows_but_measures_before(gateway) -> None:
             assert min(lo_hi) - 1e-9 <= b <= max(lo_hi) + 1e-9
 
 
-def test_smooth_seam_passes_delta_rows_through(gateway) -> None:
-    plain, smoothed, first, second = _two_runs(gateway, PI05, max_actions=24)
+def test_smooth_seam_passes_delta_rows_through(gw) -> None:
+    plain, smoothed, first, second = _two_runs(gw, PI05, max_actions=24)
     assert first.action_space == "joint_delta"
     assert smoothed.acts == plain.acts
     assert second.max_seam_jump == pytest.approx(first.max_seam_jump)
 
 
-def test_smooth_seam_on_joint_positions_leaves_the_gripper_dim_alone(gateway) -> None:
-    plain, smoothed, first, second = _two_runs(
-        gateway, PI05, max_actions=24, controller="joint_position"
-    )
+def test_smooth_seam_on_joint_positions_leaves_the_gripper_dim_alone(gw) -> None:
+    with open_policy(gw) as policy:
+        # Walk the simulated arm to the instruction's target, where the gripper closes.
+        target = [0.0] * 7
+        for _ in range(6):
+            steps = policy.predict(make_observation(joints=target)).action_chunk.steps
+            target = [q + d for q, d in zip(target, steps[-1][:7])]
+
+    class Reacher(Robot):
+        # First chunk from far away (gripper open), every later one at the target (closed).
+        def joints_for(self, n: int) -> list:
+            return [0.0] * 7 if n == 0 else target
+
+    plain, smoothed = Reacher(), Reacher()
+    with open_policy(gw, control_hz=120) as policy:
+        first = run(policy, plain, max_actions=24, controller="joint_position", prefetch=False)
+        second = run(
+            policy, smoothed, max_actions=24, controller="joint_position", smooth_seam=4,
+            prefetch=False,
+        )
+    assert plain.acts[7][7] == 0.0 and plain.acts[8][7] == 1.0
     assert smoothed.acts[:8] == plain.acts[:8]
     for b, p in zip(smoothed.acts[8:12], plain.acts[8:12]):
-        assert b[7] == p[7]
+        assert b[7] == p[7] == 1.0
         assert b[:7] != p[:7]
     assert second.max_seam_jump == pytest.approx(first.max_seam_jump)
+    assert first.max_seam_jump >= 1.0
 
 
 # -- controllers ------------------------------------------------------------------------------
 
 
-def test_native_controller_hands_prepared_rows(gateway) -> None:
+def test_native_controller_hands_prepared_rows(gw) -> None:
     robot = Robot()
-    with open_policy(gateway, control_hz=60) as policy:
+    with open_policy(gw, control_hz=60) as policy:
         model = policy.spec()
         run(policy, robot, max_actions=16, controller="native")
     expected = [
-        sequence_ai.prepare(p.action_chunk, model, i) for p in robot.chunks for i in range(8)
+        sequence_ai.prepare(p.action_chunk, model, robot.rows_due(k) + i)
+        for k, p in enumerate(robot.chunks)
+        for i in range(8)
     ]
     assert robot.acts == expected
     assert all(row[7] in (0.0, 1.0) and all(-1 <= v <= 1 for v in row) for row in robot.acts)
 
 
-def test_joint_position_controller_offsets_each_chunk_by_its_own_request_joints(gateway) -> None:
+def test_joint_position_controller_offsets_each_chunk_by_its_own_request_joints(gw) -> None:
     robot = Robot()
-    with open_policy(gateway, control_hz=60) as policy:
+    with open_policy(gw, control_hz=60) as policy:
         model = policy.spec()
         run(policy, robot, max_actions=24, controller="joint_position")
     assert len(robot.chunks) == 3
+    # The first chunk plays from row 0; a prefetched one from the row due on arrival.
+    assert robot.rows_due(0) == 0 and all(robot.rows_due(k) > 0 for k in (1, 2))
     for k, prediction in enumerate(robot.chunks):
         q = prediction.observation.proprioception.joint_positions
         assert q == robot.joints_for(k)
         for i in range(8):
-            row = sequence_ai.prepare(prediction.action_chunk, model, i)
+            row = sequence_ai.prepare(prediction.action_chunk, model, robot.rows_due(k) + i)
             target = robot.acts[8 * k + i]
             assert target[:7] == pytest.approx([qj + r for qj, r in zip(q, row[:7])])
             assert target[7] == row[7]
 
 
-def test_joint_position_controller_passes_absolute_rows_prepared(gateway) -> None:
+def test_joint_position_controller_passes_absolute_rows_prepared(gw) -> None:
     robot = Robot(COSMOS)
-    with open_policy(gateway, model=COSMOS, control_hz=120) as policy:
+    with open_policy(gw, model=COSMOS, control_hz=120) as policy:
         run(policy, robot, max_actions=32, controller="joint_position")
     assert robot.acts == robot.chunks[0].action_chunk.steps[:32]
 
 
-def test_joint_position_controller_refuses_a_model_without_conversion(gateway) -> None:
+def test_joint_position_controller_refuses_a_model_without_conversion(gw) -> None:
     robot = Robot()
-    with open_policy(gateway, model="sim-stateless-ee-delta") as policy:
+    with open_policy(gw, model="sim-stateless-ee-delta") as policy:
         with pytest.raises(ValueError, match="conversion"):
             run(policy, robot, max_actions=5, controller="joint_position")
-    assert gateway.counters()["requests"]["act"] == 0
+    assert gw.act_requests() == 0
 
 
 # -- progress ---------------------------------------------------------------------------------
@@ -429,12 +539,12 @@ class _Terminal(io.StringIO):
     (False, "auto", False), (True, "auto", True), (True, False, False), (False, True, True),
 ])
 def test_progress_line_goes_to_stderr_only_when_asked_or_a_terminal(
-    gateway, monkeypatch: pytest.MonkeyPatch, tty: bool, progress, shown: bool
+    gw, monkeypatch: pytest.MonkeyPatch, tty: bool, progress, shown: bool
 ) -> None:
     stderr = _Terminal() if tty else io.StringIO()
     monkeypatch.setattr(sys, "stderr", stderr)
     robot = Robot()
-    with open_policy(gateway, control_hz=60) as policy:
+    with open_policy(gw, control_hz=60) as policy:
         run(policy, robot, max_actions=10, progress=progress)
     text = stderr.getvalue()
     if shown:

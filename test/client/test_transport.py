@@ -17,6 +17,7 @@ from sequence_ai.errors import (
     SequencesError,
     Unavailable,
 )
+from sequence_ai.gateway.testing import run_gateway
 from sequence_ai.transport import (
     DEFAULT_BASE_URL,
     Transport,
@@ -43,6 +44,13 @@ def act_body(model=PI05, views=("exterior_1", "wrist_left"), gripper=(0.0,)):
             "instruction": "pick up the cup",
         },
     }
+
+
+@pytest.fixture(scope="module")
+def gateway():
+    """One gateway per module: starting one per test costs seconds under the 3.9 subprocess."""
+    with run_gateway() as handle:
+        yield handle
 
 
 @pytest.fixture
@@ -141,10 +149,13 @@ def test_injected_statuses_map_to_their_error_class(gateway, transport, status, 
         assert info.value.warming is False
 
 
-def test_a_warming_model_gives_unavailable_with_eta_and_job(gateway, transport):
-    gateway.inject("warming", seconds=40)
-    with pytest.raises(Unavailable) as info:
-        transport.post("/v1/act", act_body())
+def test_a_warming_model_gives_unavailable_with_eta_and_job(gateway_factory, no_env):
+    # Its own gateway: the model stays cold for the rest of this gateway's life.
+    own = gateway_factory()
+    own.inject("warming", seconds=40)
+    with Transport(base_url=own.url, api_key=own.api_key) as transport:
+        with pytest.raises(Unavailable) as info:
+            transport.post("/v1/act", act_body())
     exc = info.value
     assert exc.status == 503 and exc.warming is True
     assert 30 <= exc.retry_after_s <= 40
@@ -198,19 +209,22 @@ def test_a_get_timeout_names_the_per_call_timeout(silent_server, no_env):
             t.get("/v1/health", timeout=0.25)
 
 
-def test_an_unreachable_gateway_is_unavailable(gateway, transport):
-    gateway.kill()
-    with pytest.raises(Unavailable, match="could not reach"):
-        transport.get("/v1/health")
-    gateway.restart()
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            assert transport.get("/v1/health")
-            break
-        except Unavailable:
-            if time.monotonic() > deadline:
-                raise
+def test_an_unreachable_gateway_is_unavailable(gateway_factory, no_env):
+    own = gateway_factory()
+    with Transport(base_url=own.url, api_key=own.api_key) as transport:
+        assert transport.get("/v1/health")
+        own.kill()
+        with pytest.raises(Unavailable, match="could not reach"):
+            transport.get("/v1/health")
+        own.restart()
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                assert transport.get("/v1/health")
+                break
+            except Unavailable:
+                if time.monotonic() > deadline:
+                    raise
 
 
 def test_one_connection_serves_many_requests(gateway, transport):
@@ -299,3 +313,18 @@ def test_retry_after_accepts_seconds_and_http_dates():
     assert parse_retry_after("soon") is None
     assert parse_retry_after("") is None
     assert parse_retry_after(None) is None
+
+
+def test_a_non_finite_body_is_refused_before_sending(gateway, transport):
+    before = gateway.counters()["requests"]["act"]
+    body = act_body()
+    body["observation"]["proprioception"]["joint_positions"][0] = float("nan")
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        transport.post("/v1/act", body)
+    assert gateway.counters()["requests"]["act"] == before
+
+
+def test_properties_describe_the_connection_without_the_key(gateway, transport):
+    assert transport.base_url == gateway.url
+    assert transport.has_key and transport.timeout_s == 30.0
+    assert gateway.api_key not in repr(transport) and "api_key=set" in repr(transport)

@@ -14,7 +14,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 
 from rclpy.context import Context  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
@@ -101,7 +101,7 @@ def sim() -> Iterator[Probe]:
         ],
     )
     probe = Probe(context)
-    executor = MultiThreadedExecutor(num_threads=3, context=context)
+    executor = SingleThreadedExecutor(context=context)
     executor.add_node(robot)
     executor.add_node(probe.node)
     spinner = threading.Thread(target=executor.spin, daemon=True)

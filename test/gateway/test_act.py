@@ -9,7 +9,15 @@ import pytest
 pytest.importorskip("fastapi")
 
 from gateway_support import (  # noqa: E402
-    ALL_MODELS, BIMANUAL, COSMOS3, PI05, STATELESS, act_body, client, frame, steps_of,
+    ALL_MODELS,
+    BIMANUAL,
+    COSMOS3,
+    PI05,
+    STATELESS,
+    act_body,
+    client,
+    frame,
+    steps_of,
 )
 
 EXPECTED_SHAPE = {  # model: (steps, action_dim, hz, open_loop_horizon)

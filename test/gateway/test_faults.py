@@ -207,3 +207,28 @@ def test_control_endpoints_over_http(gateway):
         assert c.post("/_control/latency", json={"scale": -1}).status_code == 422
         assert c.post("/_control/cold", json={"model": "pi05-droid"}).status_code == 200
         assert c.post("/_control/cold", json={"model": "nope"}).status_code == 404
+
+
+def test_reset_endpoint_returns_the_gateway_to_its_start_state(gateway):
+    gateway.inject("status", status=500, count=3)
+    gateway.set_latency(latency_ms=10_000, scale=1.0)
+    gateway.force_cold("pi05-droid")
+    with client(gateway) as c:
+        c.get("/v1/models")
+    with client(gateway, key=None) as control:
+        after = control.post("/_control/reset").json()
+    assert after["requests"] == {"health": 0, "models": 0, "ready": 0, "act": 0}
+    assert after["connections"] == 0
+    with client(gateway) as c:
+        assert c.post("/v1/act", json=act_body()).status_code == 200  # no fault, no latency
+
+
+def test_control_connections_are_not_counted(gateway):
+    with client(gateway, key=None) as control:
+        control.get("/_control/counters")
+        control.post("/_control/faults", json={"fault": "empty"})
+        control.delete("/_control/faults")
+    with client(gateway) as c:
+        c.get("/v1/health")
+        c.get("/v1/models")
+    assert gateway.counters()["connections"] == 1

@@ -11,7 +11,10 @@ from hypothesis import strategies as st  # noqa: E402
 
 from sequence_ai.gateway.catalogue import PANDA_LOWER, PANDA_UPPER  # noqa: E402
 from sequence_ai.gateway.policies import (  # noqa: E402
-    PolicyObservation, builtin_policies, instruction_target, load_policy,
+    PolicyObservation,
+    builtin_policies,
+    instruction_target,
+    load_policy,
 )
 
 PI05, COSMOS3, BIMANUAL, STATELESS = builtin_policies()

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest.importorskip("fastapi")
 
+from gateway_support import ALL_MODELS, FRAME_SIZE, VIEWS, act_body, client, frame  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
-from gateway_support import ALL_MODELS, FRAME_SIZE, VIEWS, client, frame  # noqa: E402
 
 from sequence_ai.gateway.testing import run_gateway  # noqa: E402
 
@@ -51,7 +52,7 @@ def shared_gateway():
         yield handle
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=bodies)
 def test_schema_valid_requests_never_get_a_5xx(shared_gateway, body):
     with client(shared_gateway) as c:
@@ -68,10 +69,27 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=json_values)
 def test_arbitrary_json_gets_a_client_error(shared_gateway, body):
     with client(shared_gateway) as c:
         response = c.post("/v1/act", json=body)
     assert 400 <= response.status_code < 500
     assert "detail" in response.json()
+
+
+@pytest.mark.parametrize("where", ["instruction", "view", "model", "option"])
+def test_lone_surrogates_in_strings_are_not_a_5xx(shared_gateway, where):
+    body = act_body()
+    odd = "cup \ud800 sink"
+    if where == "instruction":
+        body["observation"]["instruction"] = odd
+    elif where == "view":
+        body["observation"]["images"][0]["view"] = odd
+    elif where == "model":
+        body["model"] = odd
+    else:
+        body["robot"] = odd
+    with client(shared_gateway) as c:
+        response = c.post("/v1/act", content=json.dumps(body, ensure_ascii=True).encode())
+    assert response.status_code in (200, 400, 404), response.text

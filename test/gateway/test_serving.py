@@ -16,7 +16,10 @@ from gateway_support import COSMOS3, PI05, act_body, client  # noqa: E402
 from sequence_ai.gateway.catalogue import pi05_droid_row  # noqa: E402
 from sequence_ai.gateway.policies import PolicyObservation  # noqa: E402
 from sequence_ai.gateway.serving import (  # noqa: E402
-    LatencySettings, ModelServer, WarmthSettings, sample_latency_s,
+    LatencySettings,
+    ModelServer,
+    WarmthSettings,
+    sample_latency_s,
 )
 
 DEADLINE_S = 30.0

@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 # The node tests' domain: apart from the engineers' manual runs (11..16) and other suites.
 ROS_TEST_DOMAIN_ID = 57
 
+# Set at collection, before any fixture starts rclpy; node processes inherit them.
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ["ROS_LOCALHOST_ONLY"] = "1"
 os.environ["ROS_DOMAIN_ID"] = str(ROS_TEST_DOMAIN_ID)
-
-
-import itertools  # noqa: E402 - the environment above must be set before ROS modules load
-import threading  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-import pytest  # noqa: E402
 
 _namespaces = itertools.count()
 
@@ -50,10 +49,10 @@ def ros_system(ros_context: Any) -> Iterator[Callable[..., tuple[Any, Any]]]:
 
     Each call gets its own namespace, so nodes of earlier tests never answer.
     """
+    from node_harness import ArmHarness
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
 
-    from node_harness import ArmHarness
     from sequence_ai_ros.node import SequenceAiNode
 
     executor = MultiThreadedExecutor(num_threads=8, context=ros_context)

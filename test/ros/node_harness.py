@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import qos_profile_sensor_data
-from sensor_msgs.msg import Image, JointState
+from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Float64MultiArray
 
 from sequence_ai_interfaces.action import Act
@@ -32,7 +33,7 @@ READY_POSE = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
 # The test arm settles a little off every target (like a real arm under gravity), so a hold
 # at the measured joints differs from every target the policy sent.
 SAG = 0.01
-DEADLINE_S = 20.0
+DEADLINE_S = 30.0
 
 
 def wait_for(condition: Callable[[], Any], timeout_s: float = DEADLINE_S, what: str = "") -> Any:
@@ -98,6 +99,14 @@ class ArmHarness(Node):
             for view in ("exterior_1", "exterior_2", "wrist_left")
         }
         self._frame = self._make_frame(320, 180)
+        # image_transport's "compressed" topics, for nodes configured with that transport.
+        self._compressed = {
+            view: self.create_publisher(
+                CompressedImage, f"cameras/{view}/image_raw/compressed", qos_profile_sensor_data
+            )
+            for view in ("exterior_1", "exterior_2", "wrist_left")
+        }
+        self._jpeg = self._make_jpeg(self._frame)
         self.create_subscription(
             Float64MultiArray, "forward_position_controller/commands", self._on_command, 10
         )
@@ -109,6 +118,7 @@ class ArmHarness(Node):
         self.create_timer(0.02, self._publish_joint_state)
         self.create_timer(1.0 / 15.0, self._publish_images)
         target = f"{namespace}/{node_name}"
+        self.node_status_name = f"{target}: sequence_ai policy"
         self.change_state_client = self.create_client(ChangeState, f"{target}/change_state")
         self.get_state_client = self.create_client(GetState, f"{target}/get_state")
         self.set_parameters_client = self.create_client(SetParameters, f"{target}/set_parameters")
@@ -129,6 +139,17 @@ class ArmHarness(Node):
         msg.data = pixels.tobytes()
         return msg
 
+    @staticmethod
+    def _make_jpeg(frame: Image) -> CompressedImage:
+        from PIL import Image as PILImage
+
+        pixels = np.frombuffer(frame.data, dtype=np.uint8).reshape(frame.height, frame.width, 3)
+        encoded = io.BytesIO()
+        PILImage.fromarray(pixels).save(encoded, format="JPEG", quality=90)
+        msg = CompressedImage(format="rgb8; jpeg compressed bgr8")
+        msg.data = encoded.getvalue()
+        return msg
+
     def _publish_joint_state(self) -> None:
         if not self.publish_joints:
             return
@@ -144,6 +165,8 @@ class ArmHarness(Node):
             if view not in self.paused_views:
                 self._frame.header.stamp = stamp
                 publisher.publish(self._frame)
+                self._jpeg.header.stamp = stamp
+                self._compressed[view].publish(self._jpeg)
 
     def _on_command(self, msg: Float64MultiArray) -> None:
         with self._lock:
@@ -191,11 +214,25 @@ class ArmHarness(Node):
 
     # ----- clients -----
 
-    def call(self, client: Any, request: Any, timeout_s: float = DEADLINE_S) -> Any:
+    def call(
+        self, client: Any, request: Any, timeout_s: float = DEADLINE_S, resend_s: float = 0.0
+    ) -> Any:
+        """Call a service; with `resend_s`, repeat an idempotent request until one is answered.
+
+        A server can see the request before its reply writer has discovered this client (most
+        often with a freshly started process), and that first reply is then lost.
+        """
         wait_for(lambda: client.service_is_ready(), timeout_s, f"service {client.srv_name}")
-        future = client.call_async(request)
-        wait_for(future.done, timeout_s, f"reply from {client.srv_name}")
-        return future.result()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            future = client.call_async(request)
+            wait = timeout_s if resend_s <= 0 else min(resend_s, deadline - time.monotonic())
+            try:
+                wait_for(future.done, max(wait, 0.01), f"reply from {client.srv_name}")
+                return future.result()
+            except AssertionError:
+                if resend_s <= 0 or time.monotonic() >= deadline:
+                    raise
 
     def transition(self, transition_id: int) -> bool:
         request = ChangeState.Request()
@@ -203,11 +240,34 @@ class ArmHarness(Node):
         return bool(self.call(self.change_state_client, request).success)
 
     def state(self) -> str:
-        return self.call(self.get_state_client, GetState.Request()).current_state.label
+        reply = self.call(self.get_state_client, GetState.Request(), resend_s=1.0)
+        return reply.current_state.label
 
     def configure_and_activate(self) -> None:
+        """Configure and activate, then wait until diagnostics show a ready model and inputs."""
         assert self.transition(Transition.TRANSITION_CONFIGURE), self.log_text()
         assert self.transition(Transition.TRANSITION_ACTIVATE)
+        try:
+            wait_for(self._ready_with_inputs, what="a ready model and fresh inputs")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last diagnostics: {self.node_status()}") from None
+
+    def node_status(self) -> dict[str, str] | None:
+        """Key/values of the node's newest diagnostic status, if any arrived."""
+        with self._lock:
+            arrays = list(self.diagnostics)
+        for array in reversed(arrays):
+            for status in array.status:
+                if status.name == self.node_status_name:
+                    return {kv.key: kv.value for kv in status.values}
+        return None
+
+    def _ready_with_inputs(self) -> bool:
+        values = self.node_status()
+        if not values or values.get("ready") != "true":
+            return False
+        ages = [v for k, v in values.items() if k.endswith("_age_s")]
+        return len(ages) == 3 and all(v != "never received" for v in ages)
 
     def set_parameters(self, **values: Any) -> list[Any]:
         request = SetParameters.Request()
@@ -218,8 +278,12 @@ class ArmHarness(Node):
         return list(self.call(self.set_parameters_client, request).results)
 
     def all_parameter_values(self) -> dict[str, ParameterValue]:
-        names = self.call(self.list_parameters_client, ListParameters.Request()).result.names
-        reply = self.call(self.get_parameters_client, GetParameters.Request(names=list(names)))
+        names = self.call(
+            self.list_parameters_client, ListParameters.Request(), resend_s=1.0
+        ).result.names
+        reply = self.call(
+            self.get_parameters_client, GetParameters.Request(names=list(names)), resend_s=1.0
+        )
         return dict(zip(names, reply.values, strict=True))
 
     def send_goal(

@@ -36,7 +36,7 @@ def test_goal_publishes_at_the_chunk_rate_and_succeeds(active: tuple[Any, ArmHar
     assert handle.accepted
     status, result = arm.result(handle)
 
-    assert status == GoalStatus.STATUS_SUCCEEDED
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
     assert result.reason == "completed" and not result.stopped_early
     assert result.actions == 30 and result.chunks >= 4
     commands = arm.commands_since(0)
@@ -64,7 +64,7 @@ def test_cancel_holds_and_reports_interrupted(active: tuple[Any, ArmHarness]) ->
     wait_for(cancel.done, what="the cancel response")
     status, result = arm.result(handle)
 
-    assert status == GoalStatus.STATUS_CANCELED
+    assert status == GoalStatus.STATUS_CANCELED, result.message
     assert result.reason == "interrupted" and result.stopped_early
     holds = arm.holds(start)
     assert holds, "no hold after cancel"
@@ -79,10 +79,10 @@ def test_a_new_goal_preempts_the_running_one(active: tuple[Any, ArmHarness]) -> 
     assert second.accepted
 
     first_status, first_result = arm.result(first)
-    assert first_status == GoalStatus.STATUS_ABORTED
+    assert first_status == GoalStatus.STATUS_ABORTED, first_result.message
     assert first_result.reason == "preempted" and first_result.stopped_early
     second_status, second_result = arm.result(second)
-    assert second_status == GoalStatus.STATUS_SUCCEEDED
+    assert second_status == GoalStatus.STATUS_SUCCEEDED, second_result.message
     assert second_result.reason == "completed" and second_result.actions == 12
     # hold_between_goals (default true): one hold when the first stops, one after the second.
     assert len(arm.holds(start)) >= 2
@@ -96,8 +96,10 @@ def test_preemption_without_hold_between_goals(
     first = _start(arm)
     start = arm.command_count()
     second, _ = arm.send_goal("put the cup in the sink", max_seconds=30.0, max_actions=12)
-    assert arm.result(first)[1].reason == "preempted"
-    assert arm.result(second)[1].reason == "completed"
+    first_result = arm.result(first)[1]
+    assert first_result.reason == "preempted", first_result.message
+    second_result = arm.result(second)[1]
+    assert second_result.reason == "completed", second_result.message
     # Only the second goal's final hold: none between the goals.
     assert len(arm.holds(start)) == 1
 
@@ -112,7 +114,7 @@ def test_a_stale_camera_stops_the_goal_with_a_hold(
     start = arm.command_count()
     status, result = arm.result(handle)
 
-    assert status == GoalStatus.STATUS_ABORTED
+    assert status == GoalStatus.STATUS_ABORTED, result.message
     assert result.reason == "raised:StaleObservation"
     assert "camera wrist_left" in result.message and "max_image_age_s" in result.message
     holds = arm.holds(start)
@@ -121,21 +123,25 @@ def test_a_stale_camera_stops_the_goal_with_a_hold(
 
 def test_set_parameters_changes_the_next_goal(active: tuple[Any, ArmHarness]) -> None:
     _, arm = active
-    handle, _ = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=10)
-    assert arm.result(handle)[1].reason == "completed"
-    assert "prefetch True, smooth_seam 0" in arm.log_text()
+    handle, _ = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=8)
+    first = arm.result(handle)[1]
+    assert first.reason == "completed", first.message
+    wait_for(
+        lambda: "prefetch True, smooth_seam 0" in arm.log_text(),
+        what="the first goal's settings in /rosout",
+    )
 
     results = arm.set_parameters(prefetch=False, smooth_seam=3)
     assert all(r.successful for r in results), [r.reason for r in results]
     handle, _ = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=24)
     status, result = arm.result(handle)
-    assert status == GoalStatus.STATUS_SUCCEEDED
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
     wait_for(
         lambda: "prefetch False, smooth_seam 3" in arm.log_text(),
         what="the second goal's settings in /rosout",
     )
     # Without prefetch every chunk after the first is fetched while the arm waits.
-    assert result.underruns >= result.chunks - 1 >= 1
+    assert result.underruns >= result.chunks - 1 >= 1, result.message
 
     (too_big,) = arm.set_parameters(smooth_seam=16)
     assert not too_big.successful
@@ -157,7 +163,7 @@ def test_deactivate_during_a_goal_holds(active: tuple[Any, ArmHarness]) -> None:
     assert arm.transition(Transition.TRANSITION_DEACTIVATE)
 
     status, result = arm.result(handle)
-    assert status == GoalStatus.STATUS_ABORTED
+    assert status == GoalStatus.STATUS_ABORTED, result.message
     assert result.reason == "interrupted" and "deactivated" in result.message
     holds = arm.holds(start)
     assert holds and arm.commands_since(start)[-1] == holds[-1]
@@ -174,14 +180,14 @@ def test_a_service_error_aborts_the_goal_and_the_next_one_succeeds(
     gateway.inject("status", status=500)
     status, result = arm.result(handle)
 
-    assert status == GoalStatus.STATUS_ABORTED
+    assert status == GoalStatus.STATUS_ABORTED, result.message
     assert result.reason == "raised:SequencesError" and "500" in result.message
     holds = arm.holds(start)
     assert holds and arm.commands_since(start)[-1] == holds[-1]
 
     handle, _ = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=10)
     status, result = arm.result(handle)
-    assert status == GoalStatus.STATUS_SUCCEEDED and result.reason == "completed"
+    assert (status, result.reason) == (GoalStatus.STATUS_SUCCEEDED, "completed"), result.message
 
 
 def test_the_api_key_appears_nowhere(
@@ -196,7 +202,7 @@ def test_the_api_key_appears_nowhere(
     handle = _start(arm)
     gateway.inject("status", status=401)
     results.append(arm.result(handle)[1])
-    assert results[-1].reason == "raised:AuthError"
+    assert results[-1].reason == "raised:AuthError", results[-1].message
     wait_for(lambda: len(arm.diagnostics) >= 2, what="diagnostics")
 
     for name, value in arm.all_parameter_values().items():
@@ -210,3 +216,43 @@ def test_the_api_key_appears_nowhere(
         assert key not in result.message and key not in result.reason
     captured = capfd.readouterr()
     assert key not in captured.out and key not in captured.err
+
+
+def test_diagnostics_describe_the_node(active: tuple[Any, ArmHarness]) -> None:
+    _, arm = active
+    # One chunk's worth (pi05-droid plays 8 steps per chunk).
+    handle, _ = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=8)
+    arm.result(handle)
+    values = wait_for(
+        lambda: (v := arm.node_status()) and v["last_outcome"].startswith("completed") and v,
+        what="the goal's outcome in /diagnostics",
+    )
+    assert values["model"] == "pi05-droid" and values["ready"] == "true"
+    assert values["lifecycle"] == "active" and values["goals_run"] == "1"
+    assert int(values["underruns"]) >= 0
+    for key in ("request_latency_p50_ms", "request_latency_p95_ms"):
+        assert float(values[key]) >= 0.0, key
+    for key in ("camera_exterior_1_age_s", "camera_wrist_left_age_s", "joint_state_age_s"):
+        assert 0.0 <= float(values[key]) < 5.0, key
+    assert float(values["command_rate_hz"]) >= 0.0
+    assert 0.0 <= float(values["input_stamp_skew_s"]) < 5.0
+
+
+def test_compressed_camera_topics_feed_the_model(
+    ros_system: Any, gateway: Any, key_file: str
+) -> None:
+    _, arm = ros_system(
+        **node_parameters(
+            gateway.url,
+            key_file,
+            camera_topics=[
+                "cameras/exterior_1/image_raw/compressed",
+                "cameras/wrist_left/image_raw",
+            ],
+            camera_transports=["compressed", "raw"],
+        )
+    )
+    arm.configure_and_activate()
+    handle, _ = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=8)
+    status, result = arm.result(handle)
+    assert (status, result.reason) == (GoalStatus.STATUS_SUCCEEDED, "completed"), result.message

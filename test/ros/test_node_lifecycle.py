@@ -86,3 +86,56 @@ def test_configure_fails_without_a_readable_key(ros_system: Any, gateway: Any) -
         what="the configure failure in /rosout",
     )
     assert "api_key_file" in message
+
+
+def test_a_cold_model_warms_up_in_the_background(
+    ros_system: Any, gateway_factory: Any, tmp_path: Any
+) -> None:
+    gateway = gateway_factory(cold_start_s=3.0)
+    key_file = tmp_path / "cold.key"
+    key_file.write_text(gateway.api_key, encoding="utf-8")
+    _, arm = ros_system(**node_parameters(gateway.url, str(key_file)))
+    assert arm.transition(Transition.TRANSITION_CONFIGURE)
+    assert arm.transition(Transition.TRANSITION_ACTIVATE)
+    warming = wait_for(
+        lambda: (v := arm.node_status()) and v["ready"] == "false" and v,
+        what="diagnostics showing the model warming",
+    )
+    assert float(warming["warming_eta_s"]) > 0.0
+
+    # A goal sent while the model loads waits for it, reporting the ETA, then runs.
+    wait_for(
+        lambda: (v := arm.node_status()) and "never received" not in v.values(),
+        what="camera and joint inputs",
+    )
+    handle, feedback = arm.send_goal("pick up the cup", max_seconds=30.0, max_actions=8)
+    assert handle.accepted
+    status, result = arm.result(handle)
+    assert result.reason == "completed", result.message
+    waiting = [f for f in feedback if f.status == "waiting"]
+    assert waiting and all(f.warming_eta_s >= 0.0 for f in waiting)
+    wait_for(lambda: arm.node_status()["ready"] == "true", what="the model ready")
+
+
+def test_an_unreachable_service_shows_in_diagnostics_until_it_returns(
+    ros_system: Any, gateway: Any, key_file: str
+) -> None:
+    _, arm = ros_system(**node_parameters(gateway.url, key_file))
+    assert arm.transition(Transition.TRANSITION_CONFIGURE)
+    gateway.kill()
+    assert arm.transition(Transition.TRANSITION_ACTIVATE)
+
+    def status_message() -> str:
+        for array in reversed(list(arm.diagnostics)):
+            for status in array.status:
+                if status.name == arm.node_status_name:
+                    return status.message
+        return ""
+
+    wait_for(
+        lambda: "readiness check failing: Unavailable" in status_message(),
+        what="the readiness failure in /diagnostics",
+    )
+    gateway.restart()
+    wait_for(lambda: (v := arm.node_status()) and v["ready"] == "true", what="the model ready")
+    assert "readiness" not in status_message()

@@ -98,3 +98,37 @@ def test_ages_report_never_received(cache: ObservationCache, clock: FakeClock) -
     ages = cache.ages()
     assert ages["front"] == pytest.approx(0.2)
     assert ages["wrist"] is None and ages["joint_states"] is None
+
+
+def test_arm_and_gripper_in_separate_messages_are_merged(
+    cache: ObservationCache, clock: FakeClock
+) -> None:
+    cache.store_joint_state(_joint_state(["j1", "j2", "j3"], [1.0, 2.0, 3.0]))
+    clock.now += 0.1
+    cache.store_joint_state(_joint_state(["finger"], [0.8]))
+    snapshot = cache.joints(max_age_s=0.25)
+    assert snapshot.positions == [1.0, 2.0, 3.0] and snapshot.gripper == 0.8
+    # The arm's positions are the oldest part: they decide the age.
+    assert snapshot.age_s == pytest.approx(0.1)
+    clock.now += 0.2
+    cache.store_joint_state(_joint_state(["finger"], [0.9]))
+    with pytest.raises(StaleObservation, match="max_state_age_s"):
+        cache.joints(max_age_s=0.25)
+
+
+def test_names_and_positions_of_different_length_are_reported(cache: ObservationCache) -> None:
+    cache.store_joint_state(_joint_state(["j1", "j2", "j3", "finger"], [1.0, 2.0]))
+    with pytest.raises(StaleObservation, match="4 names but 2 positions"):
+        cache.joints(max_age_s=0.25)
+
+
+def test_stamp_skew_spans_cameras_and_joints(cache: ObservationCache) -> None:
+    assert cache.stamp_skew_s() is None
+    for view, sec in (("front", 10), ("wrist", 11)):
+        image = _rgb()
+        image.header.stamp.sec = sec
+        cache.store_image(view, image)
+    joints = _joint_state(["j1", "j2", "j3", "finger"], [1.0, 2.0, 3.0, 0.0])
+    joints.header.stamp.sec = 12
+    cache.store_joint_state(joints)
+    assert cache.stamp_skew_s() == pytest.approx(2.0)

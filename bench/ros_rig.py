@@ -1,0 +1,226 @@
+"""Simulated robots with nodes in namespaces, and an in-process probe that watches them."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.common import Context, log
+
+ROOT = Path(__file__).resolve().parent.parent
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (from /proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    # After the command name: state is field 3, utime 14 and stime 15 (1-based, man 5 proc).
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+@dataclass
+class Robot:
+    """One namespace: a sim_robot and a node, started by the project's own launcher."""
+
+    namespace: str
+    launcher: Any
+    ages_path: Path
+
+    def pid(self, name: str) -> int:
+        return int(self.launcher.pids()[name])
+
+    def topic(self, name: str) -> str:
+        return f"/{self.namespace}/{name}"
+
+    def probe_record(self) -> dict[str, Any]:
+        """What bench/node_probe.py wrote at the node's exit ({} if nothing)."""
+        try:
+            return dict(json.loads(self.ages_path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            return {}
+
+
+def start_robot(
+    ctx: Context,
+    namespace: str,
+    *,
+    model: str,
+    views: tuple[str, ...],
+    width: int,
+    height: int,
+    fps: float,
+    node_overrides: dict[str, str] | None = None,
+) -> Robot:
+    """Start sim_robot and the node (with the age probe) in ``namespace``, configured + active."""
+    from sequence_ai_ros.launcher import Launcher, ProcessSpec, bring_up, node_path, ros_arguments
+
+    log_dir = ctx.out_dir / "logs"
+    ages_path = log_dir / f"{namespace}-observation-ages.json"
+    view_list = "[" + ",".join(views) + "]"
+    sim_args = ros_arguments("sim_robot", namespace) + [
+        "-p", f"views:={view_list}", "-p", f"fps:={fps}",
+        "-p", f"image_width:={width}", "-p", f"image_height:={height}",
+    ]
+    node_args = ros_arguments(
+        "sequence_ai", namespace, str(ROOT / "config" / "droid.yaml"),
+        {"model": model, "base_url": ctx.gateway.url, **(node_overrides or {})},
+    )
+    specs = [
+        ProcessSpec(f"{namespace}-sim_robot", "sim_robot", sim_args),
+        ProcessSpec(
+            f"{namespace}-node", "sequence_ai_node", node_args,
+            env={"SEQUENCES_API_KEY": ctx.gateway.api_key},
+            command_line=[sys.executable, str(ROOT / "bench" / "node_probe.py"), str(ages_path),
+                          *node_args],
+        ),
+    ]
+    launcher = Launcher(specs, log_dir=log_dir)
+    robot = Robot(namespace, launcher, ages_path)
+    try:
+        launcher.start()
+        bring_up(node_path(namespace), timeout_s=60.0)
+    except BaseException:
+        launcher.stop(grace_s=5.0)
+        raise
+    return robot
+
+
+def stop_robots(robots: list[Robot]) -> None:
+    for robot in robots:
+        robot.launcher.stop(grace_s=10.0)
+
+
+@dataclass
+class Watch:
+    """Commands received on one namespace: (receive time, values)."""
+
+    commands: list[tuple[float, list[float]]] = field(default_factory=list)
+
+
+class RosProbe:
+    """A node in this process, in its own context: watches command topics, sends goals."""
+
+    def __init__(self) -> None:
+        import rclpy
+        from rclpy.context import Context as RclContext
+        from rclpy.executors import MultiThreadedExecutor
+
+        self._rclpy = rclpy
+        self.context = RclContext()
+        rclpy.init(args=[], context=self.context)
+        self.node = rclpy.create_node("sequence_ai_bench_probe", context=self.context)
+        self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
+        self.executor.add_node(self.node)
+        self.diagnostics: dict[str, list[dict[str, str]]] = {}
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._spin, name="bench-ros-probe", daemon=True)
+        self._thread.start()
+        self._subscribe_diagnostics()
+
+    def _spin(self) -> None:
+        try:
+            self.executor.spin()
+        except Exception:  # the context shuts down under the spin at close(); nothing to do
+            pass
+
+    def _subscribe_diagnostics(self) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        def on_diagnostics(msg: DiagnosticArray) -> None:
+            with self._lock:
+                for status in msg.status:
+                    values = {kv.key: kv.value for kv in status.values}
+                    self.diagnostics.setdefault(status.name, []).append(values)
+
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 50)
+
+    def watch(self, robot: Robot) -> Watch:
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from std_msgs.msg import Float64MultiArray
+
+        watch = Watch()
+
+        def on_command(msg: Float64MultiArray) -> None:
+            watch.commands.append((time.monotonic(), list(msg.data)))
+
+        qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+        self.node.create_subscription(
+            Float64MultiArray, robot.topic("forward_position_controller/commands"), on_command, qos
+        )
+        return watch
+
+    def diagnostics_of(self, robot: Robot) -> list[dict[str, str]]:
+        with self._lock:
+            return [values for name, rows in self.diagnostics.items()
+                    if name.startswith(f"/{robot.namespace}/") for values in rows]
+
+    def send_goal(self, robot: Robot, instruction: str, max_seconds: float) -> Any:
+        """Send an Act goal; returns a handle whose ``result(timeout)`` waits for the result."""
+        from rclpy.action import ActionClient
+
+        from sequence_ai_interfaces.action import Act
+
+        client = ActionClient(self.node, Act, robot.topic("act"))
+        if not client.wait_for_server(timeout_sec=30.0):
+            raise RuntimeError(f"{robot.topic('act')}: no action server within 30 s")
+        goal = Act.Goal(instruction=instruction, max_seconds=float(max_seconds), max_actions=0)
+        return _GoalWait(client, client.send_goal_async(goal))
+
+    def wait_for_joint_states(self, robot: Robot, timeout_s: float = 30.0) -> None:
+        from sensor_msgs.msg import JointState
+
+        seen = threading.Event()
+        sub = self.node.create_subscription(
+            JointState, robot.topic("joint_states"), lambda _msg: seen.set(), 10
+        )
+        try:
+            if not seen.wait(timeout_s):
+                raise RuntimeError(f"{robot.topic('joint_states')}: nothing within {timeout_s} s")
+        finally:
+            self.node.destroy_subscription(sub)
+
+    def close(self) -> None:
+        self.executor.shutdown(timeout_sec=5.0)
+        self.node.destroy_node()
+        self._rclpy.try_shutdown(context=self.context)
+        self._thread.join(5.0)
+
+
+class _GoalWait:
+    def __init__(self, client: Any, sent: Any) -> None:
+        self._client = client
+        self._sent = sent
+        self.accepted_at: float | None = None
+
+    def result(self, timeout_s: float) -> Any:
+        deadline = time.monotonic() + timeout_s
+        while not self._sent.done():
+            if time.monotonic() > deadline:
+                raise RuntimeError("the act goal was not answered in time")
+            time.sleep(0.01)
+        handle = self._sent.result()
+        if not handle.accepted:
+            raise RuntimeError("the act goal was rejected")
+        done = handle.get_result_async()
+        while not done.done():
+            if time.monotonic() > deadline:
+                raise RuntimeError("the act goal did not finish in time")
+            time.sleep(0.02)
+        self._client.destroy()
+        return done.result().result
+
+
+def unique_namespace(stem: str) -> str:
+    """Namespaces carry the pid: tests of others may share the ROS domain."""
+    return f"bench_{os.getpid()}_{stem}"
+
+
+def log_robot(robot: Robot) -> None:
+    log(f"robot {robot.namespace}: pids {robot.launcher.pids()}")

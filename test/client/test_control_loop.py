@@ -1,0 +1,69 @@
+"""Pure parts of the control loop: pacing on absolute deadlines, seam measurement and blending."""
+
+from __future__ import annotations
+
+import pytest
+
+from sequence_ai.control_loop import Pacer, blend_seam, is_absolute_space, seam_jump
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_pacing_does_not_add_callback_time_to_the_period() -> None:
+    clock = FakeClock()
+    pacer = Pacer(clock)
+    period = 0.1
+    pacer.stamp(period)  # first step handed to act at t=100.0
+    clock.now += 0.04  # act, observe for a prefetch and validate took 40 ms
+    due = pacer.next_due(period)
+    assert due == pytest.approx(100.1)  # not 100.14: the deadline is absolute
+    clock.now = due
+    pacer.stamp(period)
+    clock.now += 0.09
+    assert pacer.next_due(period) == pytest.approx(100.2)
+
+
+def test_pacing_catches_up_a_small_delay_without_drift() -> None:
+    clock = FakeClock()
+    pacer = Pacer(clock)
+    pacer.stamp(0.1)
+    due = pacer.next_due(0.1)
+    clock.now = due + 0.05  # woke 50 ms late: less than a period
+    pacer.stamp(0.1)
+    assert pacer.next_due(0.1) == pytest.approx(100.2)
+
+
+def test_pacing_resyncs_instead_of_bursting_after_a_long_stall() -> None:
+    clock = FakeClock()
+    pacer = Pacer(clock)
+    pacer.stamp(0.1)
+    pacer.next_due(0.1)
+    clock.now = 100.75  # a 650 ms underrun: six steps late
+    pacer.stamp(0.1)
+    # The next step is a full period after the late one, not due immediately.
+    assert pacer.next_due(0.1) == pytest.approx(100.85)
+
+
+def test_seam_jump_is_the_largest_per_dimension_change() -> None:
+    assert seam_jump([0.0, 1.0, 0.5], [0.1, 0.2, 0.5]) == 0.8
+    assert seam_jump([0.0], [0.0, 1.0]) is None
+
+
+def test_blend_ramps_the_first_rows_and_skips_declared_dims() -> None:
+    rows = [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]
+    blend_seam(rows, [0.0, 0.0], 3, skip_dims=[1])
+    assert [row[0] for row in rows] == [0.25, 0.5, 0.75, 1.0]
+    assert [row[1] for row in rows] == [1.0, 1.0, 1.0, 1.0]
+
+
+def test_only_target_spaces_count_as_absolute() -> None:
+    for space in ("joint_absolute", "ee_absolute", "joint_pos", "JOINT_POSITION"):
+        assert is_absolute_space(space)
+    for space in ("joint_delta", "ee_delta", "joint_velocity", "delta_position"):
+        assert not is_absolute_space(space)

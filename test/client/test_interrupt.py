@@ -1,0 +1,237 @@
+"""interrupt(): stops playback, stalled fetches and cold starts; never leaks into a later call."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import Any, Callable, Iterator
+
+import pytest
+from policy_support import (
+    PATIENCE_S,
+    GatewayView,
+    Robot,
+    make_observation,
+    open_policy,
+    wait_for,
+)
+
+import sequence_ai
+from sequence_ai import SequencesError
+from sequence_ai.gateway.testing import run_gateway
+
+
+@pytest.fixture(scope="module")
+def shared_gateway() -> Iterator[Any]:
+    with run_gateway() as handle:
+        yield handle
+
+
+@pytest.fixture
+def gw(shared_gateway: Any) -> Iterator[GatewayView]:
+    shared_gateway.clear_faults()
+    yield GatewayView(shared_gateway)
+    shared_gateway.clear_faults()
+
+
+def run_in_thread(call: Callable[[], Any]) -> tuple:
+    """Start ``call`` on a thread; returns (thread, results, errors) lists filled when done."""
+    results: list = []
+    errors: list = []
+
+    def body() -> None:
+        try:
+            results.append(call())
+        except BaseException as exc:  # the test asserts on it
+            errors.append(exc)
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    return thread, results, errors
+
+
+def test_interrupt_during_playback_stops_within_one_step(gw) -> None:
+    robot = Robot()
+    interrupted = threading.Event()
+    acts_when_returned: list = []
+
+    def act(row) -> None:
+        robot.act(row)
+        if len(robot.acts) == 5:
+            interrupted.set()
+
+    with open_policy(gw, control_hz=30) as policy:
+
+        def interrupter() -> None:
+            interrupted.wait(PATIENCE_S)
+            policy.interrupt()
+            acts_when_returned.append(len(robot.acts))
+
+        helper = threading.Thread(target=interrupter)
+        helper.start()
+        outcome = policy.run(robot.observe, act, max_actions=1000, **robot.callbacks())
+        helper.join(PATIENCE_S)
+    assert outcome.reason == "interrupted" and outcome.stopped_early
+    assert robot.holds == 1
+    # No step after interrupt() returned, except at most one already being handed over.
+    assert len(robot.acts) - acts_when_returned[0] <= 1
+    assert robot.events[-1][0] == "hold"
+
+
+def test_interrupt_cuts_through_a_stalled_fetch(gw) -> None:
+    robot = Robot()
+    waiting = threading.Event()
+
+    def on_chunk(prediction) -> None:
+        robot.on_chunk(prediction)
+        if len(robot.chunks) == 1:
+            gw.inject("stall", seconds=None)
+
+    def on_status(state: str) -> None:
+        robot.on_status(state)
+        if state == "waiting":
+            waiting.set()
+
+    with open_policy(gw, control_hz=60) as policy:
+        options = {**robot.callbacks(), "on_chunk": on_chunk, "on_status": on_status}
+        thread, results, errors = run_in_thread(
+            lambda: policy.run(robot.observe, robot.act, max_actions=1000, **options)
+        )
+        assert waiting.wait(PATIENCE_S)
+        policy.interrupt()
+        # The stall lasts until cleared: the run can only return because interrupt cut it.
+        thread.join(PATIENCE_S)
+        assert not thread.is_alive()
+        gw.clear_faults()
+    assert errors == []
+    outcome = results[0]
+    assert outcome.reason == "interrupted" and outcome.actions == 8
+    assert outcome.underruns == 1 and robot.holds == 1
+    assert robot.statuses[-1] == "done"
+
+
+def test_interrupt_cuts_through_a_cold_start(gateway_factory) -> None:
+    gateway = gateway_factory(cold_start_s=60.0)
+    robot = Robot()
+    with open_policy(gateway) as policy:
+        with warnings.catch_warnings():
+            # The "model is loading" notice is not under test here.
+            warnings.simplefilter("ignore")
+            thread, results, errors = run_in_thread(
+                lambda: policy.run(robot.observe, robot.act, max_actions=10, **robot.callbacks())
+            )
+            assert wait_for(lambda: gateway.counters()["requests"]["act"] >= 1)
+            policy.interrupt()
+            thread.join(PATIENCE_S)
+    assert not thread.is_alive() and errors == []
+    assert results[0].reason == "interrupted"
+    assert robot.acts == [] and robot.holds == 1
+
+
+def test_in_flight_request_of_an_interrupted_run_is_discarded(gw) -> None:
+    first = Robot(instruction="wave")
+    second = Robot(instruction="stack the blocks")
+    with open_policy(gw, control_hz=60) as policy:
+
+        def stall_then_stop(prediction) -> None:
+            first.on_chunk(prediction)
+            gw.inject("stall", seconds=None)
+
+        def stop_when_waiting(state: str) -> None:
+            if state == "waiting":
+                policy.interrupt()
+
+        outcome = policy.run(
+            first.observe, first.act, max_actions=1000,
+            **{**first.callbacks(), "on_chunk": stall_then_stop, "on_status": stop_when_waiting},
+        )
+        assert outcome.reason == "interrupted"
+        gw.clear_faults()
+        again = policy.run(second.observe, second.act, max_actions=16, **second.callbacks())
+    assert again.reason == "completed" and again.chunks == 2
+    assert [p.observation for p in second.chunks] == second.observations
+    assert all(p.observation.instruction == "stack the blocks" for p in second.chunks)
+    assert second.acts == [
+        step
+        for k, p in enumerate(second.chunks)
+        for step in p.action_chunk.steps[second.rows_due(k) : second.rows_due(k) + 8]
+    ]
+
+
+def test_stale_interrupt_never_affects_a_later_call(gw) -> None:
+    robot = Robot()
+    with open_policy(gw, control_hz=60) as policy:
+        policy.interrupt()  # nothing runs: discarded
+        policy.predict(make_observation())
+        policy.interrupt()
+        assert len(policy.next_action(make_observation())) == 8
+        policy.interrupt()
+        policy.wait_until_ready(timeout_s=5)
+        first = policy.run(robot.observe, robot.act, max_actions=8, **robot.callbacks())
+        policy.interrupt()  # after the run finished: discarded too
+        second = policy.run(robot.observe, robot.act, max_actions=8, **robot.callbacks())
+    assert first.reason == second.reason == "completed"
+    assert robot.holds == 0
+
+
+def test_interrupted_predict_raises_a_public_error(gw) -> None:
+    with open_policy(gw) as policy:
+        policy.predict(make_observation())
+        gw.inject("stall", seconds=None)
+        thread, results, errors = run_in_thread(lambda: policy.predict(make_observation()))
+        assert wait_for(lambda: gw.act_requests() == 2)
+        policy.interrupt()
+        thread.join(PATIENCE_S)
+        gw.clear_faults()
+        assert not thread.is_alive()
+        assert len(errors) == 1 and type(errors[0]) is SequencesError
+        assert "interrupted" in str(errors[0])
+        # The next call is unaffected.
+        assert len(policy.predict(make_observation()).action_chunk) == 15
+
+
+def test_interrupted_wait_until_ready_raises_a_public_error(gateway_factory) -> None:
+    gateway = gateway_factory(cold_start_s=60.0)
+    with open_policy(gateway) as policy:
+        thread, results, errors = run_in_thread(
+            lambda: policy.wait_until_ready(timeout_s=PATIENCE_S, poll_s=0.05)
+        )
+        assert wait_for(lambda: gateway.counters()["requests"]["ready"] >= 1)
+        policy.interrupt()
+        thread.join(PATIENCE_S)
+        assert not thread.is_alive()
+    assert len(errors) == 1 and type(errors[0]) is SequencesError
+    assert policy.closed
+
+
+def test_second_driver_is_refused_without_disturbing_the_run(gw) -> None:
+    robot = Robot()
+    playing = threading.Event()
+
+    def act(row) -> None:
+        robot.act(row)
+        playing.set()
+
+    with open_policy(gw, control_hz=30) as policy:
+        thread, results, errors = run_in_thread(
+            lambda: policy.run(robot.observe, act, max_actions=1000, **robot.callbacks())
+        )
+        assert playing.wait(PATIENCE_S)
+        intruder = Robot()
+        refusals = []
+        for call in (
+            lambda: policy.run(intruder.observe, intruder.act, max_actions=5,
+                               validate=intruder.validate),
+            lambda: policy.predict(make_observation()),
+            lambda: policy.next_action(make_observation()),
+            lambda: policy.act("other", intruder.observe, intruder.act, max_seconds=1),
+        ):
+            with pytest.raises(SequencesError, match="another thread") as info:
+                call()
+            refusals.append(info.value)
+        policy.interrupt()
+        thread.join(PATIENCE_S)
+    assert errors == [] and results[0].reason == "interrupted"
+    assert intruder.observations == [] and intruder.acts == []
+    assert robot.holds == 1 and policy.instruction is None
+    assert isinstance(refusals[0], sequence_ai.SequencesError)

@@ -1,0 +1,76 @@
+"""config/droid.yaml holds only parameters the node declares, and they reach the node."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+rclpy = pytest.importorskip("rclpy")
+
+from rclpy.context import Context  # noqa: E402
+
+from sequence_ai_ros.launcher import default_params_file  # noqa: E402
+
+DOMAIN_ID = 85
+CONFIG = Path(__file__).resolve().parents[2] / "config" / "droid.yaml"
+
+
+def yaml_parameters() -> dict[str, Any]:
+    document = yaml.safe_load(CONFIG.read_text(encoding="utf-8"))
+    assert list(document) == ["/**/sequence_ai"], "one section, for the node in any namespace"
+    return document["/**/sequence_ai"]["ros__parameters"]
+
+
+@pytest.fixture
+def context() -> Iterator[Context]:
+    context = Context()
+    rclpy.init(context=context, domain_id=DOMAIN_ID)
+    try:
+        yield context
+    finally:
+        rclpy.shutdown(context=context)
+
+
+@pytest.mark.parametrize("namespace", ["", "robot2"])
+def test_every_key_is_declared_by_the_node_and_takes_effect(
+    context: Context, namespace: str
+) -> None:
+    from sequence_ai_ros.node import SequenceAiNode
+
+    arguments = ["--ros-args", "--params-file", str(CONFIG)]
+    if namespace:
+        arguments += ["-r", f"__ns:=/{namespace}"]
+    node = SequenceAiNode(context=context, cli_args=arguments)
+    try:
+        declared = set(node.list_parameters([], 0).names)
+        expected = yaml_parameters()
+        undeclared = sorted(set(expected) - declared)
+        assert not undeclared, f"droid.yaml keys the node does not declare: {undeclared}"
+        for name, value in expected.items():
+            actual = node.get_parameter(name).value
+            if isinstance(value, list):
+                actual = list(actual)
+            assert actual == value, f"{name}: node has {actual!r}, droid.yaml says {value!r}"
+    finally:
+        node.destroy_node()
+
+
+def test_the_yaml_describes_pi05_droid_on_the_simulated_franka() -> None:
+    from sequence_ai_ros.sim_arm import GRIPPER_JOINT, JOINT_NAMES, LOWER_LIMITS, UPPER_LIMITS
+
+    params = yaml_parameters()
+    assert params["model"] == "pi05-droid"
+    assert params["camera_views"] == ["exterior_1", "wrist_left"]
+    assert params["camera_topics"] == [f"cameras/{v}/image_raw" for v in params["camera_views"]]
+    assert params["joint_names"] == list(JOINT_NAMES)
+    assert params["gripper_joint"] == GRIPPER_JOINT
+    assert params["joint_lower_limits"] == LOWER_LIMITS.tolist()
+    assert params["joint_upper_limits"] == UPPER_LIMITS.tolist()
+
+
+def test_the_launcher_uses_this_file_when_run_from_the_checkout() -> None:
+    assert default_params_file() == CONFIG

@@ -1,0 +1,105 @@
+"""The whole demo, headless and short, as `make demo` runs it: results, motion, cleanup, picture."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("rclpy")
+
+DOMAIN_ID = 84
+MAX_SECONDS = 8.0
+# Far above the demo's own ~30 s: the bound only stops a hung run before pytest-timeout does.
+RUN_TIMEOUT_S = 170
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("demo")
+    env = {
+        **os.environ,
+        "ROS_DOMAIN_ID": str(DOMAIN_ID),
+        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+        "ROS_LOCALHOST_ONLY": "1",
+    }
+    command = [
+        sys.executable, "-m", "sequence_ai_ros.demo", "--headless",
+        "--max-seconds", str(MAX_SECONDS),
+        "--out", str(out / "demo.png"),
+        "--summary", str(out / "summary.json"),
+        "--log-dir", str(out / "logs"),
+    ]  # fmt: skip
+    completed = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False
+    )
+    summary_file = out / "summary.json"
+    assert summary_file.exists(), f"no summary; demo output:\n{completed.stdout}{completed.stderr}"
+    summary = json.loads(summary_file.read_text(encoding="utf-8"))
+    yield {"completed": completed, "summary": summary, "out": out}
+    # Never leave a process behind, even when a test below failed: only the demo's own pids.
+    for pid in summary["pids"].values():
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _explain(run: dict) -> str:
+    node_log = run["out"] / "logs" / "node.log"
+    log = node_log.read_text(encoding="utf-8")[-3000:] if node_log.exists() else "(no node log)"
+    return (
+        f"demo output:\n{run['completed'].stdout[-4000:]}\n{run['completed'].stderr[-2000:]}\n"
+        f"node log:\n{log}"
+    )
+
+
+def test_demo_exits_successfully_and_says_how_much_closer(demo_run: dict) -> None:
+    assert demo_run["completed"].returncode == 0, _explain(demo_run)
+    stdout = demo_run["completed"].stdout
+    assert "'pick up the cup':" in stdout and "rad closer" in stdout
+
+
+def test_first_goal_is_preempted_and_the_second_runs_out_its_time(demo_run: dict) -> None:
+    first, second = demo_run["summary"]["goals"]
+    assert (first["reason"], first["status"]) == ("preempted", "aborted"), _explain(demo_run)
+    # The simulated policy never declares itself done: the second goal ends on max_seconds,
+    # which the node reports as succeeded with reason timeout.
+    assert (second["reason"], second["status"]) == ("timeout", "succeeded"), _explain(demo_run)
+    assert first["actions"] > 0 and second["actions"] > 0
+
+
+def test_arm_moved_toward_each_instructions_target(demo_run: dict) -> None:
+    for goal in demo_run["summary"]["goals"]:
+        start, end = goal["start_distance"], goal["end_distance"]
+        assert end < start - 0.2, (
+            f"{goal['instruction']!r}: {start:.2f} -> {end:.2f} rad\n{_explain(demo_run)}"
+        )
+
+
+def test_every_process_it_started_is_gone(demo_run: dict) -> None:
+    summary = demo_run["summary"]
+    assert set(summary["pids"]) == {"gateway", "sim_robot", "node"}
+    assert summary["alive_after_stop"] == []
+    still = [pid for pid in summary["pids"].values() if _alive(pid)]
+    assert still == [], f"still running: {still}"
+
+
+def test_picture_was_written(demo_run: dict) -> None:
+    image_module = pytest.importorskip("PIL.Image")
+    path = Path(demo_run["summary"]["plot"])
+    assert path == demo_run["out"] / "demo.png"
+    with image_module.open(path) as picture:
+        assert picture.format == "PNG"
+        assert picture.width >= 800 and picture.height >= 600

@@ -1,0 +1,50 @@
+"""Safety suite setup: a ROS domain of its own and the fault-matrix report.
+
+The client and node suites' helpers (policy_support, node_harness) are imported as modules:
+pytest.ini puts their folders on the path.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import matrix_doc
+import pytest
+import safety_support
+
+# The safety suite's ROS domain: apart from manual runs (11..16) and the node suite (57).
+SAFETY_ROS_DOMAIN_ID = 58
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+os.environ["ROS_LOCALHOST_ONLY"] = "1"
+
+
+@pytest.fixture(scope="session")
+def safety_ros_context() -> Iterator[Any]:
+    """One rclpy context on the safety domain for every ROS test here."""
+    import rclpy
+    from rclpy.context import Context
+
+    context = Context()
+    rclpy.init(context=context, domain_id=SAFETY_ROS_DOMAIN_ID)
+    yield context
+    rclpy.shutdown(context=context)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print the fault matrix; write docs/safety.md when both sides ran every cell."""
+    rows = [row.as_dict() for row in safety_support.ROWS]
+    if not rows:
+        return
+    terminalreporter.section("fault matrix (test/safety)")
+    for line in matrix_doc.render(rows).splitlines():
+        terminalreporter.write_line(line)
+    matrix_doc.save_record(rows)
+    complete = all(
+        {cell.name for cell in safety_support.CELLS}
+        <= {row["cell"] for row in rows if row["side"] == side}
+        for side in ("client run()", "node act goal")
+    )
+    if complete and matrix_doc.write_doc(rows):
+        terminalreporter.write_line(f"fault matrix written to {matrix_doc.DOC}")

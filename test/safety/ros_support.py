@@ -1,0 +1,103 @@
+"""Nodes under test for the safety suite, and the goal bookkeeping the matrix and churn share.
+
+Each node gets its test arm (``node_harness.ArmHarness``) and an executor of its own: a goal
+holds an executor thread for its whole run, so nodes sharing one pool would starve each other
+under churn, which is not what a deployment (one node per process) looks like.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from node_harness import ArmHarness, wait_for
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.parameter import Parameter
+
+from sequence_ai_ros.node import SequenceAiNode
+
+_numbers = itertools.count()
+EXECUTOR_THREADS = 8
+
+
+@dataclass
+class Running:
+    node: SequenceAiNode
+    arm: ArmHarness
+    executor: MultiThreadedExecutor
+    spinner: threading.Thread
+
+    @property
+    def pool_prefix(self) -> str:
+        # rclpy's pool threads appear lazily; they belong to the executor, not to a goal.
+        return self.executor._executor._thread_name_prefix
+
+
+class NodeSystem:
+    """``start(**parameters)`` → (node, arm), each pair spun by its own executor."""
+
+    def __init__(self, context: Any, prefix: str) -> None:
+        self._context = context
+        self._prefix = prefix
+        self.running: list[Running] = []
+
+    def start(self, **values: Any) -> tuple[SequenceAiNode, ArmHarness]:
+        # The pid keeps two concurrent runs of this suite on one machine apart.
+        namespace = f"/{self._prefix}_{os.getpid()}_{next(_numbers)}"
+        node = SequenceAiNode(
+            namespace=namespace,
+            context=self._context,
+            parameter_overrides=[Parameter(k, value=v) for k, v in values.items()],
+        )
+        arm = ArmHarness(namespace, self._context)
+        executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS, context=self._context)
+        executor.add_node(node)
+        executor.add_node(arm)
+        spinner = threading.Thread(target=executor.spin, name=f"spin{namespace}", daemon=True)
+        spinner.start()
+        self.running.append(Running(node, arm, executor, spinner))
+        return node, arm
+
+    def pool_prefixes(self) -> list[str]:
+        return [r.pool_prefix for r in self.running]
+
+    def close(self) -> None:
+        for running in self.running:
+            running.node.shut_down_now()
+        for running in self.running:
+            running.executor.shutdown(timeout_sec=10.0)
+            running.node.destroy_node()
+            running.arm.destroy_node()
+            running.spinner.join(timeout=10.0)
+        self.running = []
+
+
+def key_file_for(directory: Any, key: str) -> str:
+    path = directory / "sequences.key"
+    path.write_text(key + "\n", encoding="utf-8")
+    path.chmod(0o600)
+    return str(path)
+
+
+def wait_commands(arm: ArmHarness, at_least: int, what: str) -> None:
+    wait_for(lambda: arm.command_count() >= at_least, what=what)
+
+
+def holds_until_next_goal(arm: ArmHarness, start: int, next_start: int) -> int:
+    """Holds among the commands from ``start`` up to the next goal's first policy target.
+
+    A late hold of the earlier goal would still arrive before that target (one publisher,
+    reliable, in order), so nothing the earlier goal published is missed.
+    """
+    commands = arm.commands_since(start)
+    holds = arm.holds(start)
+    count = 0
+    for index, command in enumerate(commands):
+        is_hold = command in holds
+        if start + index >= next_start and not is_hold:
+            break
+        count += is_hold
+    return count

@@ -1,0 +1,181 @@
+"""Shared pieces of the safety suite: the fault cells, leak checks and the matrix record.
+
+The client and node suites' own helpers (``policy_support``, ``node_harness``) are imported,
+not copied; what lives here is only what both fault matrices and the churn tests share.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sequence_ai import AuthError, InvalidResponse, OutOfCredit, SequencesError, Unavailable
+from sequence_ai.gateway.catalogue import PANDA_LOWER, PANDA_UPPER
+
+# Generous bound for waiting on a condition: a hang guard, never a measurement.
+PATIENCE_S = 30.0
+# Longer than a pi05 chunk's runway at either rate the matrices play (8 steps at 15 or 60 Hz).
+STALL_BEYOND_RUNWAY_S = 1.0
+# Threads the test process runs for the in-process gateway (server loop and its executor).
+GATEWAY_THREAD_PREFIXES = ("gateway:", "asyncio_")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One row of the fault matrix: how the fault is caused and what each side must report."""
+
+    name: str
+    fault: str
+    error: type[BaseException] | None
+    client_reason: str
+    node_reason: str
+    inject: Callable[[Any], None]
+    recover: Callable[[Any], None] = field(default=lambda gw: gw.clear_faults())
+
+
+def _status(code: int) -> Callable[[Any], None]:
+    return lambda gw: gw.inject("status", status=code)
+
+
+def _fault(kind: str, **kwargs: Any) -> Callable[[Any], None]:
+    return lambda gw: gw.inject(kind, **kwargs)
+
+
+def _restart(gw: Any) -> None:
+    gw.restart()
+    gw.clear_faults()
+
+
+def _raised(error: type[BaseException]) -> str:
+    return f"raised:{error.__name__}"
+
+
+CELLS: tuple[Cell, ...] = (
+    Cell("stall_runway", f"request stalls {STALL_BEYOND_RUNWAY_S:g} s (> runway)", None,
+         "until", "completed",
+         _fault("stall", seconds=STALL_BEYOND_RUNWAY_S)),
+    Cell("stall_forever", "request stalls until cleared", None, "timeout", "timeout",
+         _fault("stall", seconds=None)),
+    Cell("reset", "connection reset mid-response", Unavailable,
+         _raised(Unavailable), _raised(Unavailable), _fault("reset")),
+    Cell("status_500", "HTTP 500", SequencesError,
+         _raised(SequencesError), _raised(SequencesError), _status(500)),
+    Cell("status_503", "HTTP 503, plain detail", Unavailable,
+         _raised(Unavailable), _raised(Unavailable), _status(503)),
+    Cell("status_504", "HTTP 504", Unavailable,
+         _raised(Unavailable), _raised(Unavailable), _status(504)),
+    Cell("warming", "model goes cold mid-run (503 warming_up)", Unavailable,
+         _raised(Unavailable), _raised(Unavailable), _fault("warming", seconds=1.0)),
+    Cell("malformed", "200 with invalid JSON", InvalidResponse,
+         _raised(InvalidResponse), _raised(InvalidResponse), _fault("malformed")),
+    Cell("nan", "NaN in a step", InvalidResponse,
+         _raised(InvalidResponse), _raised(InvalidResponse), _fault("nan")),
+    Cell("inf", "inf in a step", InvalidResponse,
+         _raised(InvalidResponse), _raised(InvalidResponse), _fault("inf")),
+    Cell("wrong_dim", "steps one wider than action_dim", InvalidResponse,
+         _raised(InvalidResponse), _raised(InvalidResponse), _fault("wrong_dim")),
+    Cell("empty", "zero steps", InvalidResponse,
+         _raised(InvalidResponse), _raised(InvalidResponse), _fault("empty")),
+    Cell("status_401", "HTTP 401 mid-run", AuthError,
+         _raised(AuthError), _raised(AuthError), _status(401)),
+    Cell("status_402", "HTTP 402 mid-run", OutOfCredit,
+         _raised(OutOfCredit), _raised(OutOfCredit), _status(402)),
+    Cell("killed", "gateway killed mid-run, then restarted", Unavailable,
+         _raised(Unavailable), _raised(Unavailable), lambda gw: gw.kill(), _restart),
+)
+
+
+# ----- leak checks -----
+
+
+def is_gateway_thread(thread: threading.Thread) -> bool:
+    return thread.name.startswith(GATEWAY_THREAD_PREFIXES)
+
+
+def new_threads(
+    before: Iterable[threading.Thread], ignore: Sequence[str] = ()
+) -> list[threading.Thread]:
+    """Live threads started since ``before`` that are not the gateway's or an ignored pool's."""
+    known = set(before)
+    return [
+        t for t in threading.enumerate()
+        if t not in known and t.is_alive() and not is_gateway_thread(t)
+        and not t.name.startswith(tuple(ignore))
+    ]
+
+
+def child_pids() -> set[int]:
+    """Live (non-zombie) child processes of this test process."""
+    me = os.getpid()
+    children = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+                # The command name is parenthesised and may hold spaces: split after it.
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me and fields[0] != "Z":
+            children.add(int(entry))
+    return children
+
+
+# ----- step checks -----
+
+
+def invalid_rows(rows: Iterable[Sequence[float]], width: int) -> list[Sequence[float]]:
+    """Rows handed to act that no chunk passing the client's checks could contain."""
+    return [r for r in rows if len(r) != width or not all(math.isfinite(v) for v in r)]
+
+
+def invalid_arm_commands(commands: Iterable[Sequence[float]]) -> list[Sequence[float]]:
+    """Published arm targets that are not 7 finite values inside the Panda limits."""
+    bad = []
+    for values in commands:
+        if len(values) != len(PANDA_LOWER) or not all(math.isfinite(v) for v in values):
+            bad.append(values)
+        elif any(not lo <= v <= hi for v, lo, hi in zip(values, PANDA_LOWER, PANDA_UPPER)):
+            bad.append(values)
+    return bad
+
+
+# ----- the matrix record -----
+
+
+@dataclass
+class MatrixRow:
+    """What one cell produced; filled in before the cell's assertions so failures show too."""
+
+    side: str
+    cell: str
+    fault: str
+    expected: str
+    observed: str = "(not reached)"
+    holds: int = -1
+    invalid_steps: int = -1
+    leaked: int = -1
+    next_run: str = "(not reached)"
+
+    @property
+    def verdict(self) -> str:
+        ok = (self.observed == self.expected and self.holds == 1 and self.invalid_steps == 0
+              and self.leaked == 0 and self.next_run == "completed")
+        return "pass" if ok else "FAIL"
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(asdict(self), verdict=self.verdict)
+
+
+ROWS: list[MatrixRow] = []
+
+
+def record(side: str, cell: Cell, expected: str) -> MatrixRow:
+    row = MatrixRow(side=side, cell=cell.name, fault=cell.fault, expected=expected)
+    ROWS.append(row)
+    return row

@@ -1,0 +1,112 @@
+"""The fault matrix through ``Policy.run``: every cell ends as documented, holds once, acts on
+nothing invalid, leaves no thread or process behind, and the same Policy runs fine afterwards."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from policy_support import Robot, fetch_threads, open_policy, wait_for
+from safety_support import CELLS, PATIENCE_S, Cell, child_pids, invalid_rows, new_threads, record
+
+from sequence_ai.gateway.testing import run_gateway
+
+SIDE = "client run()"
+ACTION_DIM = 8
+# Fast playback keeps each cell short; the runway is then 8 / 60 s.
+CONTROL_HZ = 60.0
+# Hang guards only: every cell ends long before these through its own fault.
+MAX_ACTIONS = 600
+MAX_SECONDS_GUARD = 60.0
+# stall_forever must be ended by max_seconds, well after the first chunk has played.
+STALL_FOREVER_MAX_SECONDS = 1.5
+
+
+@pytest.fixture(scope="module")
+def matrix_gateway() -> Iterator[Any]:
+    with run_gateway() as handle:
+        yield handle
+
+
+def _ending(cell: Cell) -> dict[str, Any]:
+    if cell.name == "stall_forever":
+        return {"max_seconds": STALL_FOREVER_MAX_SECONDS}
+    return {"max_seconds": MAX_SECONDS_GUARD}
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=[c.name for c in CELLS])
+def test_client_fault_cell(matrix_gateway: Any, cell: Cell) -> None:
+    gw = matrix_gateway
+    row = record(SIDE, cell, cell.client_reason)
+    threads_before = threading.enumerate()
+    children_before = child_pids()
+    robot = Robot(instruction=f"safety matrix {cell.name}")
+    lock = threading.Lock()
+
+    def on_chunk(prediction: Any) -> None:
+        robot.on_chunk(prediction)
+        # The fault hits the request after the first chunk: the run is moving when it fails.
+        with lock:
+            if len(robot.chunks) == 1:
+                cell.inject(gw)
+
+    options = robot.callbacks()
+    options["on_chunk"] = on_chunk
+    if cell.name == "stall_runway":
+        # Ends once the stalled chunk and the one after it arrived: the run survived the gap.
+        options["until"] = lambda: len(robot.chunks) >= 3
+    options.update(_ending(cell))
+
+    error: BaseException | None = None
+    policy = open_policy(gw, control_hz=CONTROL_HZ)
+    try:
+        try:
+            outcome = policy.run(robot.observe, robot.act, max_actions=MAX_ACTIONS, **options)
+        except Exception as exc:  # noqa: BLE001 - the class is what the cell checks
+            error = exc
+            outcome = getattr(exc, "outcome", None)
+        row.observed = outcome.reason if outcome is not None else f"no outcome ({error!r})"
+        row.holds = robot.holds
+        row.invalid_steps = len(invalid_rows(robot.acts, ACTION_DIM))
+        # A request the run abandoned ends by itself (its timeout is bounded by the run's).
+        assert wait_for(lambda: not fetch_threads(), PATIENCE_S), fetch_threads()
+        cell.recover(gw)
+
+        next_robot = Robot(instruction=f"after {cell.name}")
+        try:
+            # After a mid-run warming the next run waits the load out before its first step.
+            with pytest.warns(UserWarning, match="loading") if cell.name == "warming" else (
+                contextlib.nullcontext()
+            ):
+                after = policy.run(next_robot.observe, next_robot.act, max_actions=16,
+                                   **next_robot.callbacks())
+            row.next_run = after.reason
+        except Exception as exc:  # noqa: BLE001 - recorded, then asserted below
+            row.next_run = f"raised:{type(exc).__name__}"
+    finally:
+        policy.close()
+        cell.recover(gw)
+    wait_for(lambda: not new_threads(threads_before) and child_pids() <= children_before)
+    leaked = new_threads(threads_before)
+    row.leaked = len(leaked) + len(child_pids() - children_before)
+
+    if cell.error is None:
+        assert error is None, repr(error)
+    else:
+        assert type(error) is cell.error, repr(error)
+        assert outcome is not None and outcome.stopped_early
+    assert row.observed == cell.client_reason
+    assert row.holds == 1
+    assert row.invalid_steps == 0 and robot.acts, robot.acts
+    assert row.leaked == 0, leaked
+    assert row.next_run == "completed"
+    if cell.name == "stall_runway":
+        assert outcome.underruns >= 1 and len(robot.chunks) >= 3
+    if cell.name == "warming":
+        assert error.warming and error.retry_after_s is not None
+    if cell.name in ("status_503", "status_504", "reset", "killed"):
+        # Only a warming 503 may be waited out; these say "stop".
+        assert not error.warming
