@@ -35,6 +35,7 @@ class Context:
     out_dir: Path
     gateway: GatewayHandle
     models: dict[str, Model]
+    log_dir: Path
     rng: random.Random = field(default_factory=lambda: random.Random(7))
 
     def command(self, key: str) -> str:

@@ -19,9 +19,10 @@ from bench.common import (
 from bench.report import Section, Table
 from bench.stats import Summary, fmt, ratio, times
 
+# (model, label, run seconds in the full run): cosmos3 runs longer, its chunks last 2.13 s.
 GEOMETRIES = (
-    (PI05, "pi05-droid: 15 Hz, 8 of 15 steps (0.53 s)"),
-    (COSMOS3, "cosmos3: 15 Hz, 32 steps (2.13 s)"),
+    (PI05, "pi05-droid: 15 Hz, 8 of 15 steps (0.53 s)", 8.0),
+    (COSMOS3, "cosmos3: 15 Hz, 32 steps (2.13 s)", 12.0),
 )
 TIMELINE_LATENCY_S = 0.4
 
@@ -109,14 +110,15 @@ def _plot(ctx: Context, records: list[RunRecord], path: str) -> None:
 
 def run(ctx: Context) -> Section:
     latencies = ctx.pick((0.2, 0.4, 0.8), (TIMELINE_LATENCY_S,))
-    seconds = ctx.pick(8.0, 2.5)
+    durations = ", ".join(f"{ctx.pick(s, 2.5):g} s ({label.split(':')[0]})"
+                          for _, label, s in GEOMETRIES)
     section = Section(
         "continuity",
         "Continuity: prefetch off vs on",
         intro=(
             "`Policy.run()` against the gateway with a lognormal inference time (median as "
-            "listed, sigma 0.3), each run "
-            f"{seconds:g} s of playback from a fresh Policy. *Fresh*: share of the run's wall "
+            f"listed, sigma 0.3), each run bounded by max_seconds = {durations}, from a fresh "
+            "Policy. *Fresh*: share of the run's wall "
             "time during which the last command handed to `act` was at most one control period "
             "old. *Underruns*: times the buffer ran dry and the loop had to wait for a chunk "
             "(from `RunOutcome`). The prefetch-on rows give the ratio to the prefetch-off row "
@@ -132,7 +134,8 @@ def run(ctx: Context) -> Section:
     )
     records: list[RunRecord] = []
     rows = []
-    for model, label in GEOMETRIES:
+    for model, label, full_seconds in GEOMETRIES:
+        seconds = ctx.pick(full_seconds, 2.5)
         for latency_s in latencies:
             pair = {}
             for prefetch in (False, True):

@@ -61,7 +61,7 @@ def start_robot(
     """Start sim_robot and the node (with the age probe) in ``namespace``, configured + active."""
     from sequence_ai_ros.launcher import Launcher, ProcessSpec, bring_up, node_path, ros_arguments
 
-    log_dir = ctx.out_dir / "logs"
+    log_dir = ctx.log_dir
     ages_path = log_dir / f"{namespace}-observation-ages.json"
     view_list = "[" + ",".join(views) + "]"
     sim_args = ros_arguments("sim_robot", namespace) + [

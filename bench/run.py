@@ -94,7 +94,10 @@ def main(argv: list[str] | None = None) -> int:
             out_dir=out_dir,
             gateway=gateway,
             models={row.short_id: row for row in rows},
+            # Process logs and probe files never go into docs/.
+            log_dir=Path(tempfile.mkdtemp(prefix="sequence_ai_bench_logs_")),
         )
+        log(f"process logs in {ctx.log_dir}")
         for key in args.keys:
             log(f"section {key}")
             t0 = time.monotonic()

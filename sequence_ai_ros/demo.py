@@ -10,8 +10,6 @@ the arm got to each instruction's target (the pose the gateway's simulated polic
 the instruction).
 
     python -m sequence_ai_ros.demo [--max-seconds 20] [--headless] [--out demo.png]
-
-`--help` says why the demo runs with `--prefetch false` by default.
 """
 
 from __future__ import annotations
@@ -30,15 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PREFETCH_NOTE = """\
-Why `--prefetch false` is the default: pi05-droid's rows are joint displacements from the joints
-of the observation a chunk was requested with. A prefetched chunk is requested while the arm is
-still moving, and the client installs it from its first row (PROTOCOL.md section 3.8), so its
-first target lies back where the arm was when the request went out; on a fast move that jump
-exceeds the node's max_step and the goal stops with reason `validate`. Synchronous refills
-re-anchor each chunk at the pose the arm holds, at the price of an underrun per chunk, which the
-picture shows. `--prefetch true` shows the other behaviour.
-"""
 # The node's staleness limits (0.25 s joints, 0.5 s images) suit a robot with its own cores;
 # here the arm, the node and the gateway share two busy cores with other work, and a scheduling
 # stall of a few tenths of a second would end a goal. The checks stay on, with room for that.
@@ -73,7 +62,6 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m sequence_ai_ros.demo",
         description="Drive the simulated DROID arm through the sequence_ai node and a local "
         "gateway; write a picture of the run.",
-        epilog=PREFETCH_NOTE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
@@ -126,8 +114,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--prefetch",
         choices=("true", "false"),
-        default="false",
-        help="the node's live prefetch parameter for the goals (default false; why: below)",
+        default="true",
+        help="the node's live prefetch parameter for the goals (default true; false shows "
+        "synchronous refills, an underrun at every chunk)",
     )
     parser.add_argument(
         "--namespace", default="", help="namespace of the node and the arm (default: none)"

@@ -98,7 +98,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               "accepting the development key above")
     print(f"sequence-ai-gateway: serving {len(gateway.servers)} simulated model(s) on "
           f"{server.url}; Ctrl-C stops", flush=True)
-    server.serve_forever()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        # uvicorn re-raises the Ctrl-C it handled once it has shut down cleanly.
+        pass
     return 0
 
 

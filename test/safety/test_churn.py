@@ -122,17 +122,8 @@ def test_policies_under_random_interrupts() -> None:
     # The churn did what it is for: runs were cut short as well as completed.
     reasons = sum((log.reasons for log in logs), Counter())
     assert reasons["interrupted"] > 0 and reasons["completed"] > 0, reasons
-    assert wait_for_no_new_threads(threads_before), new_threads(threads_before)
-
-
-def wait_for_no_new_threads(before: list[threading.Thread], ignore: tuple[str, ...] = ()) -> bool:
-    finished = threading.Event()
-    deadline_checks = int(PATIENCE_S / 0.05)
-    for _ in range(deadline_checks):
-        if not new_threads(before, ignore):
-            return True
-        finished.wait(0.05)
-    return not new_threads(before, ignore)
+    wait_for(lambda: not new_threads(threads_before), timeout_s=PATIENCE_S,
+             what="the Policies' threads to end")
 
 
 # ----- nodes -----

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from policy_support import Robot, fetch_threads, open_policy, wait_for
+from policy_support import Robot, open_policy, wait_for
 from safety_support import CELLS, PATIENCE_S, Cell, child_pids, invalid_rows, new_threads, record
 
 from sequence_ai.gateway.testing import run_gateway
@@ -35,6 +35,10 @@ def _ending(cell: Cell) -> dict[str, Any]:
     if cell.name == "stall_forever":
         return {"max_seconds": STALL_FOREVER_MAX_SECONDS}
     return {"max_seconds": MAX_SECONDS_GUARD}
+
+
+def _fetches_since(before: list[threading.Thread]) -> list[threading.Thread]:
+    return [t for t in new_threads(before) if t.name.startswith("sequence_ai-fetch")]
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=[c.name for c in CELLS])
@@ -72,7 +76,7 @@ def test_client_fault_cell(matrix_gateway: Any, cell: Cell) -> None:
         row.holds = robot.holds
         row.invalid_steps = len(invalid_rows(robot.acts, ACTION_DIM))
         # A request the run abandoned ends by itself (its timeout is bounded by the run's).
-        assert wait_for(lambda: not fetch_threads(), PATIENCE_S), fetch_threads()
+        assert wait_for(lambda: not _fetches_since(threads_before), PATIENCE_S)
         cell.recover(gw)
 
         next_robot = Robot(instruction=f"after {cell.name}")

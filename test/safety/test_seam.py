@@ -2,9 +2,9 @@
 
 pi05-droid's rows are displacements from the joints of the request's observation. A chunk
 fetched while the previous one plays arrives after the arm has moved on; played from its first
-row it takes the arm back by everything played since the request. The node's max_step check
-refuses such a target and ends the goal `validate`, so a default-configured node cannot finish a
-reach that moves faster than max_step over the prefetch lead.
+row it would take the arm back by everything played since the request, a jump the node's
+max_step check refuses (the goal would end `validate`). The client starts such a chunk at the
+row due on arrival; this guards that a default-configured node finishes a fast, far reach.
 """
 
 from __future__ import annotations

@@ -261,3 +261,26 @@ def test_the_key_appears_in_no_node_output(
 
     assert any("raised:AuthError" in text for text in texts)
     assert [text for text in texts if key in text] == []
+
+
+@pytest.mark.parametrize("where", ["plain_http_remote", "untrusted_tls"])
+def test_the_node_refuses_an_unsafe_service_address(
+    safety_ros_context: Any, tmp_path: Any, capfd: pytest.CaptureFixture[str], where: str
+) -> None:
+    from lifecycle_msgs.msg import Transition
+    from node_harness import node_parameters
+    from ros_support import NodeSystem, key_file_for
+
+    with run_gateway(tls=where == "untrusted_tls") as gw:
+        url = "http://192.0.2.1:8787" if where == "plain_http_remote" else gw.url
+        nodes = NodeSystem(safety_ros_context, "safety_address")
+        try:
+            _, arm = nodes.start(**node_parameters(url, key_file_for(tmp_path, gw.api_key)))
+            assert not arm.transition(Transition.TRANSITION_CONFIGURE)
+            assert arm.state() == "unconfigured"
+        finally:
+            nodes.close()
+        assert gw.counters()["requests"]["act"] == 0
+    err = capfd.readouterr().err
+    expected = "base_url" if where == "plain_http_remote" else "certificate"
+    assert "configure failed" in err and expected in err.lower(), err[-2000:]
