@@ -15,9 +15,6 @@ LATENCY_MS = 200.0
 # The simulated cameras deliver irregularly when the cores are busy (see the frame-rate row);
 # the node's default 0.5 s image-age limit would then end the goal before anything is measured.
 MAX_IMAGE_AGE_S = 2.0
-# pi05-droid's joint-delta chunks start from the joints at request time; with prefetch the arm
-# has moved on by the seam, and without blending the node's max_step check stops the goal.
-SMOOTH_SEAM = 5
 
 
 def _cpu_share(pid: int, seconds: float) -> float:
@@ -66,8 +63,7 @@ def run(ctx: Context) -> Section:
         log("node e2e: starting sim_robot and the node")
         robot = start_robot(ctx, unique_namespace("e2e"), model=PI05, views=VIEWS,
                             width=WIDTH, height=HEIGHT, fps=FPS,
-                            node_overrides={"max_image_age_s": str(MAX_IMAGE_AGE_S),
-                                            "smooth_seam": str(SMOOTH_SEAM)})
+                            node_overrides={"max_image_age_s": str(MAX_IMAGE_AGE_S)})
         robots.append(robot)
         watch = probe.watch(robot)
         probe.wait_for_joint_states(robot)

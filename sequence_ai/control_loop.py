@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from .actions import prepare, to_joint_positions
 from .errors import SequencesError, Unavailable
 from .outcome import RunOutcome
 from .types import Observation, Prediction
@@ -50,7 +51,7 @@ class Ending(Exception):
 
 
 class CallScope:
-    """One call's view of ``interrupt()``; also woken when a fetch it started completes.
+    """What one call sees of ``interrupt()``; also woken when a fetch it started completes.
 
     A scope lives exactly as long as the call that opened it, so an interrupt that arrives
     when nothing runs has no scope to mark and cannot leak into a later call.
@@ -259,8 +260,6 @@ def check_controller(controller: str, model: Optional[Model], model_id: str) -> 
 
 def controller_rows(controller: str, prediction: Prediction, model: Optional[Model]) -> list[Row]:
     """The rows handed to act for ``prediction`` under ``controller`` (all steps, untruncated)."""
-    from .actions import prepare, to_joint_positions
-
     chunk = prediction.action_chunk
     if controller == "raw" or model is None:
         return [list(step) for step in chunk.steps]

@@ -9,6 +9,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from . import control_loop as loop
+from .actions import gripper_dims
 from .catalogue import Model, find_model, full_model_id, models
 from .errors import ChunkExhausted, InvalidRequest, SequencesError, Unavailable
 from .observation import is_fatal, problems_with
@@ -40,7 +41,11 @@ def connect(
     verify: VerifyArg = True,
     allow_insecure: bool = False,
 ) -> Policy:
-    """Open a ``Policy`` for ``model``. Sends nothing: no request is made until it is used."""
+    """Open a ``Policy`` for ``model`` (use it as a context manager).
+
+    Sends nothing: no request is made until the Policy is used.
+    """
+    # Spelled out, not **kwargs: this is the signature users and their editors read.
     return Policy(
         model,
         api_key=api_key,
@@ -361,8 +366,6 @@ class Policy:
             model: Optional[Model] = None
             dims: list[int] = []
             if controller != "raw" or smooth_seam > 0:
-                from .actions import gripper_dims
-
                 model = self.spec()
                 loop.check_controller(controller, model, self._model_id)
                 if model is not None:
@@ -548,7 +551,8 @@ class Policy:
             answer = self._transport.post("/v1/act", body, timeout=timeout)
             return Prediction.from_wire(answer, observation=observation)
 
-        job = loop.FetchJob(request, scope, self._worker_done, warm=self._served or self._seen_ready)
+        warm = self._served or self._seen_ready
+        job = loop.FetchJob(request, scope, self._worker_done, warm=warm)
         with self._state:
             if self._closed:
                 raise SequencesError("the Policy was closed; call sequence_ai.connect() again")

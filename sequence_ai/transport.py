@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from datetime import timezone
 from typing import Any, Optional, Union
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import httpx
 
@@ -31,6 +31,7 @@ __all__ = [
     "Transport",
     "check_base_url",
     "parse_retry_after",
+    "query_path",
     "resolve_api_key",
     "resolve_base_url",
     "user_agent",
@@ -141,6 +142,15 @@ def parse_retry_after(value: Optional[str], *, now: Optional[float] = None) -> O
     if not math.isfinite(seconds):
         return None
     return max(0.0, seconds)
+
+
+def query_path(path: str, params: Optional[Mapping[str, Any]]) -> str:
+    """``path?k=v&...`` with ``/`` left literal in values, as the Sequences wire has it (§1.2):
+    ``?model=accounts/sequences/models/pi05-droid``, never ``accounts%2Fsequences%2F...``."""
+    if not params:
+        return path
+    pairs = [f"{quote(str(k), safe='')}={quote(str(v), safe='/')}" for k, v in params.items()]
+    return f"{path}{'&' if '?' in path else '?'}{'&'.join(pairs)}"
 
 
 def _decode_error(response: httpx.Response) -> tuple[str, dict[str, Any]]:
@@ -319,10 +329,10 @@ class Transport:
                 "cannot carry; expected finite numbers"
             ) from None
         try:
+            # httpx's params= would percent-encode the slashes of a model id.
             response = self._client.request(
                 method,
-                path,
-                params=dict(params) if params else None,
+                query_path(path, params),
                 content=content,
                 timeout=httpx.Timeout(applied),
             )

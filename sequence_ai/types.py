@@ -29,10 +29,8 @@ class ImageFrame:
         )
 
     def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"view": self.view, "data": self.data}
-        if self.timestamp_ms is not None:
-            out["timestamp_ms"] = self.timestamp_ms
-        return out
+        # An unset timestamp goes out as null, the wire form the live gateway is known to take.
+        return {"view": self.view, "data": self.data, "timestamp_ms": self.timestamp_ms}
 
 
 @dataclass(frozen=True)
@@ -46,11 +44,11 @@ class Proprioception:
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"joint_positions": [float(v) for v in self.joint_positions]}
-        # Unset optionals are omitted rather than sent as null; the gateway treats both alike.
+        # Unset optionals are sent as explicit null, as the reference client does (§1.3): the
+        # live gateway is known to accept that form, while "absent" is only specified for it.
         for name in ("joint_velocities", "end_effector_pose", "gripper"):
             value = getattr(self, name)
-            if value is not None:
-                out[name] = [float(v) for v in value]
+            out[name] = None if value is None else [float(v) for v in value]
         return out
 
 

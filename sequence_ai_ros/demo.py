@@ -1,13 +1,9 @@
 """`make demo` / `python -m sequence_ai_ros.demo`: a simulated DROID arm doing what it is told.
 
-Starts the local gateway, `sim_robot` and the `sequence_ai` node with config/droid.yaml (through
-`ros2 launch sequence_ai_ros droid.launch.py sim:=true` when that exists, else through
-sequence_ai_ros.launcher), configures and activates the node through its lifecycle services, then
-acts like a planner: an `act` goal "pick up the cup", and part-way a second instruction that
-preempts it. Feedback is one updating status line; at the end both results are printed, the
-run is drawn into demo.png, every process started is stopped, and the demo says how much closer
-the arm got to each instruction's target (the pose the gateway's simulated policy derives from
-the instruction).
+Starts the local gateway, `sim_robot` and the `sequence_ai` node (droid.launch.py, else
+sequence_ai_ros.launcher), activates the node, then plays planner: an `act` goal "pick up the
+cup", preempted part-way by a second instruction. It prints both results and how much closer the
+arm got to each instruction's target, draws the run into demo.png and stops what it started.
 
     python -m sequence_ai_ros.demo [--max-seconds 20] [--headless] [--out demo.png]
 """

@@ -193,16 +193,21 @@ class GoalRunner:
         config = self._live_config()
         goal = run.handle.request
         max_seconds = min(goal.max_seconds, config.max_goal_seconds)
+        # Built once per goal: the limits are read-only parameters checked at configure.
+        limits = safety.SafetyLimits(
+            config.joint_names, config.joint_lower_limits, config.joint_upper_limits,
+            config.max_step,
+        )
         options: dict[str, Any] = {
             "max_seconds": max_seconds,
-            "validate": lambda step: self._validate(run, config, step),
+            "validate": lambda step: self._validate(run, config, limits, step),
             "hold": lambda: self._hold(run, config),
             "prefetch": config.prefetch,
             "smooth_seam": config.smooth_seam,
             "startup_timeout_s": config.startup_timeout_s,
             "on_status": lambda state: self._on_status(run, state),
             "on_chunk": lambda prediction: self._on_chunk(run, prediction),
-            "on_underrun": lambda waited_s: self._on_underrun(run, waited_s),
+            "on_underrun": lambda _waited_s: self._on_underrun(run),
             "controller": self._controller,
             "progress": False,
         }
@@ -295,21 +300,16 @@ class GoalRunner:
             quality=config.jpeg_quality,
         )
 
-    def _validate(self, run: GoalRun, config: NodeConfig, step: list[float]) -> bool:
-        limits = safety.SafetyLimits(
-            tuple(config.joint_names),
-            tuple(config.joint_lower_limits),
-            tuple(config.joint_upper_limits),
-            config.max_step,
-        )
+    def _validate(
+        self, run: GoalRun, config: NodeConfig, limits: safety.SafetyLimits, step: list[float]
+    ) -> bool:
         n = len(config.joint_names)
         measured = self._cache.last_joints()
         if measured is None:
             reason = "no joint state to compare the step with"
         elif self._commands.interface == "velocity":
-            velocities = [v * config.velocity_scale for v in step[:n]]
             reason = safety.check_velocity_command(
-                velocities, measured.positions, self._period_s, limits
+                _velocities(config, step), measured.positions, self._period_s, limits
             )
         else:
             # The first step of a goal is measured from the joints its chunk was computed
@@ -327,9 +327,7 @@ class GoalRunner:
     def _act(self, run: GoalRun, config: NodeConfig, step: list[float]) -> None:
         n = len(config.joint_names)
         if self._commands.interface == "velocity":
-            self._commands.publish_arm(
-                [v * config.velocity_scale for v in step[:n]], self._period_s
-            )
+            self._commands.publish_arm(_velocities(config, step), self._period_s)
         else:
             self._commands.publish_arm(step[:n], self._period_s)
             run.last_target = list(step[:n])
@@ -369,7 +367,7 @@ class GoalRunner:
         if latency is not None:
             self._health.add_latency(latency)
 
-    def _on_underrun(self, run: GoalRun, waited_s: float) -> None:
+    def _on_underrun(self, run: GoalRun) -> None:
         run.underruns += 1
         self._health.underruns += 1
 
@@ -387,6 +385,11 @@ class GoalRunner:
             warming_eta_s=run.warming_eta_s,
         )
         run.handle.publish_feedback(feedback)
+
+
+def _velocities(config: NodeConfig, step: list[float]) -> list[float]:
+    """Joint velocities (rad/s) of a normalised velocity step."""
+    return [v * config.velocity_scale for v in step[: len(config.joint_names)]]
 
 
 def _end_canceled(handle: ServerGoalHandle) -> None:

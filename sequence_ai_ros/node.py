@@ -107,9 +107,7 @@ class SequenceAiNode(LifecycleNode):
         return super().on_cleanup(state)
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._stop_goals("shut down")
-        self._teardown()
-        self.health.lifecycle = "finalized"
+        self.shut_down_now()
         return TransitionCallbackReturn.SUCCESS
 
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:

@@ -40,8 +40,7 @@ def check_position_target(
     `previous` is the target published one step earlier (or the measured joints for the first
     step), so a jump between chunks is caught as well as one inside a chunk.
     """
-    problem = _check_width(target, limits)
-    if problem:
+    if problem := _check_width(target, limits):
         return problem
     for i, name in enumerate(limits.joint_names):
         value = target[i]
@@ -50,7 +49,7 @@ def check_position_target(
         if value < limits.lower[i] or value > limits.upper[i]:
             return (
                 f"joint {name} target {value:.4f} rad is outside its limits "
-                f"[{limits.lower[i]:.4f}, {limits.upper[i]:.4f}]"
+                f"{_limits_text(limits, i)}"
             )
         change = abs(value - previous[i])
         if change > limits.max_step:
@@ -72,8 +71,7 @@ def check_velocity_command(
     A velocity held for one control period moves the joint by v·period: that move must stay
     within max_step and must not carry the joint past a limit.
     """
-    problem = _check_width(velocities, limits)
-    if problem:
+    if problem := _check_width(velocities, limits):
         return problem
     for i, name in enumerate(limits.joint_names):
         v = velocities[i]
@@ -89,7 +87,7 @@ def check_velocity_command(
         if reached < limits.lower[i] or reached > limits.upper[i]:
             return (
                 f"joint {name} velocity {v:.4f} rad/s would reach {reached:.4f} rad, outside its "
-                f"limits [{limits.lower[i]:.4f}, {limits.upper[i]:.4f}]"
+                f"limits {_limits_text(limits, i)}"
             )
     return None
 
@@ -110,3 +108,7 @@ def _check_width(values: Sequence[float], limits: SafetyLimits) -> str | None:
             f"({', '.join(limits.joint_names)})"
         )
     return None
+
+
+def _limits_text(limits: SafetyLimits, i: int) -> str:
+    return f"[{limits.lower[i]:.4f}, {limits.upper[i]:.4f}]"

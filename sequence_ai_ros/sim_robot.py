@@ -9,10 +9,7 @@ Publishes `joint_states` (panda_joint1..7 + panda_finger_joint1, gripper 0 open 
 `cameras/{exterior_1,exterior_2,wrist_left}/image_raw` (rgb8; `.../compressed` JPEG with
 image_transport compressed|both); subscribes `forward_position_controller/commands`,
 `forward_velocity_controller/commands` (7 values) and `gripper_controller/commands` (1 value).
-Parameters (read-only): rate_hz 100, image_width 1280, image_height 720, fps 15,
-image_transport raw, views (all three), initial_positions (ready pose), initial_gripper 0,
-velocity_timeout_s 0.2, jpeg_quality 90, render_scale 4. A camera nobody subscribes to is not
-rendered.
+Its read-only parameters describe themselves (`ros2 param describe /sim_robot <name>`).
 """
 
 from __future__ import annotations
@@ -40,6 +37,7 @@ from sequence_ai_ros.sim_render import VIEWS, SceneRenderer
 
 TRANSPORTS = ("raw", "compressed", "both")
 RATE_LOG_PERIOD_S = 10.0
+_STATE_NAMES = (*JOINT_NAMES, GRIPPER_JOINT)
 
 
 class _CameraOutput:
@@ -49,6 +47,7 @@ class _CameraOutput:
         self, node: Node, view: str, width: int, height: int, transport: str, scale: int
     ) -> None:
         self.view = view
+        self.frame_id = f"{view}_optical_frame"
         self.renderer = SceneRenderer(view, width, height, scale)
         # The frame buffer is an array.array so the message takes it without a per-element check.
         self.buffer = array.array("B", bytes(width * height * 3))
@@ -219,7 +218,7 @@ class SimRobot(Node):
             q, qd, gripper = self.arm.q.copy(), self.arm.qd.copy(), self.arm.gripper
         msg = JointState()
         msg.header.stamp = self.get_clock().now().to_msg()
-        msg.name = [*JOINT_NAMES, GRIPPER_JOINT]
+        msg.name = _STATE_NAMES
         msg.position = [*q.tolist(), gripper]
         msg.velocity = [*qd.tolist(), 0.0]
         self._publish(self._joint_pub, msg)
@@ -235,17 +234,16 @@ class SimRobot(Node):
                 continue
             rendered = True
             camera.renderer.render(q, gripper, out=camera.pixels)
-            frame_id = f"{camera.view}_optical_frame"
             if camera.raw is not None:
                 msg = Image()
-                msg.header.stamp, msg.header.frame_id = stamp, frame_id
+                msg.header.stamp, msg.header.frame_id = stamp, camera.frame_id
                 msg.height, msg.width = camera.pixels.shape[:2]
                 msg.encoding = "rgb8"
                 msg.step = msg.width * 3
                 msg.data = camera.buffer
                 self._publish(camera.raw, msg)
             if camera.compressed is not None:
-                self._publish(camera.compressed, self._compress(camera, stamp, frame_id))
+                self._publish(camera.compressed, self._compress(camera, stamp))
         self._counts["frames"] += rendered
 
     def _log_rates(self) -> None:
@@ -265,13 +263,13 @@ class SimRobot(Node):
             if self.context.ok():
                 raise
 
-    def _compress(self, camera: _CameraOutput, stamp: object, frame_id: str) -> CompressedImage:
+    def _compress(self, camera: _CameraOutput, stamp: object) -> CompressedImage:
         from PIL import Image as PilImage  # Pillow only when someone asked for JPEG
 
         out = io.BytesIO()
         PilImage.fromarray(camera.pixels).save(out, format="JPEG", quality=self._jpeg_quality)
         msg = CompressedImage()
-        msg.header.stamp, msg.header.frame_id = stamp, frame_id
+        msg.header.stamp, msg.header.frame_id = stamp, camera.frame_id
         # The string image_transport writes for colour JPEG, so consumers treat it as a camera's.
         msg.format = "rgb8; jpeg compressed bgr8"
         msg.data = array.array("B", out.getvalue())

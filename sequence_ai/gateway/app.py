@@ -8,7 +8,7 @@ import math
 import time
 import uuid
 from dataclasses import asdict
-from typing import Any, Awaitable, Callable, Dict, List, Literal, Optional
+from typing import Any, Awaitable, Callable, Dict, List, Literal, Optional, Union
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
@@ -88,6 +88,29 @@ class LatencyIn(BaseModel):
 class ColdIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str
+
+
+class ErrorBody(BaseModel):
+    """Every error answer (§1.9): a string, an object (warming 503) or a list (422)."""
+
+    detail: Any
+
+
+_ERROR_MEANING = {
+    400: "observation refused: a declared view missing, a frame that does not decode or is "
+         "outside the trained aspect ratio, or a model served on another endpoint",
+    401: "API key missing or unknown",
+    402: "balance exhausted",
+    404: "unknown model",
+    413: "request body over 2 MB",
+    503: "model warming up (detail.status 'warming_up' and Retry-After) or unavailable",
+    504: "upstream timed out",
+}
+
+
+def _errors(*statuses: int) -> Dict[Union[int, str], Dict[str, Any]]:
+    """OpenAPI entries for the error statuses a route can answer, so /openapi.json lists them."""
+    return {s: {"model": ErrorBody, "description": _ERROR_MEANING[s]} for s in statuses}
 
 
 # --- responses ---------------------------------------------------------------------------------
@@ -390,7 +413,7 @@ def create_app(gateway: Gateway) -> FastAPI:
     ) -> Dict[str, Any]:
         return {"data": gateway.catalogue.rows(endpoint)}
 
-    @app.get("/v1/act/ready")
+    @app.get("/v1/act/ready", responses=_errors(401, 404))
     async def ready(request: Request, model: str) -> Dict[str, Any]:
         _authorise(gateway, request, billed=False)
         row = _find_row(gateway, model)
@@ -398,7 +421,7 @@ def create_app(gateway: Gateway) -> FastAPI:
         remaining = server.use()
         return {"ready": remaining is None, "eta_s": server.load_eta_s}
 
-    @app.post("/v1/act")
+    @app.post("/v1/act", responses=_errors(400, 401, 402, 404, 413, 503, 504))
     async def act(body: ActRequest, request: Request) -> Any:
         received = time.monotonic()
         _authorise(gateway, request, billed=True)

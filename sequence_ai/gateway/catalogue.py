@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 MODEL_PREFIX = "accounts/sequences/models/"
 ENDPOINTS = ("act", "chat", "perceive")
@@ -49,183 +49,179 @@ def short_id(model_id: str) -> str:
 
 
 def _not_trainable(why: str) -> Dict[str, Any]:
+    # §1.6 types the figures as numbers, never null: a client reading them before it checks
+    # `trainable` gets a zero price and a non-zero rate instead of a TypeError.
     return {
         "trainable": False,
         "why": why,
-        "billing_fps": None,
-        "usd_per_data_hour": None,
-        "minimum_usd": None,
+        "billing_fps": 15.0,
+        "usd_per_data_hour": 0.0,
+        "minimum_usd": 0.0,
+    }
+
+
+def _semantics(
+    space: str,
+    *,
+    value_range: Optional[List[float]] = None,
+    gripper_dims: Sequence[int] = (),
+    native_target: Optional[str] = None,
+    conversions: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
+    return {
+        "space": space,
+        "pass_raw": True,
+        "native_target": native_target,
+        "value_range": value_range,
+        "exceptions": [
+            {"dim": dim, "meaning": "gripper_binary", "threshold": 0.5} for dim in gripper_dims
+        ],
+        "conversions": conversions or {},
+    }
+
+
+def _simulated_row(
+    short_name: str,
+    *,
+    gpu_ms_p50: float,
+    tags: Sequence[str],
+    rows_note: str = "",
+    open_loop_horizon: Optional[int] = None,
+    training: Optional[Dict[str, Any]] = None,
+    **fields: Any,
+) -> Dict[str, Any]:
+    """A built-in row: ``fields`` are the model's own §1.6 values, in wire order."""
+    return {
+        "id": MODEL_PREFIX + short_name,
+        "object": "model",
+        "endpoint": "act",
+        **fields,
+        "open_loop_horizon": open_loop_horizon,
+        "sustains_seconds": (
+            round(open_loop_horizon / fields["control_hz"], 3) if open_loop_horizon else None
+        ),
+        "training": training or _not_trainable("simulated model"),
+        "latency": {"gpu_ms_p50": gpu_ms_p50, "note": "GPU-only figure, not end-to-end"},
+        "pricing": {"usd_per_call": 0.0},
+        "licence": "simulated",
+        "tags": ["simulated", *tags],
+        "simulated": True,
+        "description": f"{_SIMULATED_NOTE} {rows_note}" if rows_note else _SIMULATED_NOTE,
     }
 
 
 def pi05_droid_row() -> Dict[str, Any]:
-    return {
-        "id": MODEL_PREFIX + "pi05-droid",
-        "object": "model",
-        "endpoint": "act",
-        "architecture": "pi05",
-        "robot": "droid_franka",
-        "action_dim": 8,
-        "state_dim": 8,
-        "state_layout": {"joint_positions": 7, "gripper": 1},
-        "action_horizon": 15,
-        "control_hz": 15.0,
-        "camera_views": ["exterior_1", "wrist_left"],
-        "training_frame_size": [320, 180],
-        "input_aspect_ratio": 1.7778,
-        "input_resize": "pad",
-        "action_space": "joint_delta",
-        "action_semantics": {
-            "space": "joint_delta",
-            "pass_raw": True,
-            "native_target": (
+    return _simulated_row(
+        "pi05-droid",
+        architecture="pi05",
+        robot="droid_franka",
+        action_dim=8,
+        state_dim=8,
+        state_layout={"joint_positions": 7, "gripper": 1},
+        action_horizon=15,
+        control_hz=15.0,
+        camera_views=["exterior_1", "wrist_left"],
+        training_frame_size=[320, 180],
+        input_aspect_ratio=1.7778,
+        input_resize="pad",
+        action_space="joint_delta",
+        action_semantics=_semantics(
+            "joint_delta",
+            native_target=(
                 "droid.robot_env.RobotEnv(action_space='joint_velocity', "
                 "gripper_action_space='position')"
             ),
-            "value_range": [-1.0, 1.0],
-            "exceptions": [{"dim": 7, "meaning": "gripper_binary", "threshold": 0.5}],
-            "conversions": {
+            value_range=[-1.0, 1.0],
+            gripper_dims=[7],
+            conversions={
                 "joint_position": {
                     "reference": "state_at_request",
                     "formula": "q_target[i] = q_reference + step[i][:7]",
                     "verified_in": "isaac-lab droid scene, 2026-09-11",
                 }
             },
-        },
-        "open_loop_horizon": 8,
-        "sustains_seconds": round(8 / 15.0, 3),
-        "training": {
+        ),
+        open_loop_horizon=8,
+        training={
             "trainable": True,
             "why": "LoRA fine-tuning on DROID-format episodes",
             "billing_fps": 15.0,
             "usd_per_data_hour": 40.0,
             "minimum_usd": 25.0,
         },
-        "latency": {"gpu_ms_p50": 95.0, "note": "GPU-only figure, not end-to-end"},
-        "pricing": {"usd_per_call": 0.0},
-        "licence": "simulated",
-        "tags": ["simulated", "droid", "franka"],
-        "simulated": True,
-        "description": _SIMULATED_NOTE,
-    }
+        gpu_ms_p50=95.0,
+        tags=["droid", "franka"],
+    )
 
 
 def cosmos3_droid_row() -> Dict[str, Any]:
-    return {
-        "id": MODEL_PREFIX + "cosmos3-edge-policy-droid",
-        "object": "model",
-        "endpoint": "act",
-        "architecture": "cosmos3",
-        "robot": "droid_franka",
-        "action_dim": 8,
-        "state_dim": 8,
-        "state_layout": {"joint_positions": 7, "gripper": 1},
-        "action_horizon": 32,
-        "control_hz": 15.0,
-        "camera_views": ["exterior_1", "exterior_2", "wrist_left"],
-        "training_frame_size": [640, 360],
-        "input_aspect_ratio": 1.7778,
-        "input_resize": "stretch",
-        "action_space": "joint_absolute",
-        "action_semantics": {
-            "space": "joint_absolute",
-            "pass_raw": True,
-            "native_target": None,
-            "value_range": None,
-            "exceptions": [],
-            "conversions": {},
-        },
-        "open_loop_horizon": None,
-        "sustains_seconds": None,
-        "training": _not_trainable("cosmos3 edge policies are not fine-tunable through the API"),
-        "latency": {"gpu_ms_p50": 310.0, "note": "GPU-only figure, not end-to-end"},
-        "pricing": {"usd_per_call": 0.0},
-        "licence": "simulated",
-        "tags": ["simulated", "droid", "franka"],
-        "simulated": True,
-        "description": _SIMULATED_NOTE,
-    }
+    return _simulated_row(
+        "cosmos3-edge-policy-droid",
+        architecture="cosmos3",
+        robot="droid_franka",
+        action_dim=8,
+        state_dim=8,
+        state_layout={"joint_positions": 7, "gripper": 1},
+        action_horizon=32,
+        control_hz=15.0,
+        camera_views=["exterior_1", "exterior_2", "wrist_left"],
+        training_frame_size=[640, 360],
+        input_aspect_ratio=1.7778,
+        input_resize="stretch",
+        action_space="joint_absolute",
+        action_semantics=_semantics("joint_absolute"),
+        training=_not_trainable("cosmos3 edge policies are not fine-tunable through the API"),
+        gpu_ms_p50=310.0,
+        tags=["droid", "franka"],
+    )
 
 
 def bimanual_row() -> Dict[str, Any]:
     """A 14-wide bimanual state (two 6-joint arms + two grippers) and a 0.50 s chunk."""
-    return {
-        "id": MODEL_PREFIX + "sim-bimanual-reach",
-        "object": "model",
-        "endpoint": "act",
-        "architecture": "simulated-reach",
-        "robot": "sim_bimanual_6dof",
-        "action_dim": 14,
-        "state_dim": 14,
-        "state_layout": {"joint_positions": 12, "gripper": 2},
-        "action_horizon": 25,
-        "control_hz": 50.0,
-        "camera_views": ["cam_high", "cam_left_wrist", "cam_right_wrist"],
-        "training_frame_size": [320, 240],
-        "input_aspect_ratio": 1.3333,
-        "input_resize": "pad",
-        "action_space": "joint_absolute",
-        "action_semantics": {
-            "space": "joint_absolute",
-            "pass_raw": True,
-            "native_target": None,
-            "value_range": None,
-            "exceptions": [
-                {"dim": 12, "meaning": "gripper_binary", "threshold": 0.5},
-                {"dim": 13, "meaning": "gripper_binary", "threshold": 0.5},
-            ],
-            "conversions": {},
-        },
-        "open_loop_horizon": None,
-        "sustains_seconds": None,
-        "training": _not_trainable("simulated model"),
-        "latency": {"gpu_ms_p50": 60.0, "note": "GPU-only figure, not end-to-end"},
-        "pricing": {"usd_per_call": 0.0},
-        "licence": "simulated",
-        "tags": ["simulated", "bimanual"],
-        "simulated": True,
-        "description": _SIMULATED_NOTE
-        + " Rows: 12 absolute joint targets (left arm 0-5, right arm 6-11), grippers at 12, 13.",
-    }
+    return _simulated_row(
+        "sim-bimanual-reach",
+        architecture="simulated-reach",
+        robot="sim_bimanual_6dof",
+        action_dim=14,
+        state_dim=14,
+        state_layout={"joint_positions": 12, "gripper": 2},
+        action_horizon=25,
+        control_hz=50.0,
+        camera_views=["cam_high", "cam_left_wrist", "cam_right_wrist"],
+        training_frame_size=[320, 240],
+        input_aspect_ratio=1.3333,
+        input_resize="pad",
+        action_space="joint_absolute",
+        action_semantics=_semantics("joint_absolute", gripper_dims=[12, 13]),
+        gpu_ms_p50=60.0,
+        tags=["bimanual"],
+        rows_note=(
+            "Rows: 12 absolute joint targets (left arm 0-5, right arm 6-11), grippers at 12, 13."
+        ),
+    )
 
 
 def stateless_row() -> Dict[str, Any]:
     """A model that ignores proprioception (state_dim 0) and plays 0.64 s chunks."""
-    return {
-        "id": MODEL_PREFIX + "sim-stateless-ee-delta",
-        "object": "model",
-        "endpoint": "act",
-        "architecture": "simulated-video-action",
-        "robot": "sim_single_arm_ee",
-        "action_dim": 7,
-        "state_dim": 0,
-        "state_layout": None,
-        "action_horizon": 16,
-        "control_hz": 25.0,
-        "camera_views": ["front"],
-        "training_frame_size": [256, 256],
-        "input_aspect_ratio": 1.0,
-        "input_resize": None,
-        "action_space": "ee_delta",
-        "action_semantics": {
-            "space": "ee_delta",
-            "pass_raw": True,
-            "native_target": None,
-            "value_range": [-1.0, 1.0],
-            "exceptions": [{"dim": 6, "meaning": "gripper_binary", "threshold": 0.5}],
-            "conversions": {},
-        },
-        "open_loop_horizon": None,
-        "sustains_seconds": None,
-        "training": _not_trainable("simulated model"),
-        "latency": {"gpu_ms_p50": 80.0, "note": "GPU-only figure, not end-to-end"},
-        "pricing": {"usd_per_call": 0.0},
-        "licence": "simulated",
-        "tags": ["simulated", "stateless"],
-        "simulated": True,
-        "description": _SIMULATED_NOTE
-        + " Rows: normalised end-effector deltas (xyz, rpy) and a gripper at dim 6.",
-    }
+    return _simulated_row(
+        "sim-stateless-ee-delta",
+        architecture="simulated-video-action",
+        robot="sim_single_arm_ee",
+        action_dim=7,
+        state_dim=0,
+        state_layout=None,
+        action_horizon=16,
+        control_hz=25.0,
+        camera_views=["front"],
+        training_frame_size=[256, 256],
+        input_aspect_ratio=1.0,
+        input_resize=None,
+        action_space="ee_delta",
+        action_semantics=_semantics("ee_delta", value_range=[-1.0, 1.0], gripper_dims=[6]),
+        gpu_ms_p50=80.0,
+        tags=["stateless"],
+        rows_note="Rows: normalised end-effector deltas (xyz, rpy) and a gripper at dim 6.",
+    )
 
 
 def complete_row(row: Dict[str, Any]) -> Dict[str, Any]:

@@ -13,10 +13,10 @@ from PIL import Image
 from sequence_ai.gateway.catalogue import short_id
 from sequence_ai.gateway.policies import PolicyObservation
 
-# Relative difference allowed between a frame's width/height and the trained ratio. The client
-# centre-crops to the trained ratio (0.5% skip band) before sending, so its frames always pass;
-# 2% also admits common near-16:9 sizes such as 848x480 (0.6% off).
-ASPECT_TOLERANCE = 0.02
+# PROTOCOL §1.10's aspect band: letterboxed into a square of this side, the frame's content
+# must be within this many pixels of the trained ratio's on each axis (16:9 → rows 121-131).
+ASPECT_SQUARE_PX = 224
+ASPECT_BAND_PX = 5.0
 # Frames are decoded in memory; refuse decompression bombs before allocating pixels.
 MAX_FRAME_PIXELS = 4096 * 4096
 ACCEPTED_FORMATS = ("JPEG", "PNG")
@@ -83,15 +83,27 @@ def decode_frame(row: Mapping[str, Any], frame: Frame) -> Image.Image:
             f"{where}: {len(raw)} bytes do not decode as a JPEG or PNG image ({exc})"
         ) from None
     ratio = row.get("input_aspect_ratio")
-    if ratio:
-        actual = width / height
-        if abs(actual - ratio) / ratio > ASPECT_TOLERANCE:
-            raise ObservationRejected(
-                f"{where}: frame {width}x{height} has aspect ratio {actual:.4f}, model "
-                f"{short_id(row['id'])} was trained at {ratio} (tolerance "
-                f"{ASPECT_TOLERANCE:.0%}); centre-crop the frame to {ratio} before sending"
-            )
+    if ratio and not aspect_in_band(width / height, float(ratio)):
+        raise ObservationRejected(
+            f"{where}: frame {width}x{height} has aspect ratio {width / height:.4f}, model "
+            f"{short_id(row['id'])} was trained at {ratio} (band: content within "
+            f"±{ASPECT_BAND_PX:.0f} px at a {ASPECT_SQUARE_PX} px square); centre-crop the frame "
+            f"to {ratio} before sending"
+        )
     return rgb
+
+
+def _content_box(ratio: float) -> Tuple[float, float]:
+    side = float(ASPECT_SQUARE_PX)
+    return side * min(1.0, ratio), side * min(1.0, 1.0 / ratio)
+
+
+def aspect_in_band(actual: float, trained: float) -> bool:
+    """Whether a frame of ratio ``actual`` letterboxes to within the band of ``trained``."""
+    # The trained content is whole pixels (224 / 1.7778 → 126), as the model's resize makes it.
+    trained_box = [round(v) for v in _content_box(trained)]
+    return all(abs(a - t) <= ASPECT_BAND_PX + 1e-9
+               for a, t in zip(_content_box(actual), trained_box))
 
 
 def _fit(

@@ -141,11 +141,11 @@ def wait_for(condition: Callable[[], bool], timeout_s: float = PATIENCE_S) -> bo
     return condition()
 
 
-class GatewayView:
-    """One test's view of a module-wide gateway: counters are relative to the test's start.
+class PerTestGateway:
+    """A module-wide gateway as one test sees it: counters are relative to the test's start.
 
     Starting a gateway per test dominates the suite's run time; tests that only need warm
-    models and consumable faults share one through this view.
+    models and consumable faults share one, each through its own PerTestGateway.
     """
 
     def __init__(self, handle: Any) -> None:

@@ -3,26 +3,11 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterator
 
 import pytest
-from policy_support import PATIENCE_S, GatewayView, Robot, open_policy
+from policy_support import PATIENCE_S, Robot, open_policy
 
 from sequence_ai import SequencesError
-from sequence_ai.gateway.testing import run_gateway
-
-
-@pytest.fixture(scope="module")
-def shared_gateway() -> Iterator[Any]:
-    with run_gateway() as handle:
-        yield handle
-
-
-@pytest.fixture
-def gw(shared_gateway: Any) -> Iterator[GatewayView]:
-    shared_gateway.clear_faults()
-    yield GatewayView(shared_gateway)
-    shared_gateway.clear_faults()
 
 
 def test_max_seconds_is_required_positive_and_finite(gw) -> None:

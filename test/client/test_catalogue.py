@@ -6,28 +6,14 @@ import pytest
 
 from sequence_ai.catalogue import Model, find_model, full_model_id, models, short_model_id
 from sequence_ai.errors import InvalidResponse
-from sequence_ai.gateway.testing import run_gateway
 from sequence_ai.transport import Transport
 
 PI05 = "accounts/sequences/models/pi05-droid"
 COSMOS = "accounts/sequences/models/cosmos3-edge-policy-droid"
 
 
-@pytest.fixture(scope="module")
-def gateway():
-    """One gateway per module: starting one per test costs seconds under the 3.9 subprocess."""
-    with run_gateway() as handle:
-        yield handle
-
-
-@pytest.fixture
-def no_env(monkeypatch):
-    monkeypatch.delenv("SEQUENCES_API_KEY", raising=False)
-    monkeypatch.delenv("SEQUENCES_BASE_URL", raising=False)
-
-
-def test_models_needs_no_key_and_maps_every_field(gateway, no_env):
-    rows = {m.short_id: m for m in models(base_url=gateway.url)}
+def test_models_needs_no_key_and_maps_every_field(shared_gateway, no_env):
+    rows = {m.short_id: m for m in models(base_url=shared_gateway.url)}
     pi05 = rows["pi05-droid"]
     assert pi05.id == PI05 and pi05.endpoint == "act"
     assert pi05.camera_views == ("exterior_1", "wrist_left")
@@ -45,24 +31,24 @@ def test_models_needs_no_key_and_maps_every_field(gateway, no_env):
     assert cosmos.open_loop_horizon is None
 
 
-def test_endpoint_filter(gateway, no_env):
-    act = models("act", base_url=gateway.url)
+def test_endpoint_filter(shared_gateway, no_env):
+    act = models("act", base_url=shared_gateway.url)
     assert act and all(m.endpoint == "act" for m in act)
-    assert all(m.endpoint == "chat" for m in models("chat", base_url=gateway.url))
+    assert all(m.endpoint == "chat" for m in models("chat", base_url=shared_gateway.url))
 
 
-def test_the_base_url_comes_from_the_environment(gateway, monkeypatch):
-    monkeypatch.setenv("SEQUENCES_BASE_URL", gateway.url + "/")
+def test_the_base_url_comes_from_the_environment(shared_gateway, monkeypatch):
+    monkeypatch.setenv("SEQUENCES_BASE_URL", shared_gateway.url + "/")
     assert find_model(models(), "pi05-droid") is not None
 
 
-def test_a_given_transport_is_reused_not_reopened(gateway, no_env):
-    with Transport(base_url=gateway.url, api_key=gateway.api_key) as t:
+def test_a_given_transport_is_reused_not_reopened(shared_gateway, no_env):
+    with Transport(base_url=shared_gateway.url, api_key=shared_gateway.api_key) as t:
         t.get("/v1/health")
-        before = gateway.counters()["connections"]
+        before = shared_gateway.counters()["connections"]
         assert models("act", transport=t)
         assert models(transport=t)
-        assert gateway.counters()["connections"] == before
+        assert shared_gateway.counters()["connections"] == before
         assert not t.closed
 
 

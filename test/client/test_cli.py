@@ -9,22 +9,13 @@ import sys
 import pytest
 
 from sequence_ai.cli import main
-from sequence_ai.gateway.testing import run_gateway
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-@pytest.fixture(scope="module")
-def gateway():
-    """One gateway per module: starting one per test costs seconds under the 3.9 subprocess."""
-    with run_gateway() as handle:
-        yield handle
-
-
 @pytest.fixture
-def env(monkeypatch):
-    monkeypatch.delenv("SEQUENCES_API_KEY", raising=False)
-    monkeypatch.delenv("SEQUENCES_BASE_URL", raising=False)
+def env(monkeypatch, no_env):
+    """The test's monkeypatch, starting with no SEQUENCES_* variables set."""
     return monkeypatch
 
 
@@ -34,8 +25,8 @@ def run(capsys, *argv):
     return code, out, err
 
 
-def test_models_prints_a_table_of_the_catalogue(gateway, env, capsys):
-    code, out, _ = run(capsys, "models", "--base-url", gateway.url)
+def test_models_prints_a_table_of_the_catalogue(shared_gateway, env, capsys):
+    code, out, _ = run(capsys, "models", "--base-url", shared_gateway.url)
     lines = out.splitlines()
     assert code == 0
     assert lines[0].split()[:3] == ["MODEL", "ENDPOINT", "ACTION"]
@@ -47,8 +38,8 @@ def test_models_prints_a_table_of_the_catalogue(gateway, env, capsys):
     assert any(line.startswith("cosmos3-edge-policy-droid") for line in lines)
 
 
-def test_models_uses_the_environment_base_url(gateway, env, capsys):
-    env.setenv("SEQUENCES_BASE_URL", gateway.url)
+def test_models_uses_the_environment_base_url(shared_gateway, env, capsys):
+    env.setenv("SEQUENCES_BASE_URL", shared_gateway.url)
     code, out, _ = run(capsys, "models", "--endpoint", "act")
     assert code == 0 and "pi05-droid" in out
 
@@ -59,15 +50,15 @@ def test_models_reports_an_unreachable_gateway_without_a_traceback(env, capsys):
     assert "could not reach" in err and "Traceback" not in err
 
 
-def test_doctor_passes_with_a_valid_key(gateway, env, capsys):
-    env.setenv("SEQUENCES_API_KEY", gateway.api_key)
-    env.setenv("SEQUENCES_BASE_URL", gateway.url)
+def test_doctor_passes_with_a_valid_key(shared_gateway, env, capsys):
+    env.setenv("SEQUENCES_API_KEY", shared_gateway.api_key)
+    env.setenv("SEQUENCES_BASE_URL", shared_gateway.url)
     code, out, _ = run(capsys, "doctor", "--samples", "2")
     assert code == 0, out
     assert "from SEQUENCES_BASE_URL" in out
     assert "probe answered 404" in out
     assert "new connection" in out and "reused" in out
-    assert gateway.api_key not in out
+    assert shared_gateway.api_key not in out
     assert out.rstrip().endswith("no problems found")
 
 
@@ -75,16 +66,16 @@ def test_doctor_passes_with_a_valid_key(gateway, env, capsys):
     ("key", "expected"),
     [("seq_live_wrong_key_abcdef", "refused the API key (401)"), (None, "no credit (402)")],
 )
-def test_doctor_fails_on_a_refused_key_or_no_credit(gateway, env, capsys, key, expected):
-    key = key or gateway.broke_key
+def test_doctor_fails_on_a_refused_key_or_no_credit(shared_gateway, env, capsys, key, expected):
+    key = key or shared_gateway.broke_key
     env.setenv("SEQUENCES_API_KEY", key)
-    code, out, _ = run(capsys, "doctor", "--base-url", gateway.url, "--samples", "1")
+    code, out, _ = run(capsys, "doctor", "--base-url", shared_gateway.url, "--samples", "1")
     assert code == 1
     assert expected in out and key not in out
 
 
-def test_doctor_fails_without_a_key_but_still_checks_the_gateway(gateway, env, capsys):
-    code, out, _ = run(capsys, "doctor", "--base-url", gateway.url, "--samples", "1")
+def test_doctor_fails_without_a_key_but_still_checks_the_gateway(shared_gateway, env, capsys):
+    code, out, _ = run(capsys, "doctor", "--base-url", shared_gateway.url, "--samples", "1")
     assert code == 1
     assert "SEQUENCES_API_KEY" in out and "/v1/health answered" in out
 
@@ -108,9 +99,9 @@ def test_doctor_over_tls_with_a_ca_bundle(gateway_factory, env, capsys):
     assert code == 0, out
 
 
-def test_the_module_runs_as_a_program(gateway, env):
+def test_the_module_runs_as_a_program(shared_gateway, env):
     result = subprocess.run(
-        [sys.executable, "-m", "sequence_ai.cli", "models", "--base-url", gateway.url],
+        [sys.executable, "-m", "sequence_ai.cli", "models", "--base-url", shared_gateway.url],
         capture_output=True,
         text=True,
         cwd=REPO,

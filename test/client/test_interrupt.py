@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import threading
 import warnings
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 from policy_support import (
     PATIENCE_S,
-    GatewayView,
     Robot,
     make_observation,
     open_policy,
@@ -18,20 +17,6 @@ from policy_support import (
 
 import sequence_ai
 from sequence_ai import SequencesError
-from sequence_ai.gateway.testing import run_gateway
-
-
-@pytest.fixture(scope="module")
-def shared_gateway() -> Iterator[Any]:
-    with run_gateway() as handle:
-        yield handle
-
-
-@pytest.fixture
-def gw(shared_gateway: Any) -> Iterator[GatewayView]:
-    shared_gateway.clear_faults()
-    yield GatewayView(shared_gateway)
-    shared_gateway.clear_faults()
 
 
 def run_in_thread(call: Callable[[], Any]) -> tuple:

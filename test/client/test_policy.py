@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterator
 
 import pytest
 from policy_support import (
     PATIENCE_S,
     PI05,
-    GatewayView,
     Robot,
     fetch_threads,
     make_observation,
@@ -19,20 +17,6 @@ from policy_support import (
 
 import sequence_ai
 from sequence_ai import ChunkExhausted, InvalidRequest, SequencesError, Unavailable
-from sequence_ai.gateway.testing import run_gateway
-
-
-@pytest.fixture(scope="module")
-def shared_gateway() -> Iterator[Any]:
-    with run_gateway() as handle:
-        yield handle
-
-
-@pytest.fixture
-def gw(shared_gateway: Any) -> Iterator[GatewayView]:
-    shared_gateway.clear_faults()
-    yield GatewayView(shared_gateway)
-    shared_gateway.clear_faults()
 
 
 def test_connect_checks_its_arguments_locally(monkeypatch: pytest.MonkeyPatch) -> None:

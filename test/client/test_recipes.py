@@ -9,22 +9,14 @@ import pytest
 from sequence_ai import recipes
 from sequence_ai.actions import to_joint_positions
 from sequence_ai.catalogue import Model, find_model, models
-from sequence_ai.gateway.testing import run_gateway
 from sequence_ai.recipes import cosmos3_edge_policy_droid, pi05_droid
 from sequence_ai.types import ActionChunk
 
 
-@pytest.fixture(scope="module")
-def gateway():
-    """One gateway per module: starting one per test costs seconds under the 3.9 subprocess."""
-    with run_gateway() as handle:
-        yield handle
-
-
 @pytest.fixture
-def live(gateway, monkeypatch):
+def live(shared_gateway, monkeypatch):
     monkeypatch.delenv("SEQUENCES_API_KEY", raising=False)
-    rows = models(base_url=gateway.url)
+    rows = models(base_url=shared_gateway.url)
     return {m.short_id: m for m in rows}
 
 

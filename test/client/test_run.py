@@ -6,13 +6,12 @@ import contextlib
 import io
 import sys
 import warnings
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 from policy_support import (
     COSMOS,
     PI05,
-    GatewayView,
     Robot,
     fetch_threads,
     make_observation,
@@ -21,20 +20,6 @@ from policy_support import (
 
 import sequence_ai
 from sequence_ai import InvalidResponse, OutOfCredit, SequencesError, Unavailable
-from sequence_ai.gateway.testing import run_gateway
-
-
-@pytest.fixture(scope="module")
-def shared_gateway() -> Iterator[Any]:
-    with run_gateway() as handle:
-        yield handle
-
-
-@pytest.fixture
-def gw(shared_gateway: Any) -> Iterator[GatewayView]:
-    shared_gateway.clear_faults()
-    yield GatewayView(shared_gateway)
-    shared_gateway.clear_faults()
 
 
 @contextlib.contextmanager

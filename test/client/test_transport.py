@@ -17,7 +17,6 @@ from sequence_ai.errors import (
     SequencesError,
     Unavailable,
 )
-from sequence_ai.gateway.testing import run_gateway
 from sequence_ai.transport import (
     DEFAULT_BASE_URL,
     Transport,
@@ -46,22 +45,9 @@ def act_body(model=PI05, views=("exterior_1", "wrist_left"), gripper=(0.0,)):
     }
 
 
-@pytest.fixture(scope="module")
-def gateway():
-    """One gateway per module: starting one per test costs seconds under the 3.9 subprocess."""
-    with run_gateway() as handle:
-        yield handle
-
-
 @pytest.fixture
-def no_env(monkeypatch):
-    monkeypatch.delenv("SEQUENCES_API_KEY", raising=False)
-    monkeypatch.delenv("SEQUENCES_BASE_URL", raising=False)
-
-
-@pytest.fixture
-def transport(gateway, no_env):
-    with Transport(base_url=gateway.url, api_key=gateway.api_key) as t:
+def transport(shared_gateway, no_env):
+    with Transport(base_url=shared_gateway.url, api_key=shared_gateway.api_key) as t:
         yield t
 
 
@@ -81,9 +67,9 @@ def test_readiness_and_health_are_plain_gets(transport):
     assert transport.get("/v1/health")["auth"] == "keystore"
 
 
-def test_an_unknown_key_is_an_auth_error_that_never_shows_the_key(gateway, no_env):
+def test_an_unknown_key_is_an_auth_error_that_never_shows_the_key(shared_gateway, no_env):
     key = "seq_live_this_key_is_secret_12345"
-    with Transport(base_url=gateway.url, api_key=key) as t:
+    with Transport(base_url=shared_gateway.url, api_key=key) as t:
         with pytest.raises(AuthError) as info:
             t.post("/v1/act", act_body())
         assert info.value.status == 401
@@ -91,8 +77,8 @@ def test_an_unknown_key_is_an_auth_error_that_never_shows_the_key(gateway, no_en
         assert key not in repr(t)
 
 
-def test_no_key_sends_no_header_and_the_gateway_refuses_act(gateway, no_env):
-    with Transport(base_url=gateway.url, require_key=False) as t:
+def test_no_key_sends_no_header_and_the_gateway_refuses_act(shared_gateway, no_env):
+    with Transport(base_url=shared_gateway.url, require_key=False) as t:
         assert not t.has_key
         assert t.get("/v1/models")["data"]
         with pytest.raises(AuthError, match="missing API key"):
@@ -104,12 +90,12 @@ def test_a_missing_key_fails_locally_at_construction(no_env):
         Transport(base_url="http://127.0.0.1:9")
 
 
-def test_out_of_credit_is_402(gateway, no_env):
-    with Transport(base_url=gateway.url, api_key=gateway.broke_key) as t:
+def test_out_of_credit_is_402(shared_gateway, no_env):
+    with Transport(base_url=shared_gateway.url, api_key=shared_gateway.broke_key) as t:
         with pytest.raises(OutOfCredit) as info:
             t.post("/v1/act", act_body())
     assert info.value.status == 402
-    assert_no_key(info.value, gateway.broke_key)
+    assert_no_key(info.value, shared_gateway.broke_key)
 
 
 @pytest.mark.parametrize(
@@ -139,8 +125,8 @@ def test_a_scalar_gripper_is_refused_by_the_schema(transport):
     ("status", "error"),
     [(500, SequencesError), (503, Unavailable), (504, Unavailable), (401, AuthError)],
 )
-def test_injected_statuses_map_to_their_error_class(gateway, transport, status, error):
-    gateway.inject("status", status=status)
+def test_injected_statuses_map_to_their_error_class(shared_gateway, transport, status, error):
+    shared_gateway.inject("status", status=status)
     with pytest.raises(error) as info:
         transport.post("/v1/act", act_body())
     assert type(info.value) is error
@@ -163,28 +149,28 @@ def test_a_warming_model_gives_unavailable_with_eta_and_job(gateway_factory, no_
     assert "loading" in str(exc)
 
 
-def test_a_malformed_200_is_invalid_response(gateway, transport):
-    gateway.inject("malformed")
+def test_a_malformed_200_is_invalid_response(shared_gateway, transport):
+    shared_gateway.inject("malformed")
     with pytest.raises(InvalidResponse, match="not JSON") as info:
         transport.post("/v1/act", act_body())
     assert info.value.status == 200
 
 
-def test_a_reset_connection_is_unavailable_and_the_next_call_works(gateway, transport):
-    gateway.inject("reset")
+def test_a_reset_connection_is_unavailable_and_the_next_call_works(shared_gateway, transport):
+    shared_gateway.inject("reset")
     with pytest.raises(Unavailable, match="could not reach") as info:
         transport.post("/v1/act", act_body())
     assert info.value.status is None and info.value.warming is False
     assert transport.post("/v1/act", act_body())["action_chunk"]["steps"]
 
 
-def test_a_post_timeout_names_the_per_call_timeout_that_applied(gateway, transport):
-    gateway.inject("stall", seconds=30)
+def test_a_post_timeout_names_the_per_call_timeout_that_applied(shared_gateway, transport):
+    shared_gateway.inject("stall", seconds=30)
     try:
         with pytest.raises(Unavailable, match=r"timed out after 0\.4s"):
             transport.post("/v1/act", act_body(), timeout=0.4)
     finally:
-        gateway.clear_faults()
+        shared_gateway.clear_faults()
 
 
 @pytest.fixture
@@ -227,13 +213,13 @@ def test_an_unreachable_gateway_is_unavailable(gateway_factory, no_env):
                     raise
 
 
-def test_one_connection_serves_many_requests(gateway, transport):
-    before = gateway.counters()["connections"]
+def test_one_connection_serves_many_requests(shared_gateway, transport):
+    before = shared_gateway.counters()["connections"]
     for _ in range(3):
         transport.get("/v1/models")
         transport.get("/v1/act/ready", params={"model": PI05})
         transport.post("/v1/act", act_body())
-    assert gateway.counters()["connections"] - before == 1
+    assert shared_gateway.counters()["connections"] - before == 1
 
 
 def test_a_closed_transport_refuses_calls(transport):
@@ -315,16 +301,16 @@ def test_retry_after_accepts_seconds_and_http_dates():
     assert parse_retry_after(None) is None
 
 
-def test_a_non_finite_body_is_refused_before_sending(gateway, transport):
-    before = gateway.counters()["requests"]["act"]
+def test_a_non_finite_body_is_refused_before_sending(shared_gateway, transport):
+    before = shared_gateway.counters()["requests"]["act"]
     body = act_body()
     body["observation"]["proprioception"]["joint_positions"][0] = float("nan")
     with pytest.raises(ValueError, match="NaN or infinity"):
         transport.post("/v1/act", body)
-    assert gateway.counters()["requests"]["act"] == before
+    assert shared_gateway.counters()["requests"]["act"] == before
 
 
-def test_properties_describe_the_connection_without_the_key(gateway, transport):
-    assert transport.base_url == gateway.url
+def test_properties_describe_the_connection_without_the_key(shared_gateway, transport):
+    assert transport.base_url == shared_gateway.url
     assert transport.has_key and transport.timeout_s == 30.0
-    assert gateway.api_key not in repr(transport) and "api_key=set" in repr(transport)
+    assert shared_gateway.api_key not in repr(transport) and "api_key=set" in repr(transport)

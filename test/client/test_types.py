@@ -185,7 +185,7 @@ def test_prediction_missing_key_is_invalid_response(missing):
         Prediction.from_wire(body)
 
 
-def test_observation_wire_form_omits_unset_optionals_and_keeps_view_order():
+def test_observation_wire_form_sends_unset_optionals_as_null_and_keeps_view_order():
     obs = Observation(
         images=[ImageFrame("wrist_left", "QUJD", timestamp_ms=5), ImageFrame("exterior_1", "REVG")],
         proprioception=Proprioception([1, 2], gripper=[1]),
@@ -193,8 +193,10 @@ def test_observation_wire_form_omits_unset_optionals_and_keeps_view_order():
     )
     wire = obs.to_wire()
     assert [f["view"] for f in wire["images"]] == ["wrist_left", "exterior_1"]
-    assert wire["images"][0]["timestamp_ms"] == 5 and "timestamp_ms" not in wire["images"][1]
-    assert wire["proprioception"] == {"joint_positions": [1.0, 2.0], "gripper": [1.0]}
+    # §1.3: the nested optionals go out as explicit JSON null when unset.
+    assert wire["images"][0]["timestamp_ms"] == 5 and wire["images"][1]["timestamp_ms"] is None
+    assert wire["proprioception"] == {"joint_positions": [1.0, 2.0], "joint_velocities": None,
+                                      "end_effector_pose": None, "gripper": [1.0]}
     assert wire["instruction"] == "pick"
 
 

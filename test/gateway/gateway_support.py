@@ -1,10 +1,12 @@
-"""Request builders shared by the gateway tests (real frames, real HTTP)."""
+"""Request builders and waits shared by the gateway tests (real frames, real HTTP)."""
 
 from __future__ import annotations
 
 import base64
 import io
-from typing import Any, Dict, List, Optional, Sequence
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import httpx
 from PIL import Image
@@ -29,6 +31,8 @@ STATE = {
     STATELESS: ([], None),
 }
 _FRAME_CACHE: Dict[Any, str] = {}
+# Generous bound for waiting on a condition: a hang guard, never a measurement.
+DEADLINE_S = 30.0
 
 
 def frame(width: int, height: int, fmt: str = "JPEG") -> str:
@@ -101,3 +105,31 @@ def client(handle: Any, key: Optional[str] = "valid", **kwargs: Any) -> httpx.Cl
 
 def steps_of(response: httpx.Response) -> List[List[float]]:
     return [step["values"] for step in response.json()["action_chunk"]["steps"]]
+
+
+def wait_for(condition: Callable[[], Any], what: str) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.01)
+
+
+def pending_faults(handle: Any) -> Any:
+    """Faults injected into an in-process gateway that no request has taken yet."""
+    return handle._gateway.faults.pending()
+
+
+def start_stalled_act(handle: Any, model: str = PI05) -> Tuple[threading.Thread, Dict[str, Any]]:
+    """POST /v1/act on a thread; its outcome gets "status", or "error" if the connection broke."""
+    outcome: Dict[str, Any] = {}
+
+    def post() -> None:
+        try:
+            with client(handle) as c:
+                outcome["status"] = c.post("/v1/act", json=act_body(model)).status_code
+        except httpx.HTTPError as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=post)
+    worker.start()
+    return worker, outcome

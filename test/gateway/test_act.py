@@ -120,7 +120,7 @@ def test_frame_that_does_not_decode_is_a_400(gateway, data):
 @pytest.mark.parametrize(("size", "status"), [
     ((640, 480), 400),   # 4:3 against a 16:9 model
     ((180, 320), 400),   # portrait
-    ((848, 480), 200),   # 0.6 % off 16:9, inside the 2 % tolerance
+    ((848, 480), 200),   # 0.6 % off 16:9, inside the ±5 px band
     ((1280, 720), 200),  # right ratio, another resolution
 ])
 def test_aspect_ratio_is_checked_against_the_trained_ratio(gateway, size, status):

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import ssl
-import threading
-import time
 
 import httpx
 import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_support import PI05, act_body, client  # noqa: E402
+from gateway_support import (  # noqa: E402
+    DEADLINE_S,
+    PI05,
+    act_body,
+    client,
+    pending_faults,
+    start_stalled_act,
+    wait_for,
+)
 
 
 def test_keep_alive_reuses_one_connection(gateway):
@@ -44,23 +50,10 @@ def test_requests_are_counted_per_endpoint(gateway):
 def test_kill_drops_connections_and_restart_serves_on_the_same_port(gateway):
     url = gateway.url
     gateway.inject("stall")
-    outcome = {}
-
-    def stalled() -> None:
-        try:
-            with client(gateway) as c:
-                outcome["status"] = c.post("/v1/act", json=act_body()).status_code
-        except httpx.HTTPError as exc:
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=stalled)
-    worker.start()
-    deadline = time.monotonic() + 30
-    while gateway._gateway.faults.pending():
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    worker, outcome = start_stalled_act(gateway)
+    wait_for(lambda: not pending_faults(gateway), "the stall to be taken")
     gateway.kill()
-    worker.join(30)
+    worker.join(DEADLINE_S)
     assert isinstance(outcome.get("error"), httpx.TransportError)
     with pytest.raises(httpx.ConnectError):
         httpx.get(url + "/v1/health", trust_env=False)

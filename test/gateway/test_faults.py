@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 
 import httpx
 import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_support import COSMOS3, PI05, act_body, client, steps_of  # noqa: E402
-
-DEADLINE_S = 30.0
-
-
-def wait_for(condition, what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not condition():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.01)
+from gateway_support import (  # noqa: E402
+    COSMOS3,
+    DEADLINE_S,
+    PI05,
+    act_body,
+    client,
+    pending_faults,
+    start_stalled_act,
+    steps_of,
+    wait_for,
+)
 
 
 @pytest.mark.parametrize("status", [500, 503, 504, 401, 402])
@@ -135,15 +134,8 @@ def test_stall_with_seconds_then_answers_normally(gateway):
 
 def test_stall_delays_only_its_own_request(gateway):
     gateway.inject("stall", model=PI05)
-    outcome = {}
-
-    def stalled() -> None:
-        with client(gateway) as c:
-            outcome["status"] = c.post("/v1/act", json=act_body(PI05)).status_code
-
-    worker = threading.Thread(target=stalled)
-    worker.start()
-    wait_for(lambda: not _pending(gateway), "the stall to be taken")
+    worker, outcome = start_stalled_act(gateway, PI05)
+    wait_for(lambda: not pending_faults(gateway), "the stall to be taken")
     with client(gateway) as c:
         assert c.post("/v1/act", json=act_body(PI05)).status_code == 200
     assert "status" not in outcome
@@ -152,26 +144,11 @@ def test_stall_delays_only_its_own_request(gateway):
     assert outcome["status"] == 200
 
 
-def _pending(handle):
-    # The in-process gateway exposes its fault book; pending faults not yet taken by a request.
-    return handle._gateway.faults.pending()
-
-
 def test_stall_is_released_when_the_gateway_stops(gateway_factory):
     handle = gateway_factory()
     handle.inject("stall")
-    outcome = {}
-
-    def stalled() -> None:
-        try:
-            with client(handle) as c:
-                outcome["status"] = c.post("/v1/act", json=act_body()).status_code
-        except httpx.HTTPError as exc:
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=stalled)
-    worker.start()
-    wait_for(lambda: not _pending(handle), "the stall to be taken")
+    worker, outcome = start_stalled_act(handle)
+    wait_for(lambda: not pending_faults(handle), "the stall to be taken")
     handle.stop()
     worker.join(DEADLINE_S)
     assert not worker.is_alive()

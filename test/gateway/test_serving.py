@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_support import COSMOS3, PI05, act_body, client  # noqa: E402
+from gateway_support import COSMOS3, DEADLINE_S, PI05, act_body, client, wait_for  # noqa: E402
 
 from sequence_ai.gateway.catalogue import pi05_droid_row  # noqa: E402
 from sequence_ai.gateway.policies import PolicyObservation  # noqa: E402
@@ -21,15 +21,6 @@ from sequence_ai.gateway.serving import (  # noqa: E402
     WarmthSettings,
     sample_latency_s,
 )
-
-DEADLINE_S = 30.0
-
-
-def wait_for(condition, what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not condition():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.01)
 
 
 def test_cold_model_warms_on_first_poll_then_serves(gateway_factory):

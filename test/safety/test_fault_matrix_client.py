@@ -12,6 +12,7 @@ import pytest
 from policy_support import Robot, open_policy, wait_for
 from safety_support import CELLS, PATIENCE_S, Cell, child_pids, invalid_rows, new_threads, record
 
+from sequence_ai import Unavailable
 from sequence_ai.gateway.testing import run_gateway
 
 SIDE = "client run()"
@@ -114,3 +115,29 @@ def test_client_fault_cell(matrix_gateway: Any, cell: Cell) -> None:
     if cell.name in ("status_503", "status_504", "reset", "killed"):
         # Only a warming 503 may be waited out; these say "stop".
         assert not error.warming
+
+
+def test_a_killed_gateway_process_leaves_nothing_behind() -> None:
+    """The kill cell against a gateway in its own process: killed for real, then restarted."""
+    children_before = child_pids()
+    threads_before = threading.enumerate()
+    with run_gateway(subprocess=True) as gw:
+        assert len(child_pids() - children_before) == 1
+        robot = Robot()
+
+        def on_chunk(prediction: Any) -> None:
+            robot.on_chunk(prediction)
+            if len(robot.chunks) == 1:
+                gw.kill()
+
+        options = dict(robot.callbacks(), on_chunk=on_chunk)
+        with open_policy(gw, control_hz=CONTROL_HZ) as policy:
+            with pytest.raises(Unavailable) as raised:
+                policy.run(robot.observe, robot.act, max_actions=MAX_ACTIONS,
+                           max_seconds=MAX_SECONDS_GUARD, **options)
+            assert raised.value.outcome.reason == "raised:Unavailable" and robot.holds == 1
+            assert child_pids() <= children_before
+            gw.restart()
+            after = policy.run(robot.observe, robot.act, max_actions=16, **robot.callbacks())
+            assert after.reason == "completed"
+    assert wait_for(lambda: child_pids() <= children_before and not new_threads(threads_before))

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from action_msgs.msg import GoalStatus
+from lifecycle_msgs.msg import Transition
 from node_harness import node_parameters, wait_for
 from ros_support import NodeSystem, holds_until_next_goal, key_file_for, wait_commands
 from safety_support import (
@@ -102,3 +103,28 @@ def test_node_fault_cell(matrix_system: tuple[Any, ...], cell: Cell) -> None:
     assert next_result.actions == NEXT_GOAL_ACTIONS
     if cell.name == "stall_runway":
         assert result.underruns >= 1 and result.actions == RUNWAY_GOAL_ACTIONS
+
+
+def test_deactivating_during_a_stalled_request_holds_and_returns(
+    matrix_system: tuple[Any, ...],
+) -> None:
+    """A lifecycle stop must not wait for a request the service never answers."""
+    gw, _, arm = matrix_system
+    start = arm.command_count()
+    handle, feedback = arm.send_goal("safety matrix deactivate", GOAL_GUARD_S)
+    assert handle.accepted
+    wait_commands(arm, start + 1, "the goal's first command")
+    gw.inject("stall", seconds=None)
+    try:
+        wait_for(lambda: any(f.status == "waiting" for f in feedback),
+                 what="the goal to wait for the stalled chunk")
+        assert arm.transition(Transition.TRANSITION_DEACTIVATE)
+        status, result = arm.result(handle)
+    finally:
+        gw.clear_faults()
+    assert status == GoalStatus.STATUS_ABORTED and result.reason == "interrupted"
+    wait_for(lambda: arm.holds(start), what="the hold")
+    assert arm.commands_since(start)[-1] == arm.holds(start)[-1]
+    assert arm.transition(Transition.TRANSITION_ACTIVATE)
+    next_handle, _ = arm.send_goal("after deactivate", GOAL_GUARD_S, NEXT_GOAL_ACTIONS)
+    assert arm.result(next_handle)[1].reason == "completed"

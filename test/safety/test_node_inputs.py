@@ -26,6 +26,8 @@ from sequence_ai_ros.image_conversion import SUPPORTED_ENCODINGS
 from sequence_ai_ros.observations import ObservationCache, StaleObservation
 
 BAD_VIEW = "wrist_left"
+# Longer than a chunk's runway, shorter than the request timeout: the goal waits, then resumes.
+VELOCITY_STALL_S = 2.0
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +111,7 @@ BAD_IMAGES: list[tuple[str, Callable[[], Image], tuple[str, ...]]] = [
 # Each factory gets the arm's true pose (7 joints + gripper), so a hold can be recognised.
 BAD_JOINTS: list[tuple[str, Callable[[list[float]], JointState], tuple[str, ...], bool]] = [
     ("missing_name", lambda pose: _joints(ALL_NAMES[1:], pose[1:]),
-     ("joint_states", "max_state_age_s"), True),
+     ("joint_states", "panda_joint1", "max_state_age_s"), True),
     ("nan", lambda pose: _joints(ALL_NAMES, [math.nan] + pose[1:]),
      ("non-finite", "panda_joint1"), False),
     ("inf_gripper", lambda pose: _joints(ALL_NAMES, pose[:-1] + [math.inf]),
@@ -292,19 +294,15 @@ def test_an_underrun_on_a_velocity_arm_commands_zero_velocity(
                 lambda msg: velocities.append(tuple(msg.data)), 10,
             )
             arm.configure_and_activate()
-            handle, feedback = arm.send_goal("pick up the cup", 60.0, 40)
+            handle, _ = arm.send_goal("pick up the cup", 60.0, 40)
             assert handle.accepted
             wait_for(lambda: velocities, what="the first velocity command")
-            gw.inject("stall", seconds=None)
-            wait_for(lambda: any(f.status == "waiting" for f in feedback),
-                     what="the goal to wait for a stalled chunk")
-            try:
-                wait_for(lambda: velocities and not any(velocities[-1]),
-                         what="a zero velocity command while the chunk is late")
-            finally:
-                gw.clear_faults()
+            gw.inject("stall", seconds=VELOCITY_STALL_S)
             status, result = arm.result(handle)
             assert status == GoalStatus.STATUS_SUCCEEDED and result.underruns >= 1
+            # The goal's final hold is a zero too; one followed by more steps was sent mid-goal.
+            zeros = [i for i, v in enumerate(velocities) if not any(v)]
+            assert zeros and zeros[0] < len(velocities) - 1, velocities
         finally:
             nodes.close()
 
