@@ -39,7 +39,7 @@ def matrix_system(safety_ros_context: Any, tmp_path_factory: Any) -> Iterator[tu
         nodes = NodeSystem(safety_ros_context, "safety_matrix")
         try:
             key_file = key_file_for(tmp_path_factory.mktemp("key"), gw.api_key)
-            node, arm = nodes.start(**node_parameters(gw.url, key_file))
+            _, arm = nodes.start(**node_parameters(gw.url, key_file))
             arm.configure_and_activate()
             yield gw, nodes, arm
         finally:
@@ -128,3 +128,40 @@ def test_deactivating_during_a_stalled_request_holds_and_returns(
     assert arm.transition(Transition.TRANSITION_ACTIVATE)
     next_handle, _ = arm.send_goal("after deactivate", GOAL_GUARD_S, NEXT_GOAL_ACTIONS)
     assert arm.result(next_handle)[1].reason == "completed"
+
+
+def test_cancelling_a_goal_whose_first_request_stalls(matrix_system: tuple[Any, ...]) -> None:
+    """Nothing has played yet; the cancel still ends the goal at once, held where the arm is."""
+    gw, _, arm = matrix_system
+    start = arm.command_count()
+    acts = gw.counters()["requests"]["act"]
+    gw.inject("stall", seconds=None)
+    try:
+        handle, _ = arm.send_goal("safety matrix cancel while starting", GOAL_GUARD_S)
+        assert handle.accepted
+        wait_for(lambda: gw.counters()["requests"]["act"] > acts, what="the stalled request")
+        cancel = handle.cancel_goal_async()
+        wait_for(cancel.done, what="the cancel response")
+        status, result = arm.result(handle)
+    finally:
+        gw.clear_faults()
+    assert status == GoalStatus.STATUS_CANCELED and result.reason == "interrupted"
+    assert result.actions == 0
+    wait_for(lambda: arm.holds(start), what="the hold")
+    assert arm.commands_since(start) == arm.holds(start)
+
+
+def test_configuring_against_a_dead_gateway_fails_and_can_retry(
+    matrix_system: tuple[Any, ...], tmp_path: Any
+) -> None:
+    gw, nodes, _ = matrix_system
+    _, arm = nodes.start(**node_parameters(gw.url, key_file_for(tmp_path, gw.api_key)))
+    gw.kill()
+    try:
+        assert not arm.transition(Transition.TRANSITION_CONFIGURE)
+        assert arm.state() == "unconfigured"
+    finally:
+        gw.restart()
+    arm.configure_and_activate()
+    handle, _ = arm.send_goal("after a dead gateway", GOAL_GUARD_S, NEXT_GOAL_ACTIONS)
+    assert arm.result(handle)[1].reason == "completed"
