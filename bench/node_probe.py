@@ -7,7 +7,7 @@ Wraps two methods of the node's observation path in this process only: the cache
 the goal runner's ``_observe()`` (how long building the observation took). On exit the
 samples are written to AGES.json: "requests" (per observation: observe() seconds and each
 view's frame age carried forward to the end of observe(), i.e. to when the request is sent)
-and "frames" (receive times of every camera message, per view).
+and "frames" (receive times of every camera and joint_states message, per topic).
 """
 
 from __future__ import annotations
@@ -30,10 +30,15 @@ def _instrument(samples: list[dict[str, Any]], frames: dict[str, list[float]]) -
     original_images = observations.ObservationCache.images
     original_observe = goal_runner.GoalRunner._observe
     original_store = observations.ObservationCache.store_image
+    original_store_joints = observations.ObservationCache.store_joint_state
 
     def store_image(self: Any, view: str, msg: Any) -> None:
         frames.setdefault(view, []).append(time.monotonic())
         original_store(self, view, msg)
+
+    def store_joint_state(self: Any, msg: Any) -> None:
+        frames.setdefault("joint_states", []).append(time.monotonic())
+        original_store_joints(self, msg)
 
     def images(self: Any, max_age_s: float) -> Any:
         now, wall = time.monotonic(), time.time()
@@ -61,6 +66,9 @@ def _instrument(samples: list[dict[str, Any]], frames: dict[str, list[float]]) -
     observations.ObservationCache.images = images  # type: ignore[method-assign]
     goal_runner.GoalRunner._observe = observe  # type: ignore[method-assign]
     observations.ObservationCache.store_image = store_image  # type: ignore[method-assign]
+    observations.ObservationCache.store_joint_state = (  # type: ignore[method-assign]
+        store_joint_state
+    )
 
 
 def main() -> int:

@@ -120,14 +120,20 @@ def _resize(image: Any, model: Optional[Model], image_module: Any) -> Any:
     lanczos = getattr(image_module, "Resampling", image_module).LANCZOS
     if model is not None and model.training_frame_size:
         target = tuple(model.training_frame_size)
-        return image if image.size == target else image.resize(target, lanczos)
+        return image if image.size == target else _shrink(image, target, lanczos)
     width, height = image.size
     long_edge = max(width, height)
     if long_edge <= MAX_LONG_EDGE:
         return image
     scale = MAX_LONG_EDGE / long_edge
     size = (max(1, round(width * scale)), max(1, round(height * scale)))
-    return image.resize(size, lanczos)
+    return _shrink(image, size, lanczos)
+
+
+def _shrink(image: Any, size: Any, lanczos: Any) -> Any:
+    # reducing_gap=2.0: Pillow box-reduces by a whole factor to at most twice the size first;
+    # about 2x faster from 1280x720 (docs/benchmarks.md), pixels within a few levels.
+    return image.resize(size, lanczos, reducing_gap=2.0)
 
 
 def _encode_str(frame: str, field: str) -> str:

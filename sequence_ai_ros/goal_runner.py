@@ -351,6 +351,10 @@ class GoalRunner:
         if state == "starting" and run.stop is not None:
             # The stop arrived before the run cleared its interrupt flag: repeat it now.
             self._policy.interrupt()
+        if state == "waiting" and self._commands.interface == "velocity":
+            # A velocity controller keeps applying its last command: while the next chunk is
+            # late the arm must not keep moving on a step validated for one period only.
+            self._commands.hold(None, self._period_s)
         if state in ("starting", "waiting", "running"):
             run.status = state
             self._feedback(run, force=True)

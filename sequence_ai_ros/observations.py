@@ -35,6 +35,8 @@ class JointSnapshot:
     positions: list[float]
     gripper: float | None
     age_s: float
+    # The joint whose value is oldest: the one to look at when the snapshot is stale.
+    oldest: str = ""
 
 
 def _stamp_seconds(msg: Any) -> float:
@@ -148,8 +150,8 @@ class ObservationCache:
         snapshot = self._snapshot()
         if snapshot.age_s > max_age_s:
             raise StaleObservation(
-                f"joint_states: newest positions are {snapshot.age_s:.3f} s old; "
-                f"max_state_age_s is {max_age_s:.3f}"
+                f"joint_states: newest positions are {snapshot.age_s:.3f} s old "
+                f"({snapshot.oldest} is the oldest); max_state_age_s is {max_age_s:.3f}"
             )
         return snapshot
 
@@ -181,7 +183,8 @@ class ObservationCache:
         if bad:
             raise StaleObservation(f"joint_states has a non-finite position for {', '.join(bad)}")
         # The observation is as old as its oldest joint.
-        age = now - min(values[n][1] for n in required)
+        oldest = min(required, key=lambda n: values[n][1])
+        age = now - values[oldest][1]
         positions = [values[n][0] for n in self._joint_names]
         gripper = values[self._gripper_joint][0] if self._gripper_joint else None
-        return JointSnapshot(positions, gripper, age)
+        return JointSnapshot(positions, gripper, age, oldest)

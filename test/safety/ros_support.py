@@ -68,10 +68,12 @@ class NodeSystem:
         for running in self.running:
             running.node.shut_down_now()
         for running in self.running:
+            # The spinner must be gone before its nodes are: a wait set still holding a
+            # destroyed handle raises in the spin thread.
             running.executor.shutdown(timeout_sec=10.0)
+            running.spinner.join(timeout=10.0)
             running.node.destroy_node()
             running.arm.destroy_node()
-            running.spinner.join(timeout=10.0)
         self.running = []
 
 
