@@ -42,9 +42,10 @@ def test_goal_publishes_at_the_chunk_rate_and_succeeds(active: tuple[Any, ArmHar
     commands = arm.commands_since(0)
     steps = [c for c in commands if c not in arm.holds()]
     assert len(steps) == 30
-    # pi05-droid plays at 15 Hz: the rate over the goal's window, with generous bounds.
-    window = steps[-1].received_s - steps[0].received_s
-    rate = (len(steps) - 1) / window
+    # pi05-droid plays at 15 Hz. The median interval between published steps is the pacing
+    # itself; a wait for a late chunk on a loaded machine only adds a few long intervals.
+    intervals = sorted(b.received_s - a.received_s for a, b in zip(steps, steps[1:]))
+    rate = 1.0 / intervals[len(intervals) // 2]
     assert 7.5 <= rate <= 30.0, f"{rate:.1f} Hz"
     # Each step carries the gripper too, on its own topic.
     wait_for(lambda: len(arm.gripper_commands) >= 30, what="gripper commands")
