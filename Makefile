@@ -57,11 +57,14 @@ PYTHON39 ?= $(if $(shell pyenv prefix 3.9 2>/dev/null),$(shell pyenv prefix 3.9)
 VENV_EXTRAS := gateway image test lint
 VENV39_EXTRAS := client-test
 
-# A domain per make run (from its pid), so concurrent runs on one machine do not see each other;
-# tests that need more isolation set their own.
-ifeq ($(origin TEST_DOMAIN_ID),undefined)
-TEST_DOMAIN_ID := $(shell echo $$((43 + $$$$ % 57)))
+# A block of 8 ROS domains per make run (from its pid; TEST_DOMAIN_BASE=N pins it), so concurrent
+# runs on one machine do not see each other: the run itself uses the first, each test suite its
+# own offset (test/ros_domains.py). Blocks start at 1..89, never at ROS's default domain 0.
+ifeq ($(origin TEST_DOMAIN_BASE),undefined)
+TEST_DOMAIN_BASE := $(shell echo $$((1 + 8 * ($$$$ % 12))))
 endif
+export TEST_DOMAIN_BASE
+TEST_DOMAIN_ID := $(TEST_DOMAIN_BASE)
 RUN_DOMAIN_ID ?= $(or $(ROS_DOMAIN_ID),$(TEST_DOMAIN_ID))
 PYTEST_ARGS ?=
 PYTEST_PATHS ?= test

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
+from ros_domains import CONFIG_TESTS, domain
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -15,7 +16,7 @@ from rclpy.context import Context  # noqa: E402
 
 from sequence_ai_ros.launcher import default_params_file  # noqa: E402
 
-DOMAIN_ID = 85
+DOMAIN_ID = domain(CONFIG_TESTS)
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "droid.yaml"
 
 

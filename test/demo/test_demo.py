@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from ros_domains import DEMO_TESTS, domain
 
 pytest.importorskip("rclpy")
 
-DOMAIN_ID = 84
+DOMAIN_ID = domain(DEMO_TESTS)
 MAX_SECONDS = 8.0
 # Far above the demo's own ~30 s: the bound only stops a hung run before pytest-timeout does.
 RUN_TIMEOUT_S = 170

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from ros_domains import SIM_ROBOT_TESTS, domain
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -24,7 +25,7 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from sequence_ai_ros.sim_arm import HOME, JOINT_NAMES, UPPER_LIMITS  # noqa: E402
 from sequence_ai_ros.sim_robot import SimRobot  # noqa: E402
 
-DOMAIN_ID = 83  # demo tests' own domain: parallel suites never see these topics
+DOMAIN_ID = domain(SIM_ROBOT_TESTS)
 DEADLINE_S = 20.0
 
 

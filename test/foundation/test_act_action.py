@@ -19,12 +19,13 @@ from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.task import Future
+from ros_domains import ACTION_TESTS, domain
 
 from sequence_ai_interfaces.action import Act
 
 DEADLINE_S = 30.0
 # Unique per test process, so parallel runs of the suite cannot answer each other's goals.
-DOMAIN_ID = 60 + os.getpid() % 40
+DOMAIN_ID = domain(ACTION_TESTS)
 ACTION_NAME = f"foundation_act_{os.getpid()}"
 COMPLETED_STEPS = 3
 

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ros_domains import NODE_TESTS, domain
 
-# The node tests' domain: apart from the engineers' manual runs (11..16) and other suites.
-ROS_TEST_DOMAIN_ID = 57
+# The node tests' domain, in this run's block (test/ros_domains.py).
+ROS_TEST_DOMAIN_ID = domain(NODE_TESTS)
 
 # Set at collection, before any fixture starts rclpy; node processes inherit them.
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"

@@ -13,9 +13,10 @@ from typing import Any
 import matrix_doc
 import pytest
 import safety_support
+from ros_domains import SAFETY_TESTS, domain
 
-# The safety suite's ROS domain: apart from manual runs (11..16) and the node suite (57).
-SAFETY_ROS_DOMAIN_ID = 58
+# The safety suite's ROS domain, in this run's block (test/ros_domains.py).
+SAFETY_ROS_DOMAIN_ID = domain(SAFETY_TESTS)
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ["ROS_LOCALHOST_ONLY"] = "1"
 
