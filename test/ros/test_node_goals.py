@@ -86,7 +86,7 @@ def test_a_new_goal_preempts_the_running_one(active: tuple[Any, ArmHarness]) -> 
     assert second_status == GoalStatus.STATUS_SUCCEEDED, second_result.message
     assert second_result.reason == "completed" and second_result.actions == 12
     # hold_between_goals (default true): one hold when the first stops, one after the second.
-    assert len(arm.holds(start)) >= 2
+    wait_for(lambda: len(arm.holds(start)) >= 2, what="a hold after each goal")
 
 
 def test_preemption_without_hold_between_goals(
@@ -101,7 +101,9 @@ def test_preemption_without_hold_between_goals(
     assert first_result.reason == "preempted", first_result.message
     second_result = arm.result(second)[1]
     assert second_result.reason == "completed", second_result.message
-    # Only the second goal's final hold: none between the goals.
+    # Only the second goal's final hold: none between the goals. Commands arrive in order, so
+    # once the final hold is in, an earlier one would be too.
+    wait_for(lambda: arm.holds(start), what="the hold after the second goal")
     assert len(arm.holds(start)) == 1
 
 
