@@ -136,7 +136,7 @@ class RequestClock:
     def __init__(self, policy: Policy) -> None:
         self.spans: list[tuple[float, float]] = []
         self._lock = threading.Lock()
-        transport = policy._transport
+        transport = policy._session.transport
         original = transport.post
 
         def timed(path: str, body: Any, *, timeout: float | None = None) -> Any:

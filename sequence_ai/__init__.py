@@ -6,6 +6,7 @@ prefetching loop ``run``/``act``. httpx is the only hard dependency.
 
 from . import errors, recipes
 from .actions import prepare, to_joint_positions
+from .calls import CallHandle
 from .catalogue import Model, models
 from .errors import (
     AuthError,
@@ -17,8 +18,9 @@ from .errors import (
     Unavailable,
 )
 from .observation import encode, observation
-from .outcome import RunOutcome
+from .outcome import Ending, RunOutcome
 from .policy import Policy, connect
+from .status import RunStatus
 from .types import ActionChunk, ImageFrame, Observation, Prediction, Proprioception
 
 __version__ = "0.1.0"
@@ -31,6 +33,9 @@ __all__ = [
     "encode",
     "Policy",
     "RunOutcome",
+    "Ending",
+    "RunStatus",
+    "CallHandle",
     "Prediction",
     "ActionChunk",
     "Observation",

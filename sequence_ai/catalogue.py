@@ -132,7 +132,7 @@ class Model:
         return None
 
     @classmethod
-    def from_wire(cls, row: Any) -> Model:
+    def from_wire(cls, row: object) -> Model:
         """Map a ``/v1/models`` row; a field of the wrong type raises ``InvalidResponse``."""
         if not isinstance(row, Mapping):
             raise InvalidResponse(f"catalogue row is {row!r:.80}; expected an object")

@@ -144,7 +144,7 @@ class _Report:
         print(f"[{verdict:>4}] {what:<12} {detail}", file=self.out)
 
 
-def _median_ms(call: Callable[[], Any], samples: int) -> float:
+def _median_ms(call: Callable[[], object], samples: int) -> float:
     times = []
     for _ in range(samples):
         start = time.perf_counter()

@@ -13,6 +13,7 @@ import math
 import numbers
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from types import ModuleType
 from typing import Any, Optional, Union
 
 from .catalogue import Model
@@ -38,7 +39,7 @@ INSTALL_HINT = 'pip install "sequence_ai_ros[image]" (or: pip install pillow num
 MISSING_VIEWS = "missing view(s)"
 
 
-def _pil() -> Any:
+def _pil() -> ModuleType:
     try:
         from PIL import Image
     except ImportError:
@@ -49,7 +50,7 @@ def _pil() -> Any:
     return Image
 
 
-def _numpy() -> Any:
+def _numpy() -> ModuleType:
     try:
         import numpy
     except ImportError:
@@ -59,7 +60,7 @@ def _numpy() -> Any:
     return numpy
 
 
-def _check_quality(quality: Any) -> int:
+def _check_quality(quality: object) -> int:
     if isinstance(quality, bool) or not isinstance(quality, numbers.Integral):
         raise TypeError(f"quality is {quality!r}; expected an integer JPEG quality 1..100")
     if not 1 <= quality <= 100:
@@ -74,11 +75,11 @@ def _check_quality(quality: Any) -> int:
     return int(quality)
 
 
-def _is_numpy_array(frame: Any) -> bool:
+def _is_numpy_array(frame: object) -> bool:
     return type(frame).__module__ == "numpy" and type(frame).__name__ == "ndarray"
 
 
-def _is_pil_image(frame: Any) -> bool:
+def _is_pil_image(frame: object) -> bool:
     return any(cls.__module__.startswith("PIL.") for cls in type(frame).__mro__)
 
 

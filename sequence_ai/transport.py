@@ -233,6 +233,7 @@ class Transport:
             verify=_ssl_context(verify),
             follow_redirects=False,
         )
+        # Set by close() from any thread; a call racing it fails as "closed" either way.
         self._closed = False
 
     @property
@@ -271,17 +272,29 @@ class Transport:
     def abort(self) -> None:
         """Close, first waking any thread blocked reading a response on this transport."""
         # Closing an httpx pool leaves a blocked read blocked; shutting its socket down ends it.
-        # Neither httpx nor httpcore offers this, so it reaches into their pool (best effort).
-        pool = getattr(getattr(self._client, "_transport", None), "_pool", None)
-        for connection in list(getattr(pool, "connections", None) or []):
-            stream = getattr(getattr(connection, "_connection", None), "_network_stream", None)
+        for sock in self._pooled_sockets():
             try:
-                sock = stream.get_extra_info("socket") if stream is not None else None
-                if sock is not None:
-                    sock.shutdown(socket.SHUT_RDWR)
-            except (OSError, AttributeError):
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
                 continue
         self.close()
+
+    def _pooled_sockets(self) -> list[socket.socket]:
+        """The sockets of the pool's open connections.
+
+        Neither httpx nor httpcore offers them, so this reads their pool's internals
+        (``_transport._pool.connections[i]._connection._network_stream``); a test checks the
+        path still exists, so an httpx/httpcore upgrade that moves it fails there.
+        """
+        pool = getattr(getattr(self._client, "_transport", None), "_pool", None)
+        found: list[socket.socket] = []
+        for connection in list(getattr(pool, "connections", None) or []):
+            stream = getattr(getattr(connection, "_connection", None), "_network_stream", None)
+            get_extra_info = getattr(stream, "get_extra_info", None)
+            sock = get_extra_info("socket") if get_extra_info is not None else None
+            if isinstance(sock, socket.socket):
+                found.append(sock)
+        return found
 
     def get(
         self,

@@ -78,7 +78,7 @@ class Observation:
         return [frame.view for frame in self.images]
 
 
-def _finite_number(value: Any, where: str) -> float:
+def _finite_number(value: object, where: str) -> float:
     # bool is an int subclass; a true/false in a step is a server bug, not a 1.0/0.0.
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidResponse(f"{where} is {value!r}; expected a number")
@@ -88,7 +88,7 @@ def _finite_number(value: Any, where: str) -> float:
     return number
 
 
-def _positive_int(value: Any, where: str) -> int:
+def _positive_int(value: object, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidResponse(f"{where} is {value!r}; expected a positive integer")
     return value
@@ -141,7 +141,7 @@ class ActionChunk:
         )
 
     @classmethod
-    def from_wire(cls, d: Any) -> ActionChunk:
+    def from_wire(cls, d: object) -> ActionChunk:
         """Parse and sanity-check ``action_chunk``; any defect raises ``InvalidResponse``."""
         where = "action_chunk"
         if not isinstance(d, Mapping):
@@ -199,7 +199,7 @@ class Prediction:
     observation: Optional[Observation] = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_wire(cls, d: Any, observation: Optional[Observation] = None) -> Prediction:
+    def from_wire(cls, d: object, observation: Optional[Observation] = None) -> Prediction:
         """Parse a 200 body of ``POST /v1/act``; any defect raises ``InvalidResponse``."""
         if not isinstance(d, Mapping):
             raise InvalidResponse(f"response is {d!r:.80}; expected an object")

@@ -18,7 +18,7 @@ __all__ = ["RECIPES", "check", "cosmos3_edge_policy_droid", "for_model", "pi05_d
 RECIPES: tuple[ModuleType, ...] = (pi05_droid, cosmos3_edge_policy_droid)
 
 
-def _model_id(model_or_id: Any) -> Optional[str]:
+def _model_id(model_or_id: object) -> Optional[str]:
     if isinstance(model_or_id, Model):
         return model_or_id.id
     if isinstance(model_or_id, str) and model_or_id.strip():

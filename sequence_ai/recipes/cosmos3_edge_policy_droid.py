@@ -13,13 +13,11 @@ Instructions work best as a short capitalised imperative naming the object and d
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Optional
 
-from ..actions import prepare
 from ..catalogue import Model
 from ..types import ActionChunk
-from . import _drift
+from . import _common
 
 __all__ = [
     "ACCEPTED_ACTION_SPACES",
@@ -67,22 +65,15 @@ FALLBACK_SEMANTICS: dict[str, Any] = {
 
 def semantics(model: Optional[Model] = None) -> dict[str, Any]:
     """The live ``action_semantics`` when present, else this recipe's verified ones."""
-    if model is not None and model.action_semantics:
-        return dict(model.action_semantics)
-    return copy.deepcopy(FALLBACK_SEMANTICS)
+    return _common.semantics(model, FALLBACK_SEMANTICS)
 
 
 def check(model: Model) -> list[str]:
     """Drift between the live row and what was verified; [] means they agree."""
-    drift = _drift.views(model, VERIFIED["camera_views"])
-    for field in ("state_dim", "action_dim"):
-        drift += _drift.same(model, field, VERIFIED[field])
-    drift += _drift.one_of(model, "action_space", ACCEPTED_ACTION_SPACES)
-    drift += _drift.layout(model, VERIFIED["state_layout"])
+    drift = _common.verified_fields(model, VERIFIED, ("state_dim", "action_dim"))
+    drift += _common.one_of(model, "action_space", ACCEPTED_ACTION_SPACES)
     live = model.action_semantics
     if live is not None:
-        if live.get("pass_raw") is not True:
-            drift.append(f"{model.short_id}: action_semantics.pass_raw is not true")
         if (live.get("conversions") or {}).get("joint_position"):
             drift.append(
                 f"{model.short_id}: the catalogue now declares a joint_position conversion; "
@@ -93,4 +84,4 @@ def check(model: Model) -> list[str]:
 
 def native_rows(chunk: ActionChunk, model: Model) -> list[list[float]]:
     """Every row of the chunk, prepared (the model declares no replanning horizon)."""
-    return [prepare(chunk, model, i) for i in range(len(chunk))]
+    return _common.prepared_rows(chunk, model, len(chunk))

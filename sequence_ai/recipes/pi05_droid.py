@@ -18,13 +18,12 @@ request, and offset every row from them::
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Optional
 
-from ..actions import prepare, to_joint_positions
+from ..actions import to_joint_positions
 from ..catalogue import Model
 from ..types import ActionChunk
-from . import _drift
+from . import _common
 
 __all__ = [
     "EVIDENCE",
@@ -81,22 +80,16 @@ FALLBACK_SEMANTICS: dict[str, Any] = {
 
 def semantics(model: Optional[Model] = None) -> dict[str, Any]:
     """The live ``action_semantics`` when present, else this recipe's verified ones."""
-    if model is not None and model.action_semantics:
-        return dict(model.action_semantics)
-    return copy.deepcopy(FALLBACK_SEMANTICS)
+    return _common.semantics(model, FALLBACK_SEMANTICS)
 
 
 def check(model: Model) -> list[str]:
     """Drift between the live row and what was verified; [] means they agree."""
-    drift = _drift.views(model, VERIFIED["camera_views"])
-    for field in ("state_dim", "action_dim", "action_space", "open_loop_horizon"):
-        drift += _drift.same(model, field, VERIFIED[field])
-    drift += _drift.layout(model, VERIFIED["state_layout"])
-    drift += _drift.aspect(model, VERIFIED["input_aspect_ratio"])
+    fields = ("state_dim", "action_dim", "action_space", "open_loop_horizon")
+    drift = _common.verified_fields(model, VERIFIED, fields)
+    drift += _common.aspect(model, VERIFIED["input_aspect_ratio"])
     live = model.action_semantics
     if live is not None:
-        if live.get("pass_raw") is not True:
-            drift.append(f"{model.short_id}: action_semantics.pass_raw is not true")
         conversion = (live.get("conversions") or {}).get("joint_position")
         if not conversion or conversion.get("reference") != "state_at_request":
             drift.append(
@@ -112,7 +105,7 @@ def _horizon(chunk: ActionChunk) -> int:
 
 def native_rows(chunk: ActionChunk, model: Model) -> list[list[float]]:
     """The rows to execute before replanning, gripper binarised and clipped."""
-    return [prepare(chunk, model, i) for i in range(min(_horizon(chunk), len(chunk)))]
+    return _common.prepared_rows(chunk, model, _horizon(chunk))
 
 
 def joint_targets(chunk: ActionChunk, q_reference: list[float], model: Model) -> list[list[float]]:

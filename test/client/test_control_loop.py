@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sequence_ai.control_loop import Pacer, blend_seam, is_absolute_space, seam_jump
+from sequence_ai.controllers import is_absolute_space
+from sequence_ai.pacing import Pacer
+from sequence_ai.seam import blend_seam, seam_jump
 
 
 class FakeClock:

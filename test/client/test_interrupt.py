@@ -220,3 +220,74 @@ def test_second_driver_is_refused_without_disturbing_the_run(gw) -> None:
     assert intruder.observations == [] and intruder.acts == []
     assert robot.holds == 1 and policy.instruction is None
     assert isinstance(refusals[0], sequence_ai.SequencesError)
+
+
+# -- per-call handles ---------------------------------------------------------------------------
+
+
+def test_a_handle_interrupted_before_the_run_ends_it_at_once_through_hold(gw) -> None:
+    robot = Robot()
+    handle = sequence_ai.CallHandle()
+    handle.interrupt()
+    with open_policy(gw, control_hz=60) as policy:
+        run_outcome = policy.run(robot.observe, robot.act, max_actions=40, call=handle,
+                                 **robot.callbacks())
+        act_outcome = policy.act("wave", robot.observe, robot.act, max_seconds=PATIENCE_S,
+                                 call=handle, **robot.callbacks())
+        assert policy.instruction is None
+    for outcome in (run_outcome, act_outcome):
+        assert outcome.ending is sequence_ai.Ending.INTERRUPTED and outcome.actions == 0
+    # observe() precedes every request: none was made.
+    assert robot.holds == 2 and robot.acts == [] and robot.observations == []
+
+
+def test_a_handle_interrupted_before_predict_or_wait_sends_nothing(gateway) -> None:
+    # A gateway of its own: its counters cannot include another test's late request.
+    handle = sequence_ai.CallHandle()
+    handle.interrupt()
+    with open_policy(gateway) as policy:
+        for call in (
+            lambda: policy.predict(make_observation(), call=handle),
+            lambda: policy.next_action(make_observation(), call=handle),
+            lambda: policy.wait_until_ready(timeout_s=5, call=handle),
+        ):
+            with pytest.raises(SequencesError, match="interrupted"):
+                call()
+        assert policy.buffered == 0
+        # The Policy itself is untouched: a call without the handle runs.
+        assert len(policy.predict(make_observation()).action_chunk) == 15
+    counters = gateway.counters()["requests"]
+    assert counters["act"] == 1 and counters["ready"] == 0
+
+
+@pytest.mark.parametrize("stopper", ["handle", "policy"])
+def test_a_run_given_a_handle_stops_from_another_thread(gw, stopper: str) -> None:
+    """By its own handle, or by Policy.interrupt(), which reaches every open call."""
+    robot = Robot()
+    handle = sequence_ai.CallHandle()
+    playing = threading.Event()
+
+    def act(row) -> None:
+        robot.act(row)
+        playing.set()
+
+    with open_policy(gw, control_hz=30) as policy:
+        thread, results, errors = run_in_thread(
+            lambda: policy.run(robot.observe, act, max_actions=1000, call=handle,
+                               **robot.callbacks())
+        )
+        assert playing.wait(PATIENCE_S)
+        (handle.interrupt if stopper == "handle" else policy.interrupt)()
+        thread.join(PATIENCE_S)
+    assert not thread.is_alive() and errors == []
+    assert results[0].reason == "interrupted" and robot.holds == 1
+    assert handle.interrupted
+
+
+def test_call_must_be_a_handle(gw) -> None:
+    robot = Robot()
+    with open_policy(gw) as policy:
+        with pytest.raises(TypeError, match="CallHandle"):
+            policy.run(robot.observe, robot.act, max_actions=1, call=object(),
+                       **robot.callbacks())
+    assert robot.holds == 0 and robot.observations == []

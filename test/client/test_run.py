@@ -48,6 +48,8 @@ def test_completed_run_plays_max_actions_without_hold(gw) -> None:
     assert outcome.action_space == "joint_delta"
     assert robot.holds == 0
     assert robot.statuses == ["starting", "running", "done"]
+    assert all(isinstance(state, sequence_ai.RunStatus) for state in robot.statuses)
+    assert outcome.ending is sequence_ai.Ending.COMPLETED and outcome.error is None
     assert repr(outcome).startswith("RunOutcome(20 actions over 3 chunks in ")
     assert repr(outcome).endswith(", completed)")
 
@@ -251,6 +253,8 @@ def test_service_errors_mid_run_are_raised_with_outcome_after_hold(
         with pytest.raises(error) as info:
             run(policy, robot, max_actions=100, on_chunk=fail_next)
     assert info.value.outcome.reason == f"raised:{type(info.value).__name__}"
+    assert info.value.outcome.ending is sequence_ai.Ending.RAISED
+    assert info.value.outcome.error == type(info.value).__name__
     assert info.value.outcome.stopped_early
     assert len(robot.acts) == 8 and robot.holds == 1
 

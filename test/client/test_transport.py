@@ -222,6 +222,14 @@ def test_one_connection_serves_many_requests(shared_gateway, transport):
     assert shared_gateway.counters()["connections"] - before == 1
 
 
+def test_abort_still_finds_the_pooled_sockets_inside_httpx(transport):
+    # abort() reaches into httpx/httpcore internals to wake a blocked read; if an upgrade
+    # moved them, abort would silently leave stalled requests blocked until their timeout.
+    transport.get("/v1/health")
+    sockets = transport._pooled_sockets()
+    assert len(sockets) == 1 and sockets[0].fileno() >= 0
+
+
 def test_a_closed_transport_refuses_calls(transport):
     transport.close()
     transport.close()

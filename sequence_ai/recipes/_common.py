@@ -1,11 +1,15 @@
-"""Comparisons shared by the recipe checks; each returns drift lines, never raises."""
+"""What every recipe module does alike: the drift comparisons (each returns drift lines and
+never raises), the semantics fallback and the prepared rows."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import Any
+import copy
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, Optional
 
+from ..actions import prepare
 from ..catalogue import Model
+from ..types import ActionChunk
 
 # Ratios are published rounded (1.7778); half a percent separates rounding from a new ratio.
 ASPECT_TOLERANCE = 0.005
@@ -54,3 +58,31 @@ def layout(model: Model, expected: dict[str, int]) -> list[str]:
     return [
         f"{model.short_id}: state_layout is {live!r} in the catalogue; the recipe has {expected!r}"
     ]
+
+
+def pass_raw(model: Model) -> list[str]:
+    """Drift when live semantics stop saying the rows go to the native controller as they are."""
+    live = model.action_semantics
+    if live is None or live.get("pass_raw") is True:
+        return []
+    return [f"{model.short_id}: action_semantics.pass_raw is not true"]
+
+
+def verified_fields(model: Model, verified: Mapping[str, Any], fields: Sequence[str]) -> list[str]:
+    """The checks every recipe makes: ordered views, the named fields, the state layout."""
+    drift = views(model, verified["camera_views"])
+    for name in fields:
+        drift += same(model, name, verified[name])
+    return drift + layout(model, verified["state_layout"]) + pass_raw(model)
+
+
+def semantics(model: Optional[Model], fallback: Mapping[str, Any]) -> dict[str, Any]:
+    """The live ``action_semantics`` when present, else a copy of the recipe's verified ones."""
+    if model is not None and model.action_semantics:
+        return dict(model.action_semantics)
+    return copy.deepcopy(dict(fallback))
+
+
+def prepared_rows(chunk: ActionChunk, model: Model, count: int) -> list[list[float]]:
+    """The first ``count`` rows of the chunk, ``prepare()``d."""
+    return [prepare(chunk, model, i) for i in range(min(count, len(chunk)))]

@@ -1,0 +1,76 @@
+"""``controller=`` of ``run``/``act``: which rows a chunk hands to ``act``."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Optional
+
+from .actions import prepare, to_joint_positions
+from .catalogue import Model
+from .errors import SequencesError
+from .types import Prediction
+
+__all__ = ["Controller", "check_controller", "controller_rows", "is_absolute_space"]
+
+Row = list[float]
+
+
+class Controller(str, Enum):
+    """What ``act`` receives: rows as returned, ``prepare()``d rows, or absolute joint targets."""
+
+    RAW = "raw"
+    NATIVE = "native"
+    JOINT_POSITION = "joint_position"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def is_absolute_space(space: str) -> bool:
+    """True for spaces whose rows are targets, not increments (blending those is meaningful)."""
+    name = space.lower()
+    if "delta" in name or "velocity" in name:
+        return False
+    return "absolute" in name or name in ("joint_pos", "joint_position", "joint_positions")
+
+
+def _semantics(model: Model) -> dict[str, Any]:
+    return dict(model.action_semantics or {})
+
+
+def check_controller(controller: Controller, model: Optional[Model], model_id: str) -> None:
+    """Refuse at run start a controller the model cannot serve."""
+    if controller is Controller.RAW:
+        return
+    if model is None:
+        raise ValueError(
+            f"controller={controller.value!r} needs the catalogue row of {model_id}, "
+            "which /v1/models does not list; use controller='raw'"
+        )
+    if controller is not Controller.JOINT_POSITION:
+        return
+    space = _semantics(model).get("space") or model.action_space or ""
+    if is_absolute_space(space):
+        return
+    conversion = (_semantics(model).get("conversions") or {}).get("joint_position")
+    if not conversion or conversion.get("reference") != "state_at_request":
+        raise ValueError(
+            f"controller='joint_position': {model_id} emits {space or 'unknown'} rows and "
+            "declares no verified joint_position conversion; use controller='raw' or 'native'"
+        )
+
+
+def controller_rows(
+    controller: Controller, prediction: Prediction, model: Optional[Model]
+) -> list[Row]:
+    """The rows handed to act for ``prediction`` under ``controller`` (all steps, untruncated)."""
+    chunk = prediction.action_chunk
+    if controller is Controller.RAW or model is None:
+        return [list(step) for step in chunk.steps]
+    if controller is Controller.JOINT_POSITION and not is_absolute_space(chunk.action_space):
+        if prediction.observation is None:
+            raise SequencesError("joint_position conversion needs the chunk's observation")
+        # The reference is the state the chunk was requested with, never the live pose.
+        q_reference = list(prediction.observation.proprioception.joint_positions)
+        return [list(row) for row in to_joint_positions(chunk, q_reference, model)]
+    return [list(prepare(chunk, model, i)) for i in range(len(chunk))]

@@ -1,0 +1,127 @@
+"""``RunOptions``: every option of one ``run()``/``act()``, checked once, frozen.
+
+The argument checks shared by ``connect``, ``predict`` and ``wait_until_ready`` live here
+too, so every bad value gets the same kind of message: the field, the value, what was expected.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Callable, Optional
+
+from .controllers import Controller
+from .status import PROGRESS_MODES, Progress, RunStatus
+from .types import Observation, Prediction
+
+__all__ = [
+    "RESERVED_BODY_FIELDS",
+    "RunOptions",
+    "body_fields",
+    "positive_int",
+    "positive_seconds",
+]
+
+Row = list[float]
+# Body keys a caller's **options may not overwrite.
+RESERVED_BODY_FIELDS = ("model", "observation")
+
+
+def positive_seconds(
+    name: str,
+    value: object,
+    *,
+    allow_none: bool,
+    allow_zero: bool = False,
+    unit: str = "seconds",
+) -> None:
+    """Durations and rates: finite, positive (or zero if allowed), or None if allowed."""
+    if value is None and allow_none:
+        return
+    ok = (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (value >= 0 if allow_zero else value > 0)
+    )
+    if not ok:
+        expected = f"a finite number of {unit}"
+        expected += " >= 0" if allow_zero else " > 0"
+        if allow_none:
+            expected += " or None"
+        raise ValueError(f"{name} is {value!r}; expected {expected}")
+
+
+def positive_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} is {value!r}; expected a positive integer")
+
+
+def body_fields(options: Mapping[str, object]) -> Mapping[str, object]:
+    """A caller's extra request-body fields: reserved keys refused, None values dropped."""
+    for key in RESERVED_BODY_FIELDS:
+        if key in options:
+            raise ValueError(
+                f"option {key!r} cannot be passed through: the Policy sets the request's {key}"
+            )
+    return MappingProxyType({key: value for key, value in options.items() if value is not None})
+
+
+def _callable(name: str, value: object, *, optional: bool) -> None:
+    if value is None and optional:
+        return
+    if not callable(value):
+        expected = "a callable or None" if optional else "a callable"
+        raise TypeError(f"{name} is {value!r}; expected {expected}")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """One run's callbacks, bounds and choices; see ``Policy.run`` for what each means."""
+
+    observe: Callable[[], Observation]
+    act: Callable[[Row], object]
+    max_actions: int
+    validate: Optional[Callable[[Row], object]] = None
+    hold: Optional[Callable[[], object]] = None
+    until: Optional[Callable[[], object]] = None
+    on_chunk: Optional[Callable[[Prediction], object]] = None
+    on_underrun: Optional[Callable[[float], object]] = None
+    on_status: Optional[Callable[[RunStatus], object]] = None
+    progress: Progress = "auto"
+    prefetch: bool = True
+    smooth_seam: int = 0
+    max_seconds: Optional[float] = None
+    # None: the Policy's startup_timeout_s from connect().
+    startup_timeout_s: Optional[float] = None
+    open_loop_horizon: Optional[int] = None
+    controller: Controller = Controller.RAW
+    # Extra fields of every request body (the **options of run/act).
+    body: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        _callable("observe", self.observe, optional=False)
+        _callable("act", self.act, optional=False)
+        for name in ("validate", "hold", "until", "on_chunk", "on_underrun", "on_status"):
+            _callable(name, getattr(self, name), optional=True)
+        positive_int("max_actions", self.max_actions)
+        if self.open_loop_horizon is not None:
+            positive_int("open_loop_horizon", self.open_loop_horizon)
+        seam = self.smooth_seam
+        if isinstance(seam, bool) or not isinstance(seam, int) or seam < 0:
+            raise ValueError(f"smooth_seam is {seam!r}; expected an integer >= 0")
+        positive_seconds("max_seconds", self.max_seconds, allow_none=True)
+        positive_seconds(
+            "startup_timeout_s", self.startup_timeout_s, allow_none=True, allow_zero=True
+        )
+        if self.controller not in tuple(Controller):
+            choices = tuple(c.value for c in Controller)
+            raise ValueError(f"controller is {self.controller!r}; expected one of {choices}")
+        if self.progress not in PROGRESS_MODES:
+            raise ValueError(f"progress is {self.progress!r}; expected 'auto', True or False")
+        # Normalised in place once; the instance is frozen from here on.
+        object.__setattr__(self, "controller", Controller(self.controller))
+        object.__setattr__(self, "prefetch", bool(self.prefetch))
+        object.__setattr__(self, "body", body_fields(self.body))

@@ -1,0 +1,281 @@
+"""``Session``: what lives across the calls of one Policy, shared by ``Policy`` and ``RunLoop``.
+
+The connection and model id, the catalogue row, the latency estimate, whether the model is
+known warm, the instruction latch, the open calls and the fetch threads. Every method here is
+safe from any thread unless its docstring names the driving thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import warnings
+from collections import deque
+from collections.abc import Iterator, Mapping
+from typing import Callable, Optional
+
+from .calls import CallHandle
+from .catalogue import Model, find_model, models
+from .errors import InvalidRequest, SequencesError
+from .fetch import Fetch
+from .observation import is_fatal, problems_with
+from .transport import Transport
+from .types import Observation, Prediction
+
+__all__ = ["EMA_WEIGHT", "VALIDATE_MODES", "Session"]
+
+VALIDATE_MODES = ("warn", "strict", "off")
+# Weight of a new sample in the refill-latency average that sets the prefetch lead.
+EMA_WEIGHT = 0.3
+
+WarmingCallback = Callable[[float, Optional[float]], object]
+
+
+class Session:
+    """Shared state of one Policy. Fields say which thread or lock owns them."""
+
+    def __init__(
+        self,
+        model_id: str,
+        transport: Transport,
+        *,
+        validate: str,
+        control_hz: Optional[float],
+        startup_timeout_s: float,
+        on_warming: Optional[WarmingCallback],
+    ) -> None:
+        # Set here, never rebound: read by any thread without a lock.
+        self.model_id = model_id
+        self.transport = transport
+        self.validate = validate
+        self.control_hz = control_hz
+        self.startup_timeout_s = startup_timeout_s
+        self.on_warming = on_warming
+
+        # Owned by the driving thread (the holder of the Policy's driver guard): the steps
+        # left of the last predict() or of the running loop. Other threads only take len().
+        self.buffer: deque[list[float]] = deque()
+
+        self._lock = threading.Lock()
+        # Everything below is read and written under _lock.
+        self._closed = False
+        # One entry per open call (a handle shared by two calls appears twice).
+        self._calls: list[CallHandle] = []
+        self._fetch_threads: set[threading.Thread] = set()
+        # (row,) once fetched, row None when the catalogue does not list the model; None
+        # until a fetch succeeded, so a failed fetch is retried by the next caller.
+        self._spec: Optional[tuple[Optional[Model]]] = None
+        self._latency_ema: Optional[float] = None
+        # A chunk was received: later first requests need not wait out a cold start.
+        self._served = False
+        # ready() reported the model loaded: the next request measures plain round-trip
+        # latency (no cold load inside it), so it may seed the latency average.
+        self._seen_ready = False
+        self._latch: Optional[str] = None
+        self._latch_since: Optional[float] = None
+
+    # -- lifecycle and calls ------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        with self._lock:
+            return self._closed
+
+    def check_open(self, method: str) -> None:
+        if self.closed:
+            raise SequencesError(
+                f"{method}() on a closed Policy; call sequence_ai.connect() again to reconnect"
+            )
+
+    def close(self, join_s: float) -> None:
+        """Interrupt every open call, close the connection, join the fetch threads."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            calls = list(self._calls)
+            threads = list(self._fetch_threads)
+        for call in calls:
+            call.interrupt()
+        # abort() wakes a thread blocked reading a stalled response, so the joins are short.
+        self.transport.abort()
+        for thread in threads:
+            thread.join(join_s)
+
+    def interrupt_all(self) -> None:
+        """Interrupt the handle of every open call; a no-op when none is open."""
+        with self._lock:
+            calls = list(self._calls)
+        for call in calls:
+            call.interrupt()
+
+    @contextlib.contextmanager
+    def open_call(self, method: str, call: Optional[CallHandle]) -> Iterator[CallHandle]:
+        """Register one call (under ``call``, or a handle of its own) for its duration.
+
+        A handle of its own lives exactly as long as the call, so an interrupt that arrives
+        when nothing runs has nothing to mark and cannot leak into a later call.
+        """
+        if call is not None and not isinstance(call, CallHandle):
+            raise TypeError(f"call is {call!r}; expected a sequence_ai.CallHandle or None")
+        handle = call if call is not None else CallHandle()
+        with self._lock:
+            if self._closed:
+                raise SequencesError(
+                    f"{method}() on a closed Policy; call sequence_ai.connect() again"
+                )
+            self._calls.append(handle)
+        try:
+            yield handle
+        finally:
+            with self._lock:
+                self._calls.remove(handle)
+
+    # -- catalogue and readiness ----------------------------------------------------------
+
+    def spec(self) -> Optional[Model]:
+        """The model's catalogue row (None if unlisted); cached once a fetch succeeded."""
+        self.check_open("spec")
+        with self._lock:
+            cached = self._spec
+        if cached is not None:
+            return cached[0]
+        # Fetched outside the lock: two first callers may both fetch, and agree.
+        row = find_model(models(endpoint="act", transport=self.transport), self.model_id)
+        with self._lock:
+            self._spec = (row,)
+        return row
+
+    def ready(self) -> tuple[bool, Optional[float]]:
+        """``(ready, eta_s)`` from ``GET /v1/act/ready``; remembers a ready model."""
+        self.check_open("ready")
+        body = self.transport.get("/v1/act/ready", params={"model": self.model_id})
+        if not isinstance(body, dict) or "ready" not in body:
+            raise SequencesError(f"GET /v1/act/ready returned {body!r:.80}; expected 'ready'")
+        eta = body.get("eta_s")
+        eta_s = float(eta) if isinstance(eta, (int, float)) and not isinstance(eta, bool) else None
+        if body["ready"]:
+            with self._lock:
+                self._seen_ready = True
+        return bool(body["ready"]), eta_s
+
+    # -- warmth and latency ---------------------------------------------------------------
+
+    @property
+    def served(self) -> bool:
+        """A chunk has been received on this Policy."""
+        with self._lock:
+            return self._served
+
+    def mark_served(self) -> None:
+        with self._lock:
+            self._served = True
+
+    @property
+    def latency_s(self) -> Optional[float]:
+        """Average refill latency of warm requests (None before the first warm sample)."""
+        with self._lock:
+            return self._latency_ema
+
+    def note_latency(self, sample: float) -> None:
+        with self._lock:
+            ema = self._latency_ema
+            self._latency_ema = sample if ema is None else (
+                (1.0 - EMA_WEIGHT) * ema + EMA_WEIGHT * sample
+            )
+
+    # -- the instruction latch ------------------------------------------------------------
+
+    @property
+    def instruction(self) -> Optional[str]:
+        with self._lock:
+            return self._latch
+
+    def set_instruction(self, text: str) -> None:
+        """Latch ``text`` for every request built from now on (same text: no-op)."""
+        with self._lock:
+            if text == self._latch:
+                return
+            self._latch = text
+            self._latch_since = time.monotonic()
+
+    def clear_instruction(self) -> None:
+        with self._lock:
+            self._latch = None
+            self._latch_since = None
+
+    def take_instruction(self) -> tuple[Optional[str], Optional[float]]:
+        """The latched text, and when it changed if no request has carried it yet."""
+        with self._lock:
+            text, since = self._latch, self._latch_since
+            self._latch_since = None
+        return text, since
+
+    # -- requests -------------------------------------------------------------------------
+
+    def check_observation(self, observation: Observation) -> None:
+        """Pre-send check against the catalogue (validate="warn"|"strict"; "off" skips)."""
+        if self.validate == "off":
+            return
+        try:
+            model = self.spec()
+        except SequencesError:
+            # Without a catalogue nothing can be checked this time; the next request retries.
+            return
+        if model is None:
+            return
+        proprio = observation.proprioception
+        problems = problems_with(
+            model,
+            [frame.view for frame in observation.images],
+            proprio.joint_positions,
+            proprio.gripper,
+        )
+        if not problems:
+            return
+        consequence = (
+            "the call will fail" if is_fatal(problems)
+            else "the gateway would accept it, but the model would act on something else"
+        )
+        message = (
+            f"observation does not match {model.short_id}:\n  - "
+            + "\n  - ".join(problems)
+            + f"\n{consequence}; build observations with sequence_ai.observation(model, ...)"
+        )
+        if self.validate == "strict":
+            raise InvalidRequest(message)
+        warnings.warn(message, UserWarning, stacklevel=4)
+
+    def submit(
+        self,
+        observation: Observation,
+        body_fields: Mapping[str, object],
+        call: CallHandle,
+        *,
+        timeout: Optional[float],
+        deadline: Optional[float],
+    ) -> Fetch:
+        """Start ``POST /v1/act`` on a fetch thread; ``call`` is notified when it finishes."""
+        if deadline is not None:
+            # An abandoned request must not outlive its run by much: bound it by the deadline.
+            left = max(0.5, deadline - time.monotonic() + 0.5)
+            timeout = min(timeout or self.transport.timeout_s, left)
+        body: dict[str, object] = {"model": self.model_id, "observation": observation.to_wire()}
+        body.update(body_fields)
+
+        def request() -> Prediction:
+            answer = self.transport.post("/v1/act", body, timeout=timeout)
+            return Prediction.from_wire(answer, observation=observation)
+
+        with self._lock:
+            if self._closed:
+                raise SequencesError("the Policy was closed; call sequence_ai.connect() again")
+            fetch = Fetch(request, call, self._fetch_done, warm=self._served or self._seen_ready)
+            self._fetch_threads.add(fetch.thread)
+            fetch.start()
+        return fetch
+
+    def _fetch_done(self, thread: threading.Thread) -> None:
+        with self._lock:
+            self._fetch_threads.discard(thread)

@@ -1,0 +1,118 @@
+"""The first request of a call: waits out a cold (warming) model before anything moves."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Mapping
+from typing import Callable, Optional
+
+from .calls import CallEnded, CallHandle, Wake
+from .errors import SequencesError, Unavailable
+from .fetch import Fetch
+from .outcome import Ending
+from .session import Session
+from .types import Observation
+
+__all__ = ["WARMING_POLL_MAX_S", "WARMING_POLL_MIN_S", "await_first_chunk"]
+
+# Never sleep longer than this between warming attempts, so a model that becomes ready early is
+# noticed early; never shorter than the floor, so a 0 s Retry-After cannot spin.
+WARMING_POLL_MAX_S = 5.0
+WARMING_POLL_MIN_S = 0.2
+
+
+def await_first_chunk(
+    session: Session,
+    call: CallHandle,
+    make_observation: Callable[[], Observation],
+    body: Mapping[str, object],
+    *,
+    budget_s: float,
+    deadline: Optional[float],
+) -> Fetch:
+    """First request of a call, waiting out a warming model for up to ``budget_s``.
+
+    Each attempt gets a fresh observation. Returns the finished fetch (its prediction and
+    latency); raises ``CallEnded`` (interrupted, or timeout when ``deadline`` passes) and
+    ``Unavailable`` when the budget runs out.
+    """
+    start = time.monotonic()
+    budget_end = start + max(0.0, budget_s)
+    eta_s: Optional[float] = None
+    warned = False
+    saw_warming = False
+    while True:
+        # An interrupt that came before the call (or during the last pause) sends nothing.
+        if call.interrupted:
+            raise CallEnded(Ending.INTERRUPTED)
+        observation = make_observation()
+        # A gateway may hold the connection open while it loads; let such an attempt use the
+        # whole remaining budget instead of timing out at the default.
+        timeout = (
+            max(session.transport.timeout_s, budget_end - time.monotonic())
+            if budget_s > 0 else None
+        )
+        fetch = session.submit(observation, body, call, timeout=timeout, deadline=deadline)
+        wake = call.wait_for(fetch.is_done, deadline)
+        if wake is not Wake.READY:
+            raise CallEnded.after(wake)
+        try:
+            fetch.prediction()
+            # A request that followed a load may still include part of it: not a warm sample.
+            fetch.warm = fetch.warm and not saw_warming
+            return fetch
+        except Unavailable as exc:
+            if not exc.warming or budget_s <= 0:
+                raise
+            saw_warming = True
+            now = time.monotonic()
+            if now >= budget_end:
+                if deadline is not None and deadline <= budget_end:
+                    raise CallEnded(Ending.TIMEOUT) from None
+                raise Unavailable(
+                    f"{exc.message} (the model was still loading when the startup budget of "
+                    f"{budget_s:g}s ran out; raise startup_timeout_s or call "
+                    "wait_until_ready() first)",
+                    status=exc.status,
+                    body=exc.body,
+                    retry_after_s=exc.retry_after_s,
+                    warming=True,
+                    job_id=exc.job_id,
+                ) from None
+            if eta_s is None:
+                eta_s = _full_load_eta(session, exc)
+            if session.on_warming is not None:
+                session.on_warming(now - start, eta_s)
+            if not warned:
+                warned = True
+                warnings.warn(
+                    f"{session.model_id} is loading (about {_eta_text(eta_s)}); waiting up to "
+                    f"{budget_s:g}s before the first action",
+                    UserWarning,
+                    stacklevel=4,
+                )
+            pause = exc.retry_after_s if exc.retry_after_s is not None else WARMING_POLL_MAX_S
+            pause = min(max(pause, WARMING_POLL_MIN_S), WARMING_POLL_MAX_S)
+            wake_at = min(now + pause, budget_end)
+            if deadline is not None and deadline <= wake_at:
+                raise CallEnded.after(call.sleep_until(deadline)) from None
+            if call.sleep_until(wake_at) is Wake.INTERRUPTED:
+                raise CallEnded(Ending.INTERRUPTED) from None
+
+
+def _full_load_eta(session: Session, exc: Unavailable) -> Optional[float]:
+    """The model's full-load ETA for ``on_warming``: from ``/v1/act/ready``, else the 503."""
+    try:
+        _, eta_s = session.ready()
+    except SequencesError:
+        eta_s = None
+    return eta_s if eta_s is not None else exc.retry_after_s
+
+
+def _eta_text(eta_s: Optional[float]) -> str:
+    if eta_s is None:
+        return "an unknown time"
+    if eta_s < 90:
+        return f"{eta_s:.0f}s"
+    return f"{eta_s / 60:.0f} min"
