@@ -15,6 +15,7 @@ from rclpy.action.server import ServerGoalHandle
 from rclpy.impl.rcutils_logger import RcutilsLogger
 
 import sequence_ai
+from sequence_ai import CallHandle, Ending, RunStatus
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros import safety
 from sequence_ai_ros.commands import CommandPublisher
@@ -118,19 +119,18 @@ ENDING_BY_CAUSE: dict[StopCause, GoalEnding] = {
     StopCause.IN_ERROR: GoalEnding.NODE_STOPPED,
     StopCause.BUSY: GoalEnding.BUSY,
 }
-# Keyed by the client's run ending (RunOutcome.reason up to any ":<Class>").
-ENDING_BY_RUN: dict[str, GoalEnding] = {
-    "completed": GoalEnding.COMPLETED,
-    "until": GoalEnding.UNTIL,
-    "timeout": GoalEnding.TIMEOUT,
-    "validate": GoalEnding.VALIDATE,
-    "raised": GoalEnding.RAISED,
-    "interrupted": GoalEnding.INTERRUPTED,
+ENDING_BY_RUN: dict[Ending, GoalEnding] = {
+    Ending.COMPLETED: GoalEnding.COMPLETED,
+    Ending.UNTIL: GoalEnding.UNTIL,
+    Ending.TIMEOUT: GoalEnding.TIMEOUT,
+    Ending.VALIDATE: GoalEnding.VALIDATE,
+    Ending.RAISED: GoalEnding.RAISED,
+    Ending.INTERRUPTED: GoalEnding.INTERRUPTED,
 }
 NEVER_STARTED = "it never started"
 
 
-def goal_ending(cause: StopCause | None, run_ending: str) -> GoalEnding:
+def goal_ending(cause: StopCause | None, run_ending: Ending) -> GoalEnding:
     """The ending of a goal from its stop cause (if any) and its run's ending."""
     if cause is not None:
         return ENDING_BY_CAUSE[cause]
@@ -139,11 +139,13 @@ def goal_ending(cause: StopCause | None, run_ending: str) -> GoalEnding:
 
 @dataclass(eq=False)
 class GoalRun:
-    """One accepted goal. `handle` and `started_s` never change; every other field is read
-    and written only under `GoalRunner._cond` (by the action server's callbacks, the goal's
-    own executing thread and the client's callbacks)."""
+    """One accepted goal. `handle`, `call` and `started_s` never change (`call` is the
+    client's interrupt of exactly this goal's run, safe from any thread); every other field is
+    read and written only under `GoalRunner._cond` (by the action server's callbacks, the
+    goal's own executing thread and the client's callbacks)."""
 
     handle: ServerGoalHandle
+    call: CallHandle = field(default_factory=CallHandle)
     started_s: float = field(default_factory=time.monotonic)
     phase: GoalPhase = GoalPhase.PENDING
     stop: StopCause | None = None
@@ -152,24 +154,21 @@ class GoalRun:
     actions: int = 0
     chunks: int = 0
     underruns: int = 0
-    status: str = "starting"
+    status: RunStatus = RunStatus.STARTING
     warming_eta_s: float = math.nan
     last_target: list[float] | None = None
     reference: list[float] | None = None
     last_feedback_s: float = 0.0
 
     def request_stop(self, cause: StopCause) -> bool:
-        """Record the first stop cause; True when a running run must now be interrupted."""
+        """Record the first stop cause; True when the goal's run must now be interrupted (its
+        handle stops the run, or stops it at once if it has not started yet)."""
         if self.phase is GoalPhase.ENDED:
             return False
         if self.stop is None:
             self.stop = cause
-        if self.phase is GoalPhase.RUNNING:
-            self.phase = GoalPhase.STOPPING
-            return True
-        if self.phase is GoalPhase.PENDING:
-            self.phase = GoalPhase.STOPPING
-        return False
+        self.phase = GoalPhase.STOPPING
+        return True
 
 
 def goal_problem(goal: Act.Goal) -> str | None:
@@ -223,13 +222,11 @@ class GoalRunner:
     def accept(self, handle: ServerGoalHandle) -> None:
         """A new goal preempts every earlier one, then starts executing."""
         with self._cond:
-            interrupt = False
-            for run in self._goals.values():
-                interrupt |= run.request_stop(StopCause.PREEMPTED)
+            stopped = [r for r in self._goals.values() if r.request_stop(StopCause.PREEMPTED)]
             self._goals[bytes(handle.goal_id.uuid)] = GoalRun(handle)
             self._cond.notify_all()
-        if interrupt:
-            self._policy.interrupt()
+        for run in stopped:
+            run.call.interrupt()
         handle.execute()
 
     def cancel(self, handle: ServerGoalHandle) -> None:
@@ -237,8 +234,8 @@ class GoalRunner:
             run = self._goals.get(bytes(handle.goal_id.uuid))
             interrupt = run is not None and run.request_stop(StopCause.CANCELED)
             self._cond.notify_all()
-        if interrupt:
-            self._policy.interrupt()
+        if run is not None and interrupt:
+            run.call.interrupt()
 
     def goal_states_changed(self) -> None:
         """The action server published goal statuses: a goal may have been marked CANCELING."""
@@ -248,12 +245,10 @@ class GoalRunner:
     def stop_all(self, cause: StopCause, timeout_s: float) -> bool:
         """End every goal (deactivate / shutdown); True when none is left."""
         with self._cond:
-            interrupt = False
-            for run in self._goals.values():
-                interrupt |= run.request_stop(cause)
+            stopped = [r for r in self._goals.values() if r.request_stop(cause)]
             self._cond.notify_all()
-        if interrupt:
-            self._policy.interrupt()
+        for run in stopped:
+            run.call.interrupt()
         with self._cond:
             return self._cond.wait_for(lambda: not self._goals, timeout_s)
 
@@ -263,7 +258,7 @@ class GoalRunner:
             run = self._current
             if run is None:
                 return
-            run.status = "waiting"
+            run.status = RunStatus.WAITING
             run.warming_eta_s = eta_s
         self._feedback(run, force=True)
 
@@ -316,6 +311,7 @@ class GoalRunner:
             "on_underrun": lambda _waited_s: self._on_underrun(run),
             "controller": self._controller,
             "progress": False,
+            "call": run.call,
         }
         self._health.update(goal=f"running {goal.instruction!r}")
         capped = ""
@@ -357,7 +353,7 @@ class GoalRunner:
         """What the run reports, for the result message."""
         if error is not None:
             return f"{type(error).__name__}: {error}"
-        if outcome is not None and outcome.reason == ResultReason.VALIDATE.value:
+        if outcome is not None and outcome.ending is Ending.VALIDATE:
             with self._cond:
                 return run.validate_reason
         return repr(outcome)
@@ -372,19 +368,17 @@ class GoalRunner:
     ) -> Act.Result:
         """Set the goal's terminal state and build its result from its `GoalEnding` row."""
         detail = self._detail(run, outcome, error) if ran else NEVER_STARTED
-        if error is not None:
-            run_ending = ResultReason.RAISED.value
-        elif outcome is not None:
-            run_ending = outcome.reason.partition(":")[0]
+        if outcome is not None:
+            run_ending = outcome.ending
         else:
-            run_ending = ResultReason.INTERRUPTED.value
+            run_ending = Ending.RAISED if error is not None else Ending.INTERRUPTED
         with self._cond:
             cause = run.stop
             counts = (run.actions, run.chunks, run.underruns)
         row = goal_ending(cause, run_ending).value
         reason = row.reason.value
         if row.reason is ResultReason.RAISED:
-            reason += f":{type(error).__name__}"
+            reason += f":{outcome.error if outcome and outcome.error else type(error).__name__}"
         result = Act.Result(
             reason=reason,
             stopped_early=row.terminal is not Terminal.SUCCEEDED,
@@ -483,7 +477,7 @@ class GoalRunner:
             if target is not None:
                 run.last_target = target
             run.actions += 1
-            run.status = "running"
+            run.status = RunStatus.RUNNING
             run.warming_eta_s = math.nan
         self._feedback(run)
 
@@ -498,20 +492,16 @@ class GoalRunner:
         if not self._commands.hold(positions, self._period_s):
             self._log.error("cannot hold: no joint state has been received to hold at")
 
-    def _on_status(self, run: GoalRun, state: str) -> None:
+    def _on_status(self, run: GoalRun, state: RunStatus) -> None:
+        if state is RunStatus.DONE:
+            return
         with self._cond:
-            stopping = run.phase is GoalPhase.STOPPING
-            if state in ("starting", "waiting", "running"):
-                run.status = state
-        if state == "starting" and stopping:
-            # The stop arrived before the run cleared its interrupt flag: repeat it now.
-            self._policy.interrupt()
-        if state == "waiting" and self._commands.interface == "velocity":
+            run.status = state
+        if state is RunStatus.WAITING and self._commands.interface == "velocity":
             # A velocity controller keeps applying its last command: while the next chunk is
             # late the arm must not keep moving on a step validated for one period only.
             self._commands.hold(None, self._period_s)
-        if state in ("starting", "waiting", "running"):
-            self._feedback(run, force=True)
+        self._feedback(run, force=True)
 
     def _on_chunk(self, run: GoalRun, prediction: sequence_ai.Prediction) -> None:
         observation = prediction.observation
@@ -535,7 +525,7 @@ class GoalRunner:
                 return
             run.last_feedback_s = now
             feedback = Act.Feedback(
-                status=run.status,
+                status=run.status.value,
                 actions=run.actions,
                 chunks=run.chunks,
                 underruns=run.underruns,

@@ -144,15 +144,8 @@ class SequenceAiNode(LifecycleNode):
             raise ConfigureError("; ".join(problems))
         api_key = self._read_api_key(config.api_key_file)
         try:
-            self._policy = sequence_ai.connect(
-                config.model,
-                api_key=api_key,
-                base_url=config.base_url or None,
-                validate=config.validate_mode,
-                startup_timeout_s=config.startup_timeout_s,
-                on_warming=self._on_warming,
-            )
-            model = self._policy.spec()
+            with self._connect(config, api_key, control_hz=None) as probe:
+                model = probe.spec()
         except (sequence_ai.SequencesError, ValueError) as exc:
             raise ConfigureError(f"{type(exc).__name__}: {exc}") from exc
         if model is None:
@@ -163,6 +156,9 @@ class SequenceAiNode(LifecycleNode):
         controller, _ = controller_for(config, model)
         if problems or controller is None:
             raise ConfigureError("; ".join(problems))
+        # Played at the catalogue's rate, the rate every step is checked at, whatever a chunk
+        # says about itself.
+        self._policy = self._connect(config, api_key, control_hz=model.control_hz)
         self.health.update(model=model.short_id)
 
         cache = ObservationCache(config.camera_views, config.joint_names, config.gripper_joint)
@@ -228,6 +224,19 @@ class SequenceAiNode(LifecycleNode):
                 qos_profile_action_status_default,
                 callback_group=self._sensor_group,
             )
+        )
+
+    def _connect(
+        self, config: NodeConfig, api_key: str | None, control_hz: float | None
+    ) -> sequence_ai.Policy:
+        return sequence_ai.connect(
+            config.model,
+            api_key=api_key,
+            base_url=config.base_url or None,
+            validate=config.validate_mode,
+            control_hz=control_hz,
+            startup_timeout_s=config.startup_timeout_s,
+            on_warming=self._on_warming,
         )
 
     def _read_api_key(self, path: str) -> str | None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from sequence_ai import Ending
 from sequence_ai_ros.goals import (
     ENDING_BY_CAUSE,
     ENDING_BY_RUN,
     GoalEnding,
     GoalPhase,
     GoalRun,
-    ResultReason,
     StopCause,
     Terminal,
     goal_ending,
@@ -23,8 +23,10 @@ class _Handle:
 
 def test_every_stop_cause_and_run_ending_has_an_ending() -> None:
     assert set(ENDING_BY_CAUSE) == set(StopCause)
-    assert set(ENDING_BY_RUN) == {
-        r.value for r in ResultReason if r is not ResultReason.PREEMPTED
+    assert set(ENDING_BY_RUN) == set(Ending)
+    # Each run ending reaches the planner under its own name.
+    assert {e.value for e in Ending} == {
+        ENDING_BY_RUN[e].value.reason.value for e in Ending
     }
     reached = set(ENDING_BY_CAUSE.values()) | set(ENDING_BY_RUN.values())
     assert reached == set(GoalEnding)
@@ -33,19 +35,19 @@ def test_every_stop_cause_and_run_ending_has_an_ending() -> None:
 @pytest.mark.parametrize(
     ("cause", "run_ending", "terminal", "reason"),
     [
-        (None, "completed", Terminal.SUCCEEDED, "completed"),
-        (None, "timeout", Terminal.SUCCEEDED, "timeout"),
-        (None, "validate", Terminal.ABORTED, "validate"),
-        (None, "raised", Terminal.ABORTED, "raised"),
+        (None, Ending.COMPLETED, Terminal.SUCCEEDED, "completed"),
+        (None, Ending.TIMEOUT, Terminal.SUCCEEDED, "timeout"),
+        (None, Ending.VALIDATE, Terminal.ABORTED, "validate"),
+        (None, Ending.RAISED, Terminal.ABORTED, "raised"),
         # A stop cause decides, whatever the run reported.
-        (StopCause.CANCELED, "completed", Terminal.CANCELED, "interrupted"),
-        (StopCause.PREEMPTED, "interrupted", Terminal.ABORTED, "preempted"),
-        (StopCause.DEACTIVATED, "raised", Terminal.ABORTED, "interrupted"),
-        (StopCause.BUSY, "interrupted", Terminal.ABORTED, "interrupted"),
+        (StopCause.CANCELED, Ending.COMPLETED, Terminal.CANCELED, "interrupted"),
+        (StopCause.PREEMPTED, Ending.INTERRUPTED, Terminal.ABORTED, "preempted"),
+        (StopCause.DEACTIVATED, Ending.RAISED, Terminal.ABORTED, "interrupted"),
+        (StopCause.BUSY, Ending.INTERRUPTED, Terminal.ABORTED, "interrupted"),
     ],
 )
 def test_the_row_of_an_ending(
-    cause: StopCause | None, run_ending: str, terminal: Terminal, reason: str
+    cause: StopCause | None, run_ending: Ending, terminal: Terminal, reason: str
 ) -> None:
     row = goal_ending(cause, run_ending).value
     assert row.terminal is terminal
@@ -58,14 +60,14 @@ def test_node_stop_messages_name_the_cause() -> None:
     assert text == "node deactivated; it never started"
 
 
-def test_a_stop_interrupts_only_a_running_goal_and_the_first_cause_stays() -> None:
+def test_a_stop_keeps_the_first_cause_and_never_reopens_an_ended_goal() -> None:
     pending = GoalRun(_Handle())  # type: ignore[arg-type]
-    assert not pending.request_stop(StopCause.PREEMPTED)
+    assert pending.request_stop(StopCause.PREEMPTED)
     assert pending.phase is GoalPhase.STOPPING and pending.stop is StopCause.PREEMPTED
 
     running = GoalRun(_Handle(), phase=GoalPhase.RUNNING)  # type: ignore[arg-type]
     assert running.request_stop(StopCause.CANCELED)
-    assert not running.request_stop(StopCause.SHUT_DOWN)
+    assert running.request_stop(StopCause.SHUT_DOWN)
     assert running.phase is GoalPhase.STOPPING and running.stop is StopCause.CANCELED
 
     ended = GoalRun(_Handle(), phase=GoalPhase.ENDED)  # type: ignore[arg-type]

@@ -258,3 +258,20 @@ def test_compressed_camera_topics_feed_the_model(
     handle, _ = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=8)
     status, result = arm.result(handle)
     assert (status, result.reason) == (GoalStatus.STATUS_SUCCEEDED, "completed"), result.message
+
+
+def test_canceling_a_preempted_goal_never_stops_the_goal_that_preempted_it(
+    active: tuple[Any, ArmHarness],
+) -> None:
+    _, arm = active
+    first = _start(arm)
+    second, _ = arm.send_goal("put the cup in the sink", max_seconds=30.0, max_actions=12)
+    assert second.accepted
+    # The cancel of the first goal lands while it stops or right after: each goal has its own
+    # interrupt, so the second goal plays all its steps.
+    first.cancel()
+    first_status, first_result = arm.result(first)
+    assert first_result.reason in ("preempted", "interrupted"), first_result.message
+    second_status, second_result = arm.result(second)
+    assert (second_status, second_result.reason) == (GoalStatus.STATUS_SUCCEEDED, "completed")
+    assert second_result.actions == 12, second_result.message
