@@ -191,12 +191,38 @@ class GoalRun:
         return wait_future(self.handle.cancel_goal_async(), timeout_s, "the cancel response")
 
 
+class _LockedActionClient(ActionClient):
+    """An ActionClient whose requests are registered before their responses are handled.
+
+    rclpy records a sent goal (or cancel) request only after it has left, so a response that
+    another executor thread handles in between is dropped as "unexpected" and the request's
+    future never completes (seen under load). One lock around sending and handling closes that
+    window; it is re-entrant so a feedback callback may send.
+    """
+
+    def __init__(self, node: Node, name: str) -> None:
+        super().__init__(node, Act, name)
+        self._request_lock = threading.RLock()
+
+    def send_goal_async(self, *args: Any, **kwargs: Any) -> Future:
+        with self._request_lock:
+            return super().send_goal_async(*args, **kwargs)
+
+    def _cancel_goal_async(self, goal_handle: ClientGoalHandle) -> Future:
+        with self._request_lock:
+            return super()._cancel_goal_async(goal_handle)
+
+    async def execute(self, taken_data: Any) -> None:
+        with self._request_lock:
+            await super().execute(taken_data)
+
+
 class ActClient:
     """Sends `act` goals to the action `name` (e.g. `/robot2/act`)."""
 
     def __init__(self, node: Node, name: str) -> None:
         self.name = name
-        self._client = ActionClient(node, Act, name)
+        self._client = _LockedActionClient(node, name)
 
     def wait_for_server(self, timeout_s: float = DEADLINE_S) -> None:
         if not self._client.wait_for_server(timeout_sec=timeout_s):
