@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 
-from shipped_imports import ROOT, imports_of, shipped_ros_files, top_level
+from test_import_graph import GATEWAY, GRAPH, NODE, ROOT, _shipped, _within
 
 # Imports that name no dependency: this package's own modules, and its interface package
 # (built from interfaces/ next to it, declared like any other).
@@ -27,8 +28,9 @@ ROSDEP_KEYS = {
 OPTIONAL = {"trustme"}
 
 
-def _keys(paths: list) -> set[str]:
-    modules = {top_level(name) for path in paths for name in imports_of(path)}
+def _keys(which: Callable[[str], bool]) -> set[str]:
+    """The rosdep keys of what the modules `which` selects import (import graph of the source)."""
+    modules = {t.split(".")[0] for name in GRAPH if which(name) for t in GRAPH[name]}
     modules -= OWN | OPTIONAL | set(sys.stdlib_module_names) | {"__future__"}
     return {ROSDEP_KEYS.get(module, module) for module in modules}
 
@@ -40,16 +42,15 @@ def _declared(kind: str) -> set[str]:
 
 def test_exec_depends_are_exactly_what_the_node_client_launch_and_sim_import() -> None:
     # sim:=true starts sim_robot and the local gateway, so their imports are run-time needs too.
-    shipped = shipped_ros_files()
-    shipped += sorted((ROOT / "sequence_ai").rglob("*.py"))
-    shipped += sorted((ROOT / "sequence_ai_ros" / "sim").rglob("*.py"))
-    shipped += sorted((ROOT / "sequence_ai_gateway").rglob("*.py"))
-    assert _declared("exec_depend") == _keys(shipped)
+    def run_time(name: str) -> bool:
+        return _shipped(name) or _within(name, f"{NODE}.sim") or _within(name, GATEWAY)
+
+    assert _declared("exec_depend") == _keys(run_time)
 
 
 def test_what_the_demo_and_tests_need_is_a_test_depend() -> None:
-    demo = sorted((ROOT / "sequence_ai_ros" / "demo").rglob("*.py"))
-    needed = (_keys(demo) - _declared("exec_depend")) | {"python3-pytest"}
+    demo = _keys(lambda name: _within(name, f"{NODE}.demo"))
+    needed = (demo - _declared("exec_depend")) | {"python3-pytest"}
     assert needed <= _declared("test_depend")
     assert not _declared("test_depend") & _declared("exec_depend")
 
