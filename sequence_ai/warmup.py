@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Callable, Optional
 
 from .calls import CallEnded, CallHandle, Wake
+from .catalogue import Model
 from .errors import SequencesError, Unavailable
 from .fetch import Fetch
 from .outcome import Ending
@@ -28,6 +29,7 @@ def await_first_chunk(
     make_observation: Callable[[], Observation],
     body: Mapping[str, object],
     *,
+    model: Optional[Model],
     budget_s: float,
     deadline: Optional[float],
 ) -> Fetch:
@@ -53,7 +55,9 @@ def await_first_chunk(
             max(session.transport.timeout_s, budget_end - time.monotonic())
             if budget_s > 0 else None
         )
-        fetch = session.submit(observation, body, call, timeout=timeout, deadline=deadline)
+        fetch = session.submit(
+            observation, body, call, model=model, timeout=timeout, deadline=deadline
+        )
         wake = call.wait_for(fetch.is_done, deadline)
         if wake is not Wake.READY:
             raise CallEnded.after(wake)
