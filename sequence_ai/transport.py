@@ -23,6 +23,7 @@ from .errors import (
     InvalidRequest,
     InvalidResponse,
     OutOfCredit,
+    RateLimited,
     SequencesError,
     Unavailable,
 )
@@ -439,6 +440,9 @@ class Transport:
             raise AuthError(text, status=status, body=body)
         if status == 402:
             raise OutOfCredit(text, status=status, body=body)
+        if status == 429:
+            raise RateLimited(text, status=status, body=body,
+                              retry_after_s=extras["retry_after_s"])
         if status in (503, 504):
             raise Unavailable(text, status=status, body=body, **extras)
         if 400 <= status < 500:
