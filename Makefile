@@ -2,7 +2,7 @@
 #
 #   make setup   .venv (Python 3.10 + ROS 2 + Python deps), .venv39, colcon build into install/
 #   make test    setup, lint, the whole suite on 3.10 in the workspace, the client suite on 3.9
-#   make lint    ruff, plus the Python 3.9 / 3.10 syntax floors of sequence_ai/ and sequence_ai_ros/
+#   make lint    ruff, plus the Python 3.9 / 3.10 syntax floors of the client, gateway and node
 #   make demo    the simulated arm driven through the local gateway
 #   make bench   benchmarks (QUICK=1 for the short smoke run)
 #
@@ -75,7 +75,7 @@ BUILD_STAMP := $(ROOT)/build/.colcon-stamp
 BUILD_INPUTS := package.xml setup.py setup.cfg resource/sequence_ai_ros \
 	interfaces/package.xml interfaces/CMakeLists.txt $(wildcard interfaces/action/*.action) \
 	$(wildcard launch launch/*.launch.py config config/*.yaml) \
-	$(shell find sequence_ai sequence_ai_ros -name '*.py' 2>/dev/null)
+	$(shell find sequence_ai sequence_ai_gateway sequence_ai_ros -name '*.py' 2>/dev/null)
 
 # The built workspace over the venv: what `source install/setup.bash` gives a ROS user, with the
 # source tree first on PYTHONPATH so tests import the code being edited.
@@ -84,8 +84,9 @@ WS_ENV = source $(VENV)/bin/activate && source $(ROOT)/install/setup.bash && $(R
 	ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST ROS_LOCALHOST_ONLY=1 \
 	SEQUENCE_AI_GATEWAY_PYTHON=$(VENV_PY) &&
 
-LINT_PATHS := $(wildcard sequence_ai sequence_ai_ros test bench launch) .ci
-CLIENT_TESTS := $(wildcard test/client) test/foundation/test_client_import.py
+LINT_PATHS := $(wildcard sequence_ai sequence_ai_gateway sequence_ai_ros test bench launch) .ci
+CLIENT_TESTS := $(wildcard test/client) test/foundation/test_client_import.py \
+	test/gateway/test_fixture_any_python.py
 
 .PHONY: setup setup-locked test lint pytest pytest39 demo bench bench-quick
 
@@ -143,7 +144,8 @@ test: setup
 
 lint: $(VENV)/.stamp-deps
 	$(VENV)/bin/ruff check $(LINT_PATHS)
-	$(VENV)/bin/vermin --quiet --no-tips --violations --target=3.9- sequence_ai
+	$(VENV)/bin/vermin --quiet --no-tips --violations --target=3.9- sequence_ai sequence_ai_gateway \
+		test/gateway_fixture.py
 	if [ -d sequence_ai_ros ]; then \
 		$(VENV)/bin/vermin --quiet --no-tips --violations --target=3.10- sequence_ai_ros; fi
 

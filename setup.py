@@ -1,4 +1,5 @@
-"""ament_python package `sequence_ai_ros`: the sequence_ai client and the ROS 2 node.
+"""ament_python package `sequence_ai_ros`: the sequence_ai client, the ROS 2 node and the local
+gateway (`sequence_ai_gateway`, a service of its own whose dependencies are the `gateway` extra).
 
 The dependency lists below are the single source of truth: the Makefile reads them with
 .ci/requirements.py so the development venv gets them without installing this package.
@@ -9,6 +10,7 @@ from glob import glob
 from setuptools import find_packages, setup
 
 PACKAGE = "sequence_ai_ros"
+PYTHON_PACKAGES = ("sequence_ai", "sequence_ai_gateway", PACKAGE)
 
 # The client needs httpx and nothing else; numpy/Pillow are only for JPEG encoding.
 INSTALL_REQUIRES = ["httpx"]
@@ -27,7 +29,7 @@ EXTRAS_REQUIRE = {
 setup(
     name=PACKAGE,
     version="0.1.0",
-    packages=find_packages(include=["sequence_ai", "sequence_ai.*", PACKAGE, PACKAGE + ".*"]),
+    packages=find_packages(include=[n for p in PYTHON_PACKAGES for n in (p, p + ".*")]),
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
         ("share/" + PACKAGE, ["package.xml"]),
@@ -48,7 +50,7 @@ setup(
         "console_scripts": [
             "sequence_ai_node = sequence_ai_ros.node:main",
             "sim_robot = sequence_ai_ros.sim_robot:main",
-            "sequence-ai-gateway = sequence_ai.gateway.__main__:main",
+            "sequence-ai-gateway = sequence_ai_gateway.__main__:main",
             "sequence-ai = sequence_ai.cli:main",
         ],
     },

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from gateway_fixture import GatewayHandle
 
 import sequence_ai
 from sequence_ai import Model, Observation, Policy
-from sequence_ai.gateway.testing import GatewayHandle
 
 PI05 = "pi05-droid"
 COSMOS3 = "cosmos3-edge-policy-droid"

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
+from gateway_fixture import run_gateway
+
 import sequence_ai
 from bench.common import PI05, Context, fixed_observation, log, perf
 from bench.report import Section, Table
 from bench.stats import Summary, fmt, ratio, times
-from sequence_ai.gateway.testing import run_gateway
 
 
 def run(ctx: Context) -> Section:

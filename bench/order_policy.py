@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from sequence_ai.gateway import catalogue
-from sequence_ai.gateway.policies import PolicyObservation
+from sequence_ai_gateway import catalogue
+from sequence_ai_gateway.policies import PolicyObservation
 
 MODEL_ID = "bench-order-echo-droid"
 HORIZON = 15
@@ -40,7 +40,7 @@ class OrderEcho:
     latency_ms = 50.0
 
     def __init__(self) -> None:
-        row = catalogue.pi05_droid_row()
+        row = catalogue.simulated_row("pi05-droid")
         row.update(
             id=MODEL_ID,
             architecture="bench",

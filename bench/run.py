@@ -20,9 +20,12 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# Run as a script, the repo root (home of sequence_ai and bench) is not on the path; test/ holds
+# the gateway fixture (run_gateway) the benchmarks start their gateways with.
 if str(ROOT) not in sys.path:
-    # Run as a script, the repo root (home of sequence_ai and bench) is not on the path.
     sys.path.insert(0, str(ROOT))
+if str(ROOT / "test") not in sys.path:
+    sys.path.append(str(ROOT / "test"))
 
 SECTIONS = (
     "stop_latency",
@@ -72,10 +75,11 @@ def main(argv: list[str] | None = None) -> int:
 
     matplotlib.use("Agg")
 
+    from gateway_fixture import run_gateway
+
     import sequence_ai
     from bench.common import ORDER_POLICY_SPEC, Context, log
     from bench.report import Section, load_average, machine_facts, write_markdown
-    from sequence_ai.gateway.testing import run_gateway
 
     out_dir, name = _out_dir(args)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ from launch_ros.event_handlers import OnStateTransition
 from launch_ros.events.lifecycle import ChangeState
 from lifecycle_msgs.msg import Transition
 
-from sequence_ai.gateway import DEVELOPMENT_KEY
+from sequence_ai_gateway import DEVELOPMENT_KEY
 
 PACKAGE = "sequence_ai_ros"
 LOCAL_GATEWAY_URL = "http://127.0.0.1:8787"

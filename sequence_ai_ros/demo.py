@@ -191,8 +191,8 @@ class Recording:
 
 def _instruction_target(instruction: str) -> list[float]:
     """The pose the gateway's simulated pi05-droid reaches for, from the gateway's own code."""
-    from sequence_ai.gateway import catalogue
-    from sequence_ai.gateway.policies import instruction_target
+    from sequence_ai_gateway import catalogue
+    from sequence_ai_gateway.policies import instruction_target
 
     return instruction_target(instruction, catalogue.PANDA_LOWER, catalogue.PANDA_UPPER)
 
@@ -298,7 +298,7 @@ class Demo:
             specs = [s for s in launcher.plan(values) if s.executable == "sequence-ai-gateway"]
             self.launcher = launcher.Launcher(specs, log_dir=self.log_dir)
             self.launcher.start()
-            from sequence_ai.gateway import DEVELOPMENT_KEY
+            from sequence_ai_gateway import DEVELOPMENT_KEY
 
             command = [
                 "ros2", "launch", "sequence_ai_ros", "droid.launch.py", "sim:=true",

@@ -31,7 +31,7 @@ NODE_NAME = "sequence_ai"
 ENTRY_POINTS = {
     "sequence_ai_node": "sequence_ai_ros.node:main",
     "sim_robot": "sequence_ai_ros.sim_robot:main",
-    "sequence-ai-gateway": "sequence_ai.gateway.__main__:main",
+    "sequence-ai-gateway": "sequence_ai_gateway.__main__:main",
 }
 ARGUMENTS = {
     "model": "pi05-droid",
@@ -137,7 +137,7 @@ def plan(values: dict[str, str]) -> list[ProcessSpec]:
     node_env: dict[str, str] = {}
     if is_true(values["sim"]):
         if not values["base_url"]:
-            from sequence_ai.gateway import DEVELOPMENT_KEY
+            from sequence_ai_gateway import DEVELOPMENT_KEY
 
             specs.append(
                 ProcessSpec(

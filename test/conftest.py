@@ -1,3 +1,3 @@
 """Shared test setup: the local gateway fixtures ``gateway`` and ``gateway_factory``."""
 
-pytest_plugins = ("sequence_ai.gateway.testing",)
+pytest_plugins = ("gateway_fixture",)

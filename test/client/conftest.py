@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 import pytest
+from gateway_fixture import run_gateway
 from policy_support import PerTestGateway
-
-from sequence_ai.gateway.testing import run_gateway
 
 
 @pytest.fixture(scope="module")

@@ -80,7 +80,7 @@ def test_real_robot_plan_is_the_node_alone_with_droid_yaml() -> None:
 
 
 def test_sim_plan_adds_the_arm_and_a_local_gateway_with_its_development_key() -> None:
-    from sequence_ai.gateway import DEVELOPMENT_KEY
+    from sequence_ai_gateway import DEVELOPMENT_KEY
 
     specs = launcher.plan(launcher.parse_arguments(["sim:=true", "namespace:=robot2"]))
     assert [s.executable for s in specs] == ["sequence-ai-gateway", "sim_robot", "sequence_ai_node"]
@@ -191,7 +191,7 @@ def test_launch_file_real_robot_starts_the_lifecycle_node_and_autostarts_it(
 def test_launch_file_sim_starts_gateway_and_arm_and_configures_once_serving(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from sequence_ai.gateway import DEVELOPMENT_KEY
+    from sequence_ai_gateway import DEVELOPMENT_KEY
 
     actions = _run_launch_file(monkeypatch, sim="true")
     (gateway,) = _of(actions, "ExecuteProcess")

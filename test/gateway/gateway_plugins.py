@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from sequence_ai.gateway.policies import PolicyObservation
+from sequence_ai_gateway.policies import PolicyObservation
 
 
 def _row(name: str, endpoint: str = "act") -> Dict[str, Any]:

@@ -1,4 +1,4 @@
-"""``python -m sequence_ai.gateway``: start lines, keys, remote bind, TLS, plug-ins."""
+"""``python -m sequence_ai_gateway``: start lines, keys, remote bind, TLS, plug-ins."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ pytest.importorskip("fastapi")
 
 from gateway_support import act_body  # noqa: E402
 
-from sequence_ai.gateway.__main__ import main, resolve_keys  # noqa: E402
+from sequence_ai_gateway.__main__ import main, resolve_keys  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -35,7 +35,7 @@ def serve() -> Iterator:
     def start(*args: str, env: Optional[Dict[str, str]] = None) -> Served:
         full_env = dict(os.environ, PYTHONPATH=REPO, **(env or {}))
         proc = subprocess.Popen(
-            [sys.executable, "-m", "sequence_ai.gateway", "--port", "0", "--log-level", "warning",
+            [sys.executable, "-m", "sequence_ai_gateway", "--port", "0", "--log-level", "warning",
              *args],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=full_env, cwd=REPO,
         )
@@ -119,7 +119,7 @@ def test_tls_prints_a_ca_bundle_that_verifies(serve):
 
 
 def test_plug_in_policy_is_served_beside_the_simulated_models(serve):
-    served = serve("--policy", "sequence_ai.gateway.examples.hold_still:make_policy")
+    served = serve("--policy", "sequence_ai_gateway.examples.hold_still:make_policy")
     wait_healthy(served.url)
     rows = httpx.get(served.url + "/v1/models", trust_env=False).json()["data"]
     ids = [r["id"] for r in rows]

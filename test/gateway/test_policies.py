@@ -9,8 +9,8 @@ pytest.importorskip("fastapi")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from sequence_ai.gateway.catalogue import PANDA_LOWER, PANDA_UPPER  # noqa: E402
-from sequence_ai.gateway.policies import (  # noqa: E402
+from sequence_ai_gateway.catalogue import PANDA_LOWER, PANDA_UPPER  # noqa: E402
+from sequence_ai_gateway.policies import (  # noqa: E402
     PolicyObservation,
     builtin_policies,
     instruction_target,
@@ -104,15 +104,15 @@ def test_same_observation_and_seed_same_rows(joints, seed):
 
 
 def test_example_plug_in_loads_and_holds_the_pose():
-    policy = load_policy("sequence_ai.gateway.examples.hold_still:make_policy")
+    policy = load_policy("sequence_ai_gateway.examples.hold_still:make_policy")
     rows = policy.steps(observe(HOME, [1.0]))
     assert rows == [HOME + [1.0]] * 10
 
 
 @pytest.mark.parametrize(("spec", "message"), [
     ("no_colon", "package.module:factory"),
-    ("sequence_ai.gateway.examples.hold_still:nothing", "no callable"),
-    ("sequence_ai.gateway.examples.hold_still:HoldStill.latency_ms", "no callable"),
+    ("sequence_ai_gateway.examples.hold_still:nothing", "no callable"),
+    ("sequence_ai_gateway.examples.hold_still:HoldStill.latency_ms", "no callable"),
 ])
 def test_bad_plug_in_spec_is_refused(spec, message):
     with pytest.raises(ValueError, match=message):

@@ -13,9 +13,9 @@ pytest.importorskip("fastapi")
 
 from gateway_support import COSMOS3, DEADLINE_S, PI05, act_body, client, wait_for  # noqa: E402
 
-from sequence_ai.gateway.catalogue import pi05_droid_row  # noqa: E402
-from sequence_ai.gateway.policies import PolicyObservation  # noqa: E402
-from sequence_ai.gateway.serving import (  # noqa: E402
+from sequence_ai_gateway.catalogue import simulated_row  # noqa: E402
+from sequence_ai_gateway.policies import PolicyObservation  # noqa: E402
+from sequence_ai_gateway.serving import (  # noqa: E402
     LatencySettings,
     ModelServer,
     WarmthSettings,
@@ -71,12 +71,12 @@ def test_models_are_warm_from_the_start_without_cold_start(gateway):
 
 
 def _server(cold_start_s: float, keep_warm_s: float) -> ModelServer:
-    return ModelServer(pi05_droid_row(), _EchoPolicy(), LatencySettings(scale=0.0),
+    return ModelServer(simulated_row("pi05-droid"), _EchoPolicy(), LatencySettings(scale=0.0),
                        WarmthSettings(cold_start_s, keep_warm_s), random.Random(0))
 
 
 class _EchoPolicy:
-    row = pi05_droid_row()
+    row = simulated_row("pi05-droid")
     latency_ms = 0.0
 
     def steps(self, observation: PolicyObservation):

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sequence_ai import AuthError, InvalidResponse, OutOfCredit, SequencesError, Unavailable
-from sequence_ai.gateway.catalogue import PANDA_LOWER, PANDA_UPPER
+from sequence_ai_gateway.catalogue import PANDA_LOWER, PANDA_UPPER
 
 # Generous bound for waiting on a condition: a hang guard, never a measurement.
 PATIENCE_S = 30.0

@@ -14,8 +14,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from sequence_ai.gateway import catalogue
-from sequence_ai.gateway.policies import PolicyObservation, instruction_target, reach_path
+from sequence_ai_gateway import catalogue
+from sequence_ai_gateway.policies import PolicyObservation, instruction_target, reach_path
 
 MODEL = "safety-tagged-droid"
 GRID = 0.01
@@ -43,7 +43,7 @@ def tag_of(target: Sequence[float]) -> int:
 
 class TaggedDroidReach:
     def __init__(self) -> None:
-        self.row = dict(catalogue.pi05_droid_row(), id=catalogue.MODEL_PREFIX + MODEL)
+        self.row = dict(catalogue.simulated_row("pi05-droid"), id=catalogue.MODEL_PREFIX + MODEL)
         self.latency_ms = 0.0
 
     def steps(self, observation: PolicyObservation) -> list[list[float]]:

@@ -13,13 +13,12 @@ from typing import Any
 
 import pytest
 from action_msgs.msg import GoalStatus
+from gateway_fixture import run_gateway
 from node_harness import node_parameters, wait_for
 from policy_support import Robot, open_policy
 from ros_support import NodeSystem, key_file_for
 from safety_support import PATIENCE_S, new_threads
 from tagged_policy import MODEL, POLICY_SPEC, tag_of
-
-from sequence_ai.gateway.testing import run_gateway
 
 POLICIES = 8
 RUNS_PER_POLICY = 50

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from gateway_fixture import run_gateway
 from policy_support import Robot, open_policy, wait_for
 from safety_support import CELLS, PATIENCE_S, Cell, child_pids, invalid_rows, new_threads, record
 
 from sequence_ai import Unavailable
-from sequence_ai.gateway.testing import run_gateway
 
 SIDE = "client run()"
 ACTION_DIM = 8

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from action_msgs.msg import GoalStatus
+from gateway_fixture import run_gateway
 from lifecycle_msgs.msg import Transition
 from node_harness import node_parameters, wait_for
 from ros_support import NodeSystem, holds_until_next_goal, key_file_for, wait_commands
@@ -21,8 +22,6 @@ from safety_support import (
     new_threads,
     record,
 )
-
-from sequence_ai.gateway.testing import run_gateway
 
 SIDE = "node act goal"
 # Hang guards; each cell ends through its own fault first.

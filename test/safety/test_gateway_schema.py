@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 import schemathesis
+from gateway_fixture import run_gateway
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from policy_support import make_observation
@@ -19,8 +20,6 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-
-from sequence_ai.gateway.testing import run_gateway
 
 MB = 1024 * 1024
 EXAMPLES_PER_OPERATION = 40

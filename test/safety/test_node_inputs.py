@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from action_msgs.msg import GoalStatus
+from gateway_fixture import run_gateway
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from node_harness import GRIPPER, JOINTS, node_parameters, wait_for
@@ -21,7 +22,6 @@ from ros_support import NodeSystem, key_file_for, wait_commands
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
-from sequence_ai.gateway.testing import run_gateway
 from sequence_ai_ros.image_conversion import SUPPORTED_ENCODINGS
 from sequence_ai_ros.observations import ObservationCache, StaleObservation
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from gateway_fixture import run_gateway
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -20,7 +21,6 @@ from PIL import Image
 import sequence_ai
 from sequence_ai import InvalidRequest, Observation
 from sequence_ai.catalogue import find_model
-from sequence_ai.gateway.testing import run_gateway
 
 VIEWS = ("exterior_1", "wrist_left")
 GOOD_FRAME = np.zeros((180, 320, 3), dtype=np.uint8)

@@ -17,14 +17,14 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from gateway_fixture import run_gateway
 from policy_support import Robot, make_observation
 
 import sequence_ai
 from sequence_ai import SequencesError, Unavailable
-from sequence_ai.gateway import DEFAULT_HOST
-from sequence_ai.gateway.__main__ import build_parser
-from sequence_ai.gateway.__main__ import main as gateway_main
-from sequence_ai.gateway.testing import run_gateway
+from sequence_ai_gateway import DEFAULT_HOST
+from sequence_ai_gateway.__main__ import build_parser
+from sequence_ai_gateway.__main__ import main as gateway_main
 
 # Faults whose error text is most likely to echo a request: auth refusals, server errors,
 # broken transports and unparseable bodies.
@@ -163,7 +163,7 @@ def test_tls_is_verified_by_default() -> None:
 def test_the_gateway_binds_loopback_by_default() -> None:
     assert DEFAULT_HOST == "127.0.0.1"
     assert build_parser().parse_args([]).host == DEFAULT_HOST
-    command = [sys.executable, "-m", "sequence_ai.gateway", "--port", "0", "--scale", "0",
+    command = [sys.executable, "-m", "sequence_ai_gateway", "--port", "0", "--scale", "0",
                "--log-level", "warning"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                text=True)
@@ -195,8 +195,8 @@ def test_the_gateway_refuses_a_remote_address_without_allow_remote(
 
 
 def _control_calls(client_ip: str) -> list[int]:
-    from sequence_ai.gateway.app import create_app
-    from sequence_ai.gateway.core import Gateway
+    from sequence_ai_gateway.app import create_app
+    from sequence_ai_gateway.core import Gateway
 
     app = create_app(Gateway(scale=0.0))
 

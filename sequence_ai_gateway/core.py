@@ -6,19 +6,27 @@ import asyncio
 import random
 import threading
 import time
+from enum import Enum
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
 
-from sequence_ai.gateway import DEVELOPMENT_KEY
-from sequence_ai.gateway.catalogue import Catalogue, complete_row, short_id
-from sequence_ai.gateway.faults import Fault, FaultBook, make_fault
-from sequence_ai.gateway.policies import builtin_policies
-from sequence_ai.gateway.serving import LatencySettings, ModelServer, WarmthSettings
+from sequence_ai_gateway import DEVELOPMENT_KEY
+from sequence_ai_gateway.catalogue import Catalogue, complete_row, short_id
+from sequence_ai_gateway.faults import Fault, FaultBook, make_fault
+from sequence_ai_gateway.policies import builtin_policies
+from sequence_ai_gateway.serving import LatencySettings, ModelServer, WarmthSettings
 
 ENDPOINT_COUNTERS = ("health", "models", "ready", "act")
 # Used when the ``warming`` fault names no duration and the gateway has no cold start.
 DEFAULT_FORCED_WARMING_S = 1.0
 # How often a stalled request looks at its release conditions.
 _STALL_POLL_S = 0.02
+
+
+class KeyStatus(str, Enum):
+    MISSING = "missing"
+    UNKNOWN = "unknown"
+    BROKE = "broke"  # valid, out of credit
+    OK = "ok"
 
 
 def _non_negative(name: str, value: Optional[float]) -> Optional[float]:
@@ -71,15 +79,14 @@ class Gateway:
         self.stopping = False
 
     # --- keys ---------------------------------------------------------------------------------
-    def key_status(self, key: Optional[str]) -> str:
-        """``missing``, ``unknown``, ``broke`` (valid, out of credit) or ``ok``."""
+    def key_status(self, key: Optional[str]) -> KeyStatus:
         if not key:
-            return "missing"
+            return KeyStatus.MISSING
         if key in self.broke_keys:
-            return "broke"
+            return KeyStatus.BROKE
         if key in self.api_keys:
-            return "ok"
-        return "unknown"
+            return KeyStatus.OK
+        return KeyStatus.UNKNOWN
 
     # --- counters -----------------------------------------------------------------------------
     def count_request(self, endpoint: str) -> None:

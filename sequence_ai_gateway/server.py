@@ -16,8 +16,9 @@ from typing import Any, List, Optional
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from sequence_ai.gateway.app import InjectedReset, create_app
-from sequence_ai.gateway.core import Gateway
+from sequence_ai_gateway.app import create_app
+from sequence_ai_gateway.core import Gateway
+from sequence_ai_gateway.responses import InjectedReset
 
 # Requests still running when a stop is asked get this long before they are cancelled.
 GRACEFUL_STOP_S = 2

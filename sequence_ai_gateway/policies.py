@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from sequence_ai.gateway import catalogue
+from sequence_ai_gateway import catalogue
 
 Rows = List[List[float]]
 
@@ -98,7 +98,7 @@ class DroidJointDeltaReach:
     gripper_tolerance = 0.05
 
     def __init__(self) -> None:
-        self.row = catalogue.pi05_droid_row()
+        self.row = catalogue.simulated_row("pi05-droid")
         self.latency_ms = 650.0
 
     def steps(self, observation: PolicyObservation) -> Rows:
@@ -163,7 +163,7 @@ class StatelessEeDelta:
     """Ignores proprioception: a smooth end-effector push in an instruction-derived direction."""
 
     def __init__(self) -> None:
-        self.row = catalogue.stateless_row()
+        self.row = catalogue.simulated_row("sim-stateless-ee-delta")
         self.latency_ms = 450.0
 
     def steps(self, observation: PolicyObservation) -> Rows:
@@ -185,14 +185,15 @@ class StatelessEeDelta:
 
 def builtin_policies() -> List[Any]:
     """The four simulated models of the local catalogue."""
-    bimanual_lower = [-2.6] * 12
-    bimanual_upper = [2.6] * 12
+    row = catalogue.simulated_row
+    panda = (catalogue.PANDA_LOWER, catalogue.PANDA_UPPER)
+    bimanual = ([-2.6] * 12, [2.6] * 12)
     return [
         DroidJointDeltaReach(),
-        AbsoluteJointReach(catalogue.cosmos3_droid_row(), catalogue.PANDA_LOWER,
-                           catalogue.PANDA_UPPER, max_step=0.1, latency_ms=1000.0),
-        AbsoluteJointReach(catalogue.bimanual_row(), bimanual_lower, bimanual_upper,
-                           max_step=0.05, latency_ms=350.0, arms=2),
+        AbsoluteJointReach(row("cosmos3-edge-policy-droid"), *panda, max_step=0.1,
+                           latency_ms=1000.0),
+        AbsoluteJointReach(row("sim-bimanual-reach"), *bimanual, max_step=0.05, latency_ms=350.0,
+                           arms=2),
         StatelessEeDelta(),
     ]
 

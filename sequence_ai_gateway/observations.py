@@ -10,8 +10,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from PIL import Image
 
-from sequence_ai.gateway.catalogue import short_id
-from sequence_ai.gateway.policies import PolicyObservation
+from sequence_ai_gateway.catalogue import short_id
+from sequence_ai_gateway.policies import PolicyObservation
 
 # PROTOCOL §1.10's aspect band: letterboxed into a square of this side, the frame's content
 # must be within this many pixels of the trained ratio's on each axis (16:9 → rows 121-131).

@@ -1,4 +1,5 @@
-"""Start a local gateway for tests, benchmarks and demos: ``run_gateway`` and pytest fixtures.
+"""The local gateway for tests and benchmarks: ``run_gateway`` and the pytest fixtures
+``gateway`` and ``gateway_factory`` (registered by test/conftest.py).
 
 Imports only the standard library and httpx, so it also works in a venv without the gateway's
 dependencies: there the gateway runs as a subprocess of the interpreter named by the environment
@@ -23,12 +24,12 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import httpx
 
-from sequence_ai.gateway import DEVELOPMENT_KEY
-
 PYTHON_ENV = "SEQUENCE_AI_GATEWAY_PYTHON"
+GATEWAY_PACKAGE = "sequence_ai_gateway"
+# The fixture's own keys, given to every gateway it starts (never the gateway's development key).
+TEST_API_KEY = "seq_test_local_gateway"
 TEST_BROKE_KEY = "seq_test_out_of_credit"
 START_TIMEOUT_S = 60.0
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class GatewayHandle:
@@ -85,14 +86,26 @@ class GatewayHandle:
 
 
 def fastapi_available() -> bool:
-    return all(importlib.util.find_spec(m) is not None for m in ("fastapi", "uvicorn", "PIL"))
+    """Whether the gateway can run in this interpreter (else it runs as a subprocess)."""
+    needed = (GATEWAY_PACKAGE, "fastapi", "uvicorn", "PIL")
+    return all(importlib.util.find_spec(m) is not None for m in needed)
+
+
+def gateway_source() -> Optional[str]:
+    """The directory this interpreter imports ``sequence_ai_gateway`` from, found without
+    importing it (None when it is not importable here). A subprocess gateway is given it first
+    on its path, so it serves the same code as an in-process one would."""
+    spec = importlib.util.find_spec(GATEWAY_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.dirname(os.path.abspath(list(spec.submodule_search_locations)[0]))
 
 
 class _InProcessGateway(GatewayHandle):
     def __init__(self, options: Dict[str, Any]) -> None:
-        from sequence_ai.gateway.core import Gateway
-        from sequence_ai.gateway.policies import load_policy
-        from sequence_ai.gateway.server import GatewayServer
+        from sequence_ai_gateway.core import Gateway
+        from sequence_ai_gateway.policies import load_policy
+        from sequence_ai_gateway.server import GatewayServer
 
         self._gateway = Gateway(
             extra_policies=[load_policy(spec) for spec in options["policies"]],
@@ -169,7 +182,7 @@ class _SubprocessGateway(GatewayHandle):
 
     def _command(self) -> List[str]:
         o = self._options
-        cmd = [self._python, "-m", "sequence_ai.gateway", "--host", "127.0.0.1",
+        cmd = [self._python, "-m", GATEWAY_PACKAGE, "--host", "127.0.0.1",
                "--port", str(self._port), "--log-level", "warning",
                "--jitter-ms", str(o["jitter_ms"]), "--scale", str(o["scale"]),
                "--cold-start-s", str(o["cold_start_s"]), "--keep-warm-s", str(o["keep_warm_s"])]
@@ -188,13 +201,13 @@ class _SubprocessGateway(GatewayHandle):
     def _launch(self) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (_REPO_ROOT, env.get("PYTHONPATH", "")) if p
+            p for p in (gateway_source(), env.get("PYTHONPATH", "")) if p
         )
         env.pop("SEQUENCES_GATEWAY_KEYS", None)  # keys come from the options only
         stderr_path = os.path.join(self._tmp, "stderr.log")
         with open(stderr_path, "ab") as stderr:
             self._proc = sp.Popen(self._command(), stdout=sp.PIPE, stderr=stderr, env=env,
-                                  cwd=_REPO_ROOT, text=True)
+                                  cwd=self._tmp, text=True)
         lines: queue.Queue[Optional[str]] = queue.Queue()
         threading.Thread(target=_pump, args=(self._proc.stdout, lines), daemon=True).start()
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -290,17 +303,16 @@ def _pump(stream: Any, lines: queue.Queue[Optional[str]]) -> None:
 
 
 def _wait_healthy(url: str, ca_bundle: Optional[str], deadline: float) -> None:
-    with httpx.Client(verify=_verify(ca_bundle), trust_env=False, timeout=5.0) as client:
-        while True:
-            try:
-                # The control path, so the gateway's request counters start at zero.
-                if client.get(url + "/_control/counters").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"gateway at {url} did not answer /v1/health in time")
-            time.sleep(0.05)
+    # The socket listens before the URL line is printed, so this request waits in its backlog
+    # until the server runs. The control path, so the gateway's request counters stay at zero.
+    timeout = max(1.0, deadline - time.monotonic())
+    with httpx.Client(verify=_verify(ca_bundle), trust_env=False, timeout=timeout) as client:
+        try:
+            answer = client.get(url + "/_control/counters")
+        except httpx.TransportError as exc:
+            raise RuntimeError(f"gateway at {url} did not answer: {exc}") from None
+    if answer.status_code != 200:
+        raise RuntimeError(f"gateway at {url} answered {answer.status_code} to its first call")
 
 
 @contextlib.contextmanager
@@ -349,7 +361,7 @@ def _options(
         "cold_start_s": cold_start_s,
         "keep_warm_s": keep_warm_s,
         "tls": tls,
-        "api_keys": list(api_keys) if api_keys else [DEVELOPMENT_KEY],
+        "api_keys": list(api_keys) if api_keys else [TEST_API_KEY],
         "broke_keys": list(broke_keys) if broke_keys else [TEST_BROKE_KEY],
         "policies": list(policies),
     }

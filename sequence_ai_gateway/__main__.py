@@ -1,4 +1,4 @@
-"""``python -m sequence_ai.gateway`` / ``sequence-ai-gateway``: serve the local gateway."""
+"""``python -m sequence_ai_gateway`` / ``sequence-ai-gateway``: serve the local gateway."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import sys
 from typing import List, Optional, Sequence
 
-from sequence_ai.gateway import DEFAULT_HOST, DEFAULT_PORT, DEVELOPMENT_KEY
+from sequence_ai_gateway import DEFAULT_HOST, DEFAULT_PORT, DEVELOPMENT_KEY
 
 KEYS_ENV = "SEQUENCES_GATEWAY_KEYS"
 
@@ -58,9 +58,9 @@ def resolve_keys(given: Sequence[str]) -> Optional[List[str]]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    from sequence_ai.gateway.core import Gateway
-    from sequence_ai.gateway.policies import load_policy
-    from sequence_ai.gateway.server import GatewayServer, is_loopback
+    from sequence_ai_gateway.core import Gateway
+    from sequence_ai_gateway.policies import load_policy
+    from sequence_ai_gateway.server import GatewayServer, is_loopback
 
     if not is_loopback(args.host) and not args.allow_remote:
         print(f"sequence-ai-gateway: --host {args.host} is not a loopback address; "

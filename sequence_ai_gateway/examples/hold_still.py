@@ -1,6 +1,6 @@
 """A minimal plug-in policy: serve it with
 
-    python -m sequence_ai.gateway --policy sequence_ai.gateway.examples.hold_still:make_policy
+    python -m sequence_ai_gateway --policy sequence_ai_gateway.examples.hold_still:make_policy
 
 It answers every observation with a chunk that keeps the arm where it is (absolute joint
 targets equal to the observed joints) and the gripper as observed. Replace ``steps`` with a
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from sequence_ai.gateway.policies import PolicyObservation
+from sequence_ai_gateway.policies import PolicyObservation
 
 
 class HoldStill:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, List, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 MODEL_PREFIX = "accounts/sequences/models/"
 ENDPOINTS = ("act", "chat", "perceive")
@@ -80,67 +81,54 @@ def _semantics(
     }
 
 
-def _simulated_row(
-    short_name: str,
-    *,
-    gpu_ms_p50: float,
-    tags: Sequence[str],
-    rows_note: str = "",
-    open_loop_horizon: Optional[int] = None,
-    training: Optional[Dict[str, Any]] = None,
-    **fields: Any,
-) -> Dict[str, Any]:
-    """A built-in row: ``fields`` are the model's own §1.6 values, in wire order."""
-    return {
-        "id": MODEL_PREFIX + short_name,
-        "object": "model",
-        "endpoint": "act",
-        **fields,
-        "open_loop_horizon": open_loop_horizon,
-        "sustains_seconds": (
-            round(open_loop_horizon / fields["control_hz"], 3) if open_loop_horizon else None
-        ),
-        "training": training or _not_trainable("simulated model"),
-        "latency": {"gpu_ms_p50": gpu_ms_p50, "note": "GPU-only figure, not end-to-end"},
-        "pricing": {"usd_per_call": 0.0},
-        "licence": "simulated",
-        "tags": ["simulated", *tags],
-        "simulated": True,
-        "description": f"{_SIMULATED_NOTE} {rows_note}" if rows_note else _SIMULATED_NOTE,
-    }
+@dataclass(frozen=True)
+class SimulatedModel:
+    """One built-in model: its own §1.6 values (``fields``, in wire order) and listing extras."""
+
+    name: str
+    fields: Dict[str, Any]
+    gpu_ms_p50: float
+    tags: Tuple[str, ...]
+    open_loop_horizon: Optional[int] = None
+    training: Optional[Dict[str, Any]] = None
+    rows_note: str = ""
 
 
-def pi05_droid_row() -> Dict[str, Any]:
-    return _simulated_row(
+SIMULATED_MODELS: Tuple[SimulatedModel, ...] = (
+    SimulatedModel(
         "pi05-droid",
-        architecture="pi05",
-        robot="droid_franka",
-        action_dim=8,
-        state_dim=8,
-        state_layout={"joint_positions": 7, "gripper": 1},
-        action_horizon=15,
-        control_hz=15.0,
-        camera_views=["exterior_1", "wrist_left"],
-        training_frame_size=[320, 180],
-        input_aspect_ratio=1.7778,
-        input_resize="pad",
-        action_space="joint_delta",
-        action_semantics=_semantics(
-            "joint_delta",
-            native_target=(
-                "droid.robot_env.RobotEnv(action_space='joint_velocity', "
-                "gripper_action_space='position')"
+        {
+            "architecture": "pi05",
+            "robot": "droid_franka",
+            "action_dim": 8,
+            "state_dim": 8,
+            "state_layout": {"joint_positions": 7, "gripper": 1},
+            "action_horizon": 15,
+            "control_hz": 15.0,
+            "camera_views": ["exterior_1", "wrist_left"],
+            "training_frame_size": [320, 180],
+            "input_aspect_ratio": 1.7778,
+            "input_resize": "pad",
+            "action_space": "joint_delta",
+            "action_semantics": _semantics(
+                "joint_delta",
+                native_target=(
+                    "droid.robot_env.RobotEnv(action_space='joint_velocity', "
+                    "gripper_action_space='position')"
+                ),
+                value_range=[-1.0, 1.0],
+                gripper_dims=[7],
+                conversions={
+                    "joint_position": {
+                        "reference": "state_at_request",
+                        "formula": "q_target[i] = q_reference + step[i][:7]",
+                        "verified_in": "isaac-lab droid scene, 2026-09-11",
+                    }
+                },
             ),
-            value_range=[-1.0, 1.0],
-            gripper_dims=[7],
-            conversions={
-                "joint_position": {
-                    "reference": "state_at_request",
-                    "formula": "q_target[i] = q_reference + step[i][:7]",
-                    "verified_in": "isaac-lab droid scene, 2026-09-11",
-                }
-            },
-        ),
+        },
+        gpu_ms_p50=95.0,
+        tags=("droid", "franka"),
         open_loop_horizon=8,
         training={
             "trainable": True,
@@ -149,79 +137,103 @@ def pi05_droid_row() -> Dict[str, Any]:
             "usd_per_data_hour": 40.0,
             "minimum_usd": 25.0,
         },
-        gpu_ms_p50=95.0,
-        tags=["droid", "franka"],
-    )
-
-
-def cosmos3_droid_row() -> Dict[str, Any]:
-    return _simulated_row(
+    ),
+    SimulatedModel(
         "cosmos3-edge-policy-droid",
-        architecture="cosmos3",
-        robot="droid_franka",
-        action_dim=8,
-        state_dim=8,
-        state_layout={"joint_positions": 7, "gripper": 1},
-        action_horizon=32,
-        control_hz=15.0,
-        camera_views=["exterior_1", "exterior_2", "wrist_left"],
-        training_frame_size=[640, 360],
-        input_aspect_ratio=1.7778,
-        input_resize="stretch",
-        action_space="joint_absolute",
-        action_semantics=_semantics("joint_absolute"),
-        training=_not_trainable("cosmos3 edge policies are not fine-tunable through the API"),
+        {
+            "architecture": "cosmos3",
+            "robot": "droid_franka",
+            "action_dim": 8,
+            "state_dim": 8,
+            "state_layout": {"joint_positions": 7, "gripper": 1},
+            "action_horizon": 32,
+            "control_hz": 15.0,
+            "camera_views": ["exterior_1", "exterior_2", "wrist_left"],
+            "training_frame_size": [640, 360],
+            "input_aspect_ratio": 1.7778,
+            "input_resize": "stretch",
+            "action_space": "joint_absolute",
+            "action_semantics": _semantics("joint_absolute"),
+        },
         gpu_ms_p50=310.0,
-        tags=["droid", "franka"],
-    )
-
-
-def bimanual_row() -> Dict[str, Any]:
-    """A 14-wide bimanual state (two 6-joint arms + two grippers) and a 0.50 s chunk."""
-    return _simulated_row(
+        tags=("droid", "franka"),
+        training=_not_trainable("cosmos3 edge policies are not fine-tunable through the API"),
+    ),
+    # A 14-wide bimanual state (two 6-joint arms + two grippers) and a 0.50 s chunk.
+    SimulatedModel(
         "sim-bimanual-reach",
-        architecture="simulated-reach",
-        robot="sim_bimanual_6dof",
-        action_dim=14,
-        state_dim=14,
-        state_layout={"joint_positions": 12, "gripper": 2},
-        action_horizon=25,
-        control_hz=50.0,
-        camera_views=["cam_high", "cam_left_wrist", "cam_right_wrist"],
-        training_frame_size=[320, 240],
-        input_aspect_ratio=1.3333,
-        input_resize="pad",
-        action_space="joint_absolute",
-        action_semantics=_semantics("joint_absolute", gripper_dims=[12, 13]),
+        {
+            "architecture": "simulated-reach",
+            "robot": "sim_bimanual_6dof",
+            "action_dim": 14,
+            "state_dim": 14,
+            "state_layout": {"joint_positions": 12, "gripper": 2},
+            "action_horizon": 25,
+            "control_hz": 50.0,
+            "camera_views": ["cam_high", "cam_left_wrist", "cam_right_wrist"],
+            "training_frame_size": [320, 240],
+            "input_aspect_ratio": 1.3333,
+            "input_resize": "pad",
+            "action_space": "joint_absolute",
+            "action_semantics": _semantics("joint_absolute", gripper_dims=[12, 13]),
+        },
         gpu_ms_p50=60.0,
-        tags=["bimanual"],
+        tags=("bimanual",),
         rows_note=(
             "Rows: 12 absolute joint targets (left arm 0-5, right arm 6-11), grippers at 12, 13."
         ),
-    )
-
-
-def stateless_row() -> Dict[str, Any]:
-    """A model that ignores proprioception (state_dim 0) and plays 0.64 s chunks."""
-    return _simulated_row(
+    ),
+    # A model that ignores proprioception (state_dim 0) and plays 0.64 s chunks.
+    SimulatedModel(
         "sim-stateless-ee-delta",
-        architecture="simulated-video-action",
-        robot="sim_single_arm_ee",
-        action_dim=7,
-        state_dim=0,
-        state_layout=None,
-        action_horizon=16,
-        control_hz=25.0,
-        camera_views=["front"],
-        training_frame_size=[256, 256],
-        input_aspect_ratio=1.0,
-        input_resize=None,
-        action_space="ee_delta",
-        action_semantics=_semantics("ee_delta", value_range=[-1.0, 1.0], gripper_dims=[6]),
+        {
+            "architecture": "simulated-video-action",
+            "robot": "sim_single_arm_ee",
+            "action_dim": 7,
+            "state_dim": 0,
+            "state_layout": None,
+            "action_horizon": 16,
+            "control_hz": 25.0,
+            "camera_views": ["front"],
+            "training_frame_size": [256, 256],
+            "input_aspect_ratio": 1.0,
+            "input_resize": None,
+            "action_space": "ee_delta",
+            "action_semantics": _semantics("ee_delta", value_range=[-1.0, 1.0], gripper_dims=[6]),
+        },
         gpu_ms_p50=80.0,
-        tags=["stateless"],
+        tags=("stateless",),
         rows_note="Rows: normalised end-effector deltas (xyz, rpy) and a gripper at dim 6.",
-    )
+    ),
+)
+
+
+def simulated_row(name: str) -> Dict[str, Any]:
+    """The catalogue row of the built-in model ``name`` (a short id), as a fresh dict."""
+    found = [m for m in SIMULATED_MODELS if m.name == name]
+    if not found:
+        raise ValueError(
+            f"simulated model {name!r}: expected one of {[m.name for m in SIMULATED_MODELS]}"
+        )
+    model = found[0]
+    horizon = model.open_loop_horizon
+    return copy.deepcopy({
+        "id": MODEL_PREFIX + model.name,
+        "object": "model",
+        "endpoint": "act",
+        **model.fields,
+        "open_loop_horizon": horizon,
+        "sustains_seconds": round(horizon / model.fields["control_hz"], 3) if horizon else None,
+        "training": model.training or _not_trainable("simulated model"),
+        "latency": {"gpu_ms_p50": model.gpu_ms_p50, "note": "GPU-only figure, not end-to-end"},
+        "pricing": {"usd_per_call": 0.0},
+        "licence": "simulated",
+        "tags": ["simulated", *model.tags],
+        "simulated": True,
+        "description": (
+            f"{_SIMULATED_NOTE} {model.rows_note}" if model.rows_note else _SIMULATED_NOTE
+        ),
+    })
 
 
 def complete_row(row: Dict[str, Any]) -> Dict[str, Any]:

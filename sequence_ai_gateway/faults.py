@@ -4,21 +4,34 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, replace
+from enum import Enum
 from typing import List, Optional
 
-from sequence_ai.gateway.catalogue import full_model_id
+from sequence_ai_gateway.catalogue import full_model_id
 
-# stall: the request waits before its model's queue (only that request is delayed);
-# hold: the request waits inside its model's worker, so later requests queue behind it.
-FAULT_KINDS = (
-    "stall", "hold", "status", "reset", "malformed", "nan", "inf", "wrong_dim", "empty", "warming",
-)
+
+class FaultKind(str, Enum):
+    # Waits before its model's queue: only this request is delayed.
+    STALL = "stall"
+    # Waits inside its model's worker: later requests to that model queue behind it.
+    HOLD = "hold"
+    STATUS = "status"
+    RESET = "reset"
+    MALFORMED = "malformed"
+    NAN = "nan"
+    INF = "inf"
+    WRONG_DIM = "wrong_dim"
+    EMPTY = "empty"
+    WARMING = "warming"
+
+
+FAULT_KINDS = tuple(k.value for k in FaultKind)
 INJECTABLE_STATUSES = (401, 402, 500, 503, 504)
 
 
 @dataclass(frozen=True)
 class Fault:
-    kind: str
+    kind: FaultKind
     count: int = 1
     model: Optional[str] = None  # full id, or None for every model
     seconds: Optional[float] = None
@@ -42,7 +55,7 @@ def make_fault(
         isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds >= 0
     ):
         raise ValueError(f"fault {kind}: seconds={seconds!r}, expected a number >= 0 or None")
-    if kind == "status":
+    if kind == FaultKind.STATUS:
         if status not in INJECTABLE_STATUSES:
             raise ValueError(
                 f"fault status: status={status!r}, expected one of {INJECTABLE_STATUSES}"
@@ -52,7 +65,7 @@ def make_fault(
     if model is not None and (not isinstance(model, str) or not model):
         raise ValueError(f"fault {kind}: model={model!r}, expected a model id or None")
     return Fault(
-        kind=kind,
+        kind=FaultKind(kind),
         count=count,
         model=full_model_id(model) if model else None,
         seconds=None if seconds is None else float(seconds),
@@ -61,7 +74,11 @@ def make_fault(
 
 
 class FaultBook:
-    """Pending faults in injection order; ``generation`` changes whenever they are cleared."""
+    """Pending faults in injection order; ``generation`` changes whenever they are cleared.
+
+    ``_pending`` and ``generation`` are written under ``_lock`` (routes on the event loop, the
+    control API from any thread); ``generation`` is read without it, a single int.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, List, Optional
 
-from sequence_ai.gateway.policies import PolicyObservation
+from sequence_ai_gateway.policies import PolicyObservation
 
 Rows = List[List[float]]
 

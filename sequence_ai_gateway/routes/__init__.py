@@ -1,0 +1,1 @@
+"""One router per resource: health, models, ready, act, and the loopback control endpoints."""

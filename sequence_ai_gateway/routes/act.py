@@ -1,0 +1,158 @@
+"""``POST /v1/act``: admit, check the observation, apply a fault, infer, answer one chunk (§1.4)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+import uuid
+from typing import Any, Dict, List
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import Response
+
+from sequence_ai_gateway.catalogue import short_id
+from sequence_ai_gateway.core import Gateway
+from sequence_ai_gateway.fault_effects import before_inference, faulted_answer
+from sequence_ai_gateway.observations import (
+    CheckedObservation,
+    Frame,
+    ObservationRejected,
+    check_observation,
+)
+from sequence_ai_gateway.responses import AsciiJSONResponse
+from sequence_ai_gateway.routes.access import GatewayDep, authorise, find_row
+from sequence_ai_gateway.serving import Rows
+from sequence_ai_gateway.wire import ActRequest, error_responses
+
+router = APIRouter()
+# Tokens a frame costs in ``usage`` (a ViT-style patch grid).
+TOKENS_PER_FRAME = 256
+
+
+@router.post("/v1/act", responses=error_responses(400, 401, 402, 404, 413, 503, 504))
+async def act(body: ActRequest, request: Request, gateway: GatewayDep) -> Any:
+    received = time.monotonic()
+    row = _admit(gateway, request, body)
+    checked = await _checked(row, body)
+    fault = gateway.faults.take(row["id"])
+    server = gateway.servers[row["id"]]
+    hold = await before_inference(gateway, server, fault)
+    remaining = server.use()
+    if remaining is not None:
+        return _warming_response(gateway, row["id"], remaining)
+    try:
+        result = await server.infer(checked.observation, hold)
+    except Exception as exc:  # a plug-in policy raised
+        raise HTTPException(500, f"policy for {short_id(row['id'])} failed: {exc}") from None
+    _check_rows(result.rows, row)
+    perf = {
+        "inference_ms": round(result.inference_ms, 3),
+        "queue_ms": round(result.queue_ms, 3),
+        "ttfa_ms": round((time.monotonic() - received) * 1000.0, 3),
+    }
+    out = _answer(row, result.rows, perf, _usage(row, checked, body, result.rows),
+                  checked.warnings)
+    faulted = faulted_answer(fault, out)
+    return faulted if faulted is not None else AsciiJSONResponse(out)
+
+
+def _admit(gateway: Gateway, request: Request, body: ActRequest) -> Dict[str, Any]:
+    """Key, credit, model and endpoint, in that order; the row of the model to serve."""
+    authorise(gateway, request, billed=True)
+    row = find_row(gateway, body.model)
+    if row.get("endpoint") != "act":
+        raise HTTPException(
+            400, f"model {body.model!r} is served on /v1/{row.get('endpoint')}, not /v1/act"
+        )
+    return row
+
+
+async def _checked(row: Dict[str, Any], body: ActRequest) -> CheckedObservation:
+    """The §1.10 checks, off the event loop: decoding frames is the slow part."""
+    obs = body.observation
+    frames = [Frame(view=f.view, data=f.data) for f in obs.images]
+    loop = asyncio.get_running_loop()
+    try:
+        return await loop.run_in_executor(
+            None, check_observation, row, frames, obs.proprioception.joint_positions,
+            obs.proprioception.gripper, obs.instruction, body.seed, dict(body.model_extra or {}),
+        )
+    except ObservationRejected as exc:
+        raise HTTPException(400, exc.detail) from None
+
+
+def _warming_response(gateway: Gateway, model_id: str, remaining_s: float) -> Response:
+    server = gateway.servers[model_id]
+    retry = max(1, int(round(remaining_s)))
+    detail = {
+        "status": "warming_up",
+        "retry_after_s": retry,
+        "warming_job_id": server.warming_job_id,
+        "message": (
+            f"model {short_id(model_id)} is loading (full load takes about "
+            f"{server.load_eta_s:.0f} s); retry in {retry} s"
+        ),
+    }
+    return AsciiJSONResponse({"detail": detail}, status_code=503,
+                             headers={"Retry-After": str(retry)})
+
+
+def _check_rows(rows: Rows, row: Dict[str, Any]) -> None:
+    """A plug-in policy's output must be a usable chunk; anything else is a server fault."""
+    width = int(row["action_dim"])
+    for i, values in enumerate(rows):
+        if len(values) != width or not all(math.isfinite(float(v)) for v in values):
+            raise HTTPException(
+                500, f"policy for {short_id(row['id'])} returned an invalid step {i}: "
+                     f"{len(values)} values (action_dim {width}) or a non-finite value"
+            )
+    if not rows:
+        raise HTTPException(500, f"policy for {short_id(row['id'])} returned no steps")
+
+
+def _usage(
+    row: Dict[str, Any], checked: CheckedObservation, body: ActRequest, rows: Rows
+) -> Dict[str, int]:
+    seen = checked.observation
+    state_values = len(seen.joint_positions) + len(seen.gripper)
+    observation_tokens = (TOKENS_PER_FRAME * checked.frames_used
+                          + len(body.observation.instruction.split()) + state_values)
+    action_tokens = len(rows) * int(row["action_dim"])
+    return {
+        "observation_tokens": observation_tokens,
+        "action_tokens": action_tokens,
+        "total_tokens": observation_tokens + action_tokens,
+        "frames_received": checked.frames_received,
+        "frames_used": checked.frames_used,
+    }
+
+
+def _answer(
+    row: Dict[str, Any],
+    rows: Rows,
+    perf: Dict[str, float],
+    usage: Dict[str, int],
+    warnings: List[str],
+) -> Dict[str, Any]:
+    hz = float(row["control_hz"])
+    horizon = row.get("open_loop_horizon")
+    covers = round(len(rows) / hz, 4)
+    return {
+        "id": "act-" + uuid.uuid4().hex,
+        "model": row["id"],
+        "action_chunk": {
+            "steps": [{"index": i, "values": [float(v) for v in r]} for i, r in enumerate(rows)],
+            "robot": row.get("robot") or "",
+            "action_space": row.get("action_space") or "",
+            "action_dim": int(row["action_dim"]),
+            "control_frequency_hz": hz,
+            "covers_seconds": covers,
+            "open_loop_horizon": horizon,
+            # With no open-loop horizon the whole chunk is usable runway.
+            "sustains_seconds": round(horizon / hz, 4) if horizon else covers,
+        },
+        "perf": perf,
+        "usage": usage,
+        "warnings": warnings,
+    }

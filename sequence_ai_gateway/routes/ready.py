@@ -1,0 +1,20 @@
+"""``GET /v1/act/ready``: is the model warm; polling a cold one starts loading it (§1.5)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from fastapi import APIRouter, Request
+
+from sequence_ai_gateway.routes.access import GatewayDep, authorise, find_row
+from sequence_ai_gateway.wire import error_responses
+
+router = APIRouter()
+
+
+@router.get("/v1/act/ready", responses=error_responses(401, 404))
+async def ready(request: Request, model: str, gateway: GatewayDep) -> Dict[str, Any]:
+    authorise(gateway, request, billed=False)
+    server = gateway.servers[find_row(gateway, model)["id"]]
+    remaining = server.use()
+    return {"ready": remaining is None, "eta_s": server.load_eta_s}

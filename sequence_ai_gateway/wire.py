@@ -1,0 +1,61 @@
+"""Request bodies as the routes parse them (PROTOCOL §1.3) and the documented error answers."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Union
+
+from pydantic import BaseModel, ConfigDict
+
+
+# Nested optionals accept explicit null like absent.
+class ImageFrameIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    view: str
+    data: str
+    timestamp_ms: Optional[int] = None
+
+
+class ProprioceptionIn(BaseModel):
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+    joint_positions: List[float]
+    joint_velocities: Optional[List[float]] = None
+    end_effector_pose: Optional[List[float]] = None
+    gripper: Optional[List[float]] = None
+
+
+class ObservationIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    images: List[ImageFrameIn]
+    proprioception: ProprioceptionIn
+    instruction: str
+
+
+class ActRequest(BaseModel):
+    # Pass-through options (action_horizon, robot, ...) are accepted at the top level.
+    model_config = ConfigDict(extra="allow")
+    model: str
+    observation: ObservationIn
+    seed: Optional[int] = None
+
+
+class ErrorBody(BaseModel):
+    """Every error answer (§1.9): a string, an object (warming 503) or a list (422)."""
+
+    detail: Any
+
+
+_ERROR_MEANING = {
+    400: "observation refused: a declared view missing, a frame that does not decode or is "
+         "outside the trained aspect ratio, or a model served on another endpoint",
+    401: "API key missing or unknown",
+    402: "balance exhausted",
+    404: "unknown model",
+    413: "request body over 2 MB",
+    503: "model warming up (detail.status 'warming_up' and Retry-After) or unavailable",
+    504: "upstream timed out",
+}
+
+
+def error_responses(*statuses: int) -> Dict[Union[int, str], Dict[str, Any]]:
+    """OpenAPI entries for the error statuses a route can answer, so /openapi.json lists them."""
+    return {s: {"model": ErrorBody, "description": _ERROR_MEANING[s]} for s in statuses}
