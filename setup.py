@@ -49,7 +49,7 @@ setup(
     entry_points={
         "console_scripts": [
             "sequence_ai_node = sequence_ai_ros.node:main",
-            "sim_robot = sequence_ai_ros.sim_robot:main",
+            "sim_robot = sequence_ai_ros.sim.robot:main",
             "sequence-ai-gateway = sequence_ai_gateway.__main__:main",
             "sequence-ai = sequence_ai.cli:main",
         ],

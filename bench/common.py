@@ -64,8 +64,8 @@ def log(message: str) -> None:
 
 def rendered_frame(view: str, width: int, height: int) -> np.ndarray:
     """A frame of the simulated arm's scene (what sim_robot publishes), RGB uint8."""
-    from sequence_ai_ros.sim_arm import HOME
-    from sequence_ai_ros.sim_render import SceneRenderer
+    from sequence_ai_ros.sim.arm import HOME
+    from sequence_ai_ros.sim.render import SceneRenderer
 
     return SceneRenderer(view, width, height).render(HOME.copy(), 0.0)
 
@@ -83,7 +83,7 @@ def fixed_observation(
     """An observation with every declared view, encoded once so observe() costs nothing."""
     frame = rendered_frame("exterior_1", 1280, 720)
     encoded = sequence_ai.encode(frame, model)
-    from sequence_ai_ros.sim_arm import HOME
+    from sequence_ai_ros.sim.arm import HOME
 
     return sequence_ai.observation(
         model,
@@ -102,7 +102,7 @@ class TrackingArm:
     """
 
     def __init__(self, model: Model, instruction: str = "put the cup in the sink") -> None:
-        from sequence_ai_ros.sim_arm import HOME
+        from sequence_ai_ros.sim.arm import HOME
 
         first = fixed_observation(model, instruction)
         self._model = model

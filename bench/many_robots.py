@@ -164,7 +164,7 @@ def _nodes(ctx: Context, section: Section) -> None:
                  for robot in robots]
         for goal in goals:
             try:
-                results.append(goal.result(seconds + 60.0))
+                results.append(goal.result(seconds + 60.0)[1])
             except RuntimeError as exc:
                 results.append(exc)
     finally:

@@ -80,7 +80,7 @@ def run(ctx: Context) -> Section:
         log(f"node e2e: {goal_s:g} s goal")
         c_node, c_sim, t0 = cpu_seconds(node_pid), cpu_seconds(sim_pid), time.monotonic()
         goal = probe.send_goal(robot, "put the cup in the sink", goal_s)
-        result = goal.result(goal_s + 60.0)
+        result = goal.result(goal_s + 60.0)[1]
         wall = time.monotonic() - t0
         busy_node = (cpu_seconds(node_pid) - c_node) / wall
         busy_sim = (cpu_seconds(sim_pid) - c_sim) / wall

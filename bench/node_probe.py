@@ -24,11 +24,11 @@ if str(ROOT) not in sys.path:
 
 
 def _instrument(samples: list[dict[str, Any]], frames: dict[str, list[float]]) -> None:
-    from sequence_ai_ros import goal_runner, observations
+    from sequence_ai_ros import goals, observations
 
     taken: dict[str, Any] = {}
     original_images = observations.ObservationCache.images
-    original_observe = goal_runner.GoalRunner._observe
+    original_observe = goals.GoalRunner._observe
     original_store = observations.ObservationCache.store_image
     original_store_joints = observations.ObservationCache.store_joint_state
 
@@ -64,7 +64,7 @@ def _instrument(samples: list[dict[str, Any]], frames: dict[str, list[float]]) -
         return observation
 
     observations.ObservationCache.images = images  # type: ignore[method-assign]
-    goal_runner.GoalRunner._observe = observe  # type: ignore[method-assign]
+    goals.GoalRunner._observe = observe  # type: ignore[method-assign]
     observations.ObservationCache.store_image = store_image  # type: ignore[method-assign]
     observations.ObservationCache.store_joint_state = (  # type: ignore[method-assign]
         store_joint_state

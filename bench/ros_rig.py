@@ -9,9 +9,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.common import Context, log
+
+if TYPE_CHECKING:
+    from sequence_ai_ros.demo.launcher import Launcher
+    from sequence_ai_ros.demo.planner import GoalRun
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -30,7 +34,7 @@ class Robot:
     """One namespace: a sim_robot and a node, started by the project's own launcher."""
 
     namespace: str
-    launcher: Any
+    launcher: Launcher
     ages_path: Path
 
     def pid(self, name: str) -> int:
@@ -59,7 +63,8 @@ def start_robot(
     node_overrides: dict[str, str] | None = None,
 ) -> Robot:
     """Start sim_robot and the node (with the age probe) in ``namespace``, configured + active."""
-    from sequence_ai_ros.launcher import Launcher, ProcessSpec, bring_up, node_path, ros_arguments
+    from sequence_ai_ros.demo.launcher import Launcher, ProcessSpec, bring_up, ros_arguments
+    from sequence_ai_ros.launch_plan import node_path
 
     log_dir = ctx.log_dir
     ages_path = log_dir / f"{namespace}-observation-ages.json"
@@ -105,30 +110,16 @@ class Watch:
 
 
 class RosProbe:
-    """A node in this process, in its own context: watches command topics, sends goals."""
+    """A planner node in this process (its own context): watches topics, sends goals."""
 
     def __init__(self) -> None:
-        import rclpy
-        from rclpy.context import Context as RclContext
-        from rclpy.executors import MultiThreadedExecutor
+        from sequence_ai_ros.demo.planner import Planner
 
-        self._rclpy = rclpy
-        self.context = RclContext()
-        rclpy.init(args=[], context=self.context)
-        self.node = rclpy.create_node("sequence_ai_bench_probe", context=self.context)
-        self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
-        self.executor.add_node(self.node)
+        self.planner = Planner("sequence_ai_bench_probe")
+        self.node = self.planner.node
         self.diagnostics: dict[str, list[dict[str, str]]] = {}
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._spin, name="bench-ros-probe", daemon=True)
-        self._thread.start()
         self._subscribe_diagnostics()
-
-    def _spin(self) -> None:
-        try:
-            self.executor.spin()
-        except Exception:  # the context shuts down under the spin at close(); nothing to do
-            pass
 
     def _subscribe_diagnostics(self) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
@@ -161,17 +152,9 @@ class RosProbe:
             return [values for name, rows in self.diagnostics.items()
                     if name.startswith(f"/{robot.namespace}/") for values in rows]
 
-    def send_goal(self, robot: Robot, instruction: str, max_seconds: float) -> Any:
-        """Send an Act goal; returns a handle whose ``result(timeout)`` waits for the result."""
-        from rclpy.action import ActionClient
-
-        from sequence_ai_interfaces.action import Act
-
-        client = ActionClient(self.node, Act, robot.topic("act"))
-        if not client.wait_for_server(timeout_sec=30.0):
-            raise RuntimeError(f"{robot.topic('act')}: no action server within 30 s")
-        goal = Act.Goal(instruction=instruction, max_seconds=float(max_seconds), max_actions=0)
-        return _GoalWait(client, client.send_goal_async(goal))
+    def send_goal(self, robot: Robot, instruction: str, max_seconds: float) -> GoalRun:
+        """Send an Act goal; ``result(timeout)`` of the answer waits for (status, result)."""
+        return self.planner.act(robot.topic("act")).send(instruction, max_seconds)
 
     def wait_for_joint_states(self, robot: Robot, timeout_s: float = 30.0) -> None:
         from sensor_msgs.msg import JointState
@@ -187,34 +170,7 @@ class RosProbe:
             self.node.destroy_subscription(sub)
 
     def close(self) -> None:
-        self.executor.shutdown(timeout_sec=5.0)
-        self.node.destroy_node()
-        self._rclpy.try_shutdown(context=self.context)
-        self._thread.join(5.0)
-
-
-class _GoalWait:
-    def __init__(self, client: Any, sent: Any) -> None:
-        self._client = client
-        self._sent = sent
-        self.accepted_at: float | None = None
-
-    def result(self, timeout_s: float) -> Any:
-        deadline = time.monotonic() + timeout_s
-        while not self._sent.done():
-            if time.monotonic() > deadline:
-                raise RuntimeError("the act goal was not answered in time")
-            time.sleep(0.01)
-        handle = self._sent.result()
-        if not handle.accepted:
-            raise RuntimeError("the act goal was rejected")
-        done = handle.get_result_async()
-        while not done.done():
-            if time.monotonic() > deadline:
-                raise RuntimeError("the act goal did not finish in time")
-            time.sleep(0.02)
-        self._client.destroy()
-        return done.result().result
+        self.planner.close()
 
 
 def unique_namespace(stem: str) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
+from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
@@ -19,9 +20,9 @@ def percentile(samples: list[float], fraction: float) -> float | None:
     return ordered[rank - 1]
 
 
-@dataclass
-class HealthRecord:
-    """What the node reports; written by the goal and readiness threads, read at 1 Hz."""
+@dataclass(frozen=True)
+class Health:
+    """One consistent view of what the node reports."""
 
     lifecycle: str = "unconfigured"
     model: str = ""
@@ -33,8 +34,38 @@ class HealthRecord:
     last_outcome: str = "none"
     goals_run: int = 0
     underruns: int = 0
-    _latencies_s: deque[float] = field(default_factory=lambda: deque(maxlen=200))
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class HealthRecord:
+    """What the node reports, written by lifecycle callbacks, the goal thread and the readiness
+    thread, read by the 1 Hz diagnostics timer. `_lock` guards `_health` and `_latencies_s`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._health = Health()
+        self._latencies_s: deque[float] = deque(maxlen=200)
+
+    def snapshot(self) -> Health:
+        with self._lock:
+            return self._health
+
+    def update(self, **changes: Any) -> None:
+        """Replace the named fields of `Health` at once."""
+        with self._lock:
+            self._health = replace(self._health, **changes)
+
+    def end_goal(self, outcome: str, *, ran: bool) -> None:
+        """A goal ended; one that ran counts in goals_run (one update, so a reader never sees
+        its outcome without its count)."""
+        with self._lock:
+            health = replace(self._health, last_outcome=outcome)
+            if ran:
+                health = replace(health, goal="idle", goals_run=health.goals_run + 1)
+            self._health = health
+
+    def add_underrun(self) -> None:
+        with self._lock:
+            self._health = replace(self._health, underruns=self._health.underruns + 1)
 
     def add_latency(self, seconds: float) -> None:
         with self._lock:
@@ -62,15 +93,16 @@ def build_array(
 ) -> DiagnosticArray:
     """One DiagnosticStatus describing the node."""
     latencies = record.latencies()
+    health = record.snapshot()
     values = {
-        "lifecycle": record.lifecycle,
-        "model": record.model or "n/a",
-        "ready": "n/a" if record.ready is None else str(record.ready).lower(),
-        "warming_eta_s": _fmt(record.warming_eta_s, digits=1),
-        "goal": record.goal,
-        "last_outcome": record.last_outcome,
-        "goals_run": str(record.goals_run),
-        "underruns": str(record.underruns),
+        "lifecycle": health.lifecycle,
+        "model": health.model or "n/a",
+        "ready": "n/a" if health.ready is None else str(health.ready).lower(),
+        "warming_eta_s": _fmt(health.warming_eta_s, digits=1),
+        "goal": health.goal,
+        "last_outcome": health.last_outcome,
+        "goals_run": str(health.goals_run),
+        "underruns": str(health.underruns),
         "request_latency_p50_ms": _fmt(percentile(latencies, 0.5), 1000.0, 1),
         "request_latency_p95_ms": _fmt(percentile(latencies, 0.95), 1000.0, 1),
         "command_rate_hz": f"{command_rate_hz:.1f}",
@@ -81,21 +113,21 @@ def build_array(
     # How far apart the inputs of one observation were captured, by their header stamps.
     values["input_stamp_skew_s"] = _fmt(stamp_skew_s)
 
-    if record.problem:
-        level, message = DiagnosticStatus.ERROR, record.problem
-    elif record.lifecycle == "active" and record.readiness_error:
-        level, message = DiagnosticStatus.WARN, f"readiness check failing: {record.readiness_error}"
-    elif record.lifecycle == "active" and record.ready is False:
+    if health.problem:
+        level, message = DiagnosticStatus.ERROR, health.problem
+    elif health.lifecycle == "active" and health.readiness_error:
+        level, message = DiagnosticStatus.WARN, f"readiness check failing: {health.readiness_error}"
+    elif health.lifecycle == "active" and health.ready is False:
         level, message = DiagnosticStatus.WARN, "model warming up"
-    elif record.lifecycle != "active":
-        level, message = DiagnosticStatus.OK, f"{record.lifecycle}; goals are rejected"
+    elif health.lifecycle != "active":
+        level, message = DiagnosticStatus.OK, f"{health.lifecycle}; goals are rejected"
     else:
-        level, message = DiagnosticStatus.OK, f"active; goal {record.goal}"
+        level, message = DiagnosticStatus.OK, f"active; goal {health.goal}"
     status = DiagnosticStatus(
         level=level,
         name=f"{node_name}: sequence_ai policy",
         message=message,
-        hardware_id=record.model or node_name,
+        hardware_id=health.model or node_name,
         values=[KeyValue(key=k, value=v) for k, v in values.items()],
     )
     array = DiagnosticArray(status=[status])

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from sequence_ai import Model
 from sequence_ai_ros.parameters import NodeConfig
 
 # Action spaces whose rows (after the client's conversion) are absolute joint positions.
 _ABSOLUTE_JOINT_SPACES = ("joint_absolute", "joint_position", "joint_pos")
 
 
-def controller_for(config: NodeConfig, model: Any) -> tuple[str | None, list[str]]:
+def controller_for(config: NodeConfig, model: Model) -> tuple[str | None, list[str]]:
     """The client `controller=` for this model and command interface, or the reasons it has none.
 
     position: absolute joint rows as they come (prepared), or joint_delta rows through the
@@ -48,9 +47,14 @@ def controller_for(config: NodeConfig, model: Any) -> tuple[str | None, list[str
     ]
 
 
-def fit_problems(config: NodeConfig, model: Any) -> list[str]:
+def fit_problems(config: NodeConfig, model: Model) -> list[str]:
     """Every mismatch between the parameters and the model's catalogue row."""
     problems = []
+    if not model.control_hz or model.control_hz <= 0:
+        problems.append(
+            f"model {model.short_id} has no control_hz in its catalogue row; the node plays "
+            "and checks steps at the catalogue's rate"
+        )
     declared = tuple(model.camera_views or ())
     if declared and set(config.camera_views) != set(declared):
         missing = [v for v in declared if v not in config.camera_views]

@@ -9,13 +9,16 @@ import threading
 from typing import Any
 
 import rclpy
+from action_msgs.msg import GoalStatusArray
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
-from rclpy.qos import qos_profile_sensor_data
+from rclpy.qos import qos_profile_action_status_default, qos_profile_sensor_data
 from rclpy.signals import SignalHandlerOptions
+from rclpy.subscription import Subscription
 from sensor_msgs.msg import CompressedImage, Image, JointState
 
 import sequence_ai
@@ -23,7 +26,7 @@ from sequence_ai_interfaces.action import Act
 from sequence_ai_ros import parameters
 from sequence_ai_ros.commands import CommandPublisher
 from sequence_ai_ros.diagnostics import HealthRecord, build_array
-from sequence_ai_ros.goal_runner import DEACTIVATED, GoalRunner, goal_problem
+from sequence_ai_ros.goals import GoalRunner, StopCause, goal_problem
 from sequence_ai_ros.model_fit import controller_for, fit_problems
 from sequence_ai_ros.observations import ObservationCache
 from sequence_ai_ros.parameters import NodeConfig
@@ -42,7 +45,12 @@ class ConfigureError(RuntimeError):
 
 
 class SequenceAiNode(LifecycleNode):
-    """Drives an arm with a cloud VLA model; see docs/node.md."""
+    """Drives an arm with a cloud VLA model; see docs/node.md.
+
+    Lifecycle callbacks run one at a time (the node's default, mutually exclusive group) and
+    own every field. `_lock` guards the ones other threads read: `_accepting`, `_runner`,
+    `_cache`, `_commands` (the goal, sensor, cancel and diagnostics callbacks).
+    """
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
@@ -54,13 +62,14 @@ class SequenceAiNode(LifecycleNode):
         self._goal_group = ReentrantCallbackGroup()
         self._timer_group = MutuallyExclusiveCallbackGroup()
         self.health = HealthRecord()
-        self._policy: Any = None
+        self._lock = threading.Lock()
+        self._accepting = False
+        self._runner: GoalRunner | None = None
         self._cache: ObservationCache | None = None
         self._commands: CommandPublisher | None = None
-        self._runner: GoalRunner | None = None
+        self._policy: sequence_ai.Policy | None = None
         self._action_server: ActionServer | None = None
-        self._subscriptions: list[Any] = []
-        self._accepting = False
+        self._subscriptions: list[Subscription] = []
         self._ready_stop = threading.Event()
         self._ready_thread: threading.Thread | None = None
         # Diagnostics run in every state so a failed configure is visible too.
@@ -76,34 +85,38 @@ class SequenceAiNode(LifecycleNode):
             self._configure()
         except ConfigureError as exc:
             self._teardown()
-            self.health.problem = f"configure failed: {exc}"
-            self.get_logger().error(self.health.problem)
+            problem = f"configure failed: {exc}"
+            self.health.update(problem=problem)
+            self.get_logger().error(problem)
             return TransitionCallbackReturn.FAILURE
-        self.health.problem = ""
-        self.health.lifecycle = "inactive"
-        self.get_logger().info(f"configured for model {self.health.model}")
+        self.health.update(problem="", lifecycle="inactive")
+        self.get_logger().info(f"configured for model {self.health.snapshot().model}")
         return super().on_configure(state)
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         result = super().on_activate(state)
-        self._accepting = True
-        self.health.lifecycle = "active"
+        with self._lock:
+            self._accepting = True
+        self.health.update(lifecycle="active")
         self._ready_stop.clear()
         self._ready_thread = threading.Thread(
-            target=self._watch_readiness, name="sequence_ai-readiness", daemon=True
+            target=self._watch_readiness,
+            args=(self._policy,),
+            name="sequence_ai-readiness",
+            daemon=True,
         )
         self._ready_thread.start()
         self.get_logger().info("active: accepting act goals")
         return result
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._stop_goals(DEACTIVATED)
-        self.health.lifecycle = "inactive"
+        self._stop_goals(StopCause.DEACTIVATED)
+        self.health.update(lifecycle="inactive")
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._teardown()
-        self.health.lifecycle = "unconfigured"
+        self.health.update(lifecycle="unconfigured")
         return super().on_cleanup(state)
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -111,16 +124,16 @@ class SequenceAiNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._stop_goals("in error")
+        self._stop_goals(StopCause.IN_ERROR)
         self._teardown()
-        self.health.lifecycle = "unconfigured"
+        self.health.update(lifecycle="unconfigured")
         return TransitionCallbackReturn.SUCCESS
 
     def shut_down_now(self) -> None:
         """End any goal with a hold, then release everything; for process exit and tests."""
-        self._stop_goals("shut down")
+        self._stop_goals(StopCause.SHUT_DOWN)
         self._teardown()
-        self.health.lifecycle = "finalized"
+        self.health.update(lifecycle="finalized")
 
     # ----- configure -----
 
@@ -131,15 +144,8 @@ class SequenceAiNode(LifecycleNode):
             raise ConfigureError("; ".join(problems))
         api_key = self._read_api_key(config.api_key_file)
         try:
-            self._policy = sequence_ai.connect(
-                config.model,
-                api_key=api_key,
-                base_url=config.base_url or None,
-                validate=config.validate_mode,
-                startup_timeout_s=config.startup_timeout_s,
-                on_warming=self._on_warming,
-            )
-            model = self._policy.spec()
+            with self._connect(config, api_key, control_hz=None) as probe:
+                model = probe.spec()
         except (sequence_ai.SequencesError, ValueError) as exc:
             raise ConfigureError(f"{type(exc).__name__}: {exc}") from exc
         if model is None:
@@ -150,10 +156,12 @@ class SequenceAiNode(LifecycleNode):
         controller, _ = controller_for(config, model)
         if problems or controller is None:
             raise ConfigureError("; ".join(problems))
-        self.health.model = model.short_id
+        # Played at the catalogue's rate, the rate every step is checked at, whatever a chunk
+        # says about itself.
+        self._policy = self._connect(config, api_key, control_hz=model.control_hz)
+        self.health.update(model=model.short_id)
 
         cache = ObservationCache(config.camera_views, config.joint_names, config.gripper_joint)
-        self._cache = cache
         for view, topic, transport in zip(
             config.camera_views, config.camera_topics, config.camera_transports
         ):
@@ -176,7 +184,7 @@ class SequenceAiNode(LifecycleNode):
                 callback_group=self._sensor_group,
             )
         )
-        self._commands = CommandPublisher(
+        commands = CommandPublisher(
             self,
             joint_names=config.joint_names,
             interface=config.command_interface,
@@ -184,25 +192,51 @@ class SequenceAiNode(LifecycleNode):
             command_type=config.command_type,
             gripper_topic=config.gripper_command_topic,
         )
-        self._runner = GoalRunner(
+        runner = GoalRunner(
             policy=self._policy,
             model=model,
             controller=controller,
-            cache=self._cache,
-            commands=self._commands,
+            cache=cache,
+            commands=commands,
             health=self.health,
             live_config=lambda: NodeConfig.from_node(self),
             log=self.get_logger(),
         )
+        with self._lock:
+            self._cache, self._commands, self._runner = cache, commands, runner
         self._action_server = ActionServer(
             self,
             Act,
             "act",
-            execute_callback=self._runner.execute,
+            execute_callback=runner.execute,
             goal_callback=self._on_goal,
-            handle_accepted_callback=self._runner.accept,
+            handle_accepted_callback=runner.accept,
             cancel_callback=self._on_cancel,
             callback_group=self._goal_group,
+        )
+        # rclpy marks a goal CANCELING after the cancel callback returns and tells no one but
+        # this topic; the runner waits for that mark before it ends a goal canceled.
+        self._subscriptions.append(
+            self.create_subscription(
+                GoalStatusArray,
+                "act/_action/status",
+                lambda _msg: runner.goal_states_changed(),
+                qos_profile_action_status_default,
+                callback_group=self._sensor_group,
+            )
+        )
+
+    def _connect(
+        self, config: NodeConfig, api_key: str | None, control_hz: float | None
+    ) -> sequence_ai.Policy:
+        return sequence_ai.connect(
+            config.model,
+            api_key=api_key,
+            base_url=config.base_url or None,
+            validate=config.validate_mode,
+            control_hz=control_hz,
+            startup_timeout_s=config.startup_timeout_s,
+            on_warming=self._on_warming,
         )
 
     def _read_api_key(self, path: str) -> str | None:
@@ -219,7 +253,10 @@ class SequenceAiNode(LifecycleNode):
         return key
 
     def _teardown(self) -> None:
-        self._accepting = False
+        with self._lock:
+            self._accepting = False
+            commands = self._commands
+            self._runner = self._cache = self._commands = None
         self._stop_readiness()
         if self._action_server is not None:
             self._action_server.destroy()
@@ -227,11 +264,8 @@ class SequenceAiNode(LifecycleNode):
         for subscription in self._subscriptions:
             self.destroy_subscription(subscription)
         self._subscriptions = []
-        if self._commands is not None:
-            self._commands.destroy()
-            self._commands = None
-        self._runner = None
-        self._cache = None
+        if commands is not None:
+            commands.destroy()
         if self._policy is not None:
             self._policy.close()
             self._policy = None
@@ -239,7 +273,9 @@ class SequenceAiNode(LifecycleNode):
     # ----- goals -----
 
     def _on_goal(self, goal: Act.Goal) -> GoalResponse:
-        if not self._accepting or self._runner is None:
+        with self._lock:
+            accepting = self._accepting and self._runner is not None
+        if not accepting:
             self.get_logger().warning("act goal rejected: the node is not active")
             return GoalResponse.REJECT
         problem = goal_problem(goal)
@@ -248,43 +284,46 @@ class SequenceAiNode(LifecycleNode):
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
-    def _on_cancel(self, handle: Any) -> CancelResponse:
-        if self._runner is not None:
-            self._runner.cancel(handle)
+    def _on_cancel(self, handle: ServerGoalHandle) -> CancelResponse:
+        with self._lock:
+            runner = self._runner
+        if runner is not None:
+            runner.cancel(handle)
         return CancelResponse.ACCEPT
 
-    def _stop_goals(self, reason: str) -> None:
-        self._accepting = False
+    def _stop_goals(self, cause: StopCause) -> None:
+        with self._lock:
+            self._accepting = False
+            runner = self._runner
         self._stop_readiness()
-        if self._runner is not None and not self._runner.stop_all(reason, _STOP_TIMEOUT_S):
+        if runner is not None and not runner.stop_all(cause, _STOP_TIMEOUT_S):
             self.get_logger().error(f"a goal did not stop within {_STOP_TIMEOUT_S:g} s")
 
     def _on_warming(self, waited_s: float, eta_s: float | None) -> None:
-        self.health.ready = False
-        self.health.warming_eta_s = eta_s
-        if self._runner is not None and eta_s is not None:
-            self._runner.set_warming(max(0.0, eta_s - waited_s))
+        self.health.update(ready=False, warming_eta_s=eta_s)
+        with self._lock:
+            runner = self._runner
+        if runner is not None and eta_s is not None:
+            runner.set_warming(max(0.0, eta_s - waited_s))
 
     # ----- readiness and diagnostics -----
 
-    def _watch_readiness(self) -> None:
+    def _watch_readiness(self, policy: sequence_ai.Policy | None) -> None:
         """Bring the model up in the background once active; progress goes to diagnostics."""
-        policy = self._policy
         last_problem = ""
         while policy is not None and not self._ready_stop.is_set():
             try:
                 ready, eta_s = policy.ready()
             except sequence_ai.SequencesError as exc:
-                self.health.ready = None
-                self.health.readiness_error = f"{type(exc).__name__}: {exc}"
+                self.health.update(ready=None, readiness_error=f"{type(exc).__name__}: {exc}")
                 # Once per distinct failure: a service that stays down must not flood the log.
                 if str(exc) != last_problem:
                     last_problem = str(exc)
                     self.get_logger().warning(f"readiness check failed: {exc}")
             else:
-                self.health.readiness_error = ""
-                self.health.ready = bool(ready)
-                self.health.warming_eta_s = None if ready else eta_s
+                self.health.update(
+                    readiness_error="", ready=bool(ready), warming_eta_s=None if ready else eta_s
+                )
                 if ready:
                     return
             self._ready_stop.wait(_READY_POLL_S)
@@ -296,7 +335,8 @@ class SequenceAiNode(LifecycleNode):
             thread.join(timeout=_STOP_TIMEOUT_S)
 
     def _publish_diagnostics(self) -> None:
-        cache, commands = self._cache, self._commands
+        with self._lock:
+            cache, commands = self._cache, self._commands
         self._diagnostics.publish(
             build_array(
                 self.health,

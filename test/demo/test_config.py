@@ -14,7 +14,7 @@ rclpy = pytest.importorskip("rclpy")
 
 from rclpy.context import Context  # noqa: E402
 
-from sequence_ai_ros.launcher import default_params_file  # noqa: E402
+from sequence_ai_ros.demo.launcher import default_params_file  # noqa: E402
 
 DOMAIN_ID = domain(CONFIG_TESTS)
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "droid.yaml"
@@ -61,7 +61,7 @@ def test_every_key_is_declared_by_the_node_and_takes_effect(
 
 
 def test_the_yaml_describes_pi05_droid_on_the_simulated_franka() -> None:
-    from sequence_ai_ros.sim_arm import GRIPPER_JOINT, JOINT_NAMES, LOWER_LIMITS, UPPER_LIMITS
+    from sequence_ai_ros.sim.arm import GRIPPER_JOINT, JOINT_NAMES, LOWER_LIMITS, UPPER_LIMITS
 
     params = yaml_parameters()
     assert params["model"] == "pi05-droid"

@@ -14,18 +14,13 @@ from ros_domains import DEMO_TESTS, domain
 
 pytest.importorskip("rclpy")
 
+from sequence_ai_ros.demo.run import process_alive  # noqa: E402
+
 DOMAIN_ID = domain(DEMO_TESTS)
 MAX_SECONDS = 8.0
 # Far above the demo's own ~30 s: the bound only stops a hung run before pytest-timeout does.
 RUN_TIMEOUT_S = 170
 
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +48,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     yield {"completed": completed, "summary": summary, "out": out}
     # Never leave a process behind, even when a test below failed: only the demo's own pids.
     for pid in summary["pids"].values():
-        if _alive(pid):
+        if process_alive(pid):
             os.kill(pid, signal.SIGKILL)
 
 
@@ -93,7 +88,7 @@ def test_every_process_it_started_is_gone(demo_run: dict) -> None:
     summary = demo_run["summary"]
     assert set(summary["pids"]) == {"gateway", "sim_robot", "node"}
     assert summary["alive_after_stop"] == []
-    still = [pid for pid in summary["pids"].values() if _alive(pid)]
+    still = [pid for pid in summary["pids"].values() if process_alive(pid)]
     assert still == [], f"still running: {still}"
 
 

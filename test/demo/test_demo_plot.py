@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sequence_ai_ros.demo import Demo, _parse
-from sequence_ai_ros.demo_plot import draw
+from sequence_ai_ros.demo.plot import draw
+from sequence_ai_ros.demo.run import Demo, _parse
 
 Image = pytest.importorskip("PIL.Image")
 

@@ -1,4 +1,6 @@
-"""droid.launch.py and the launcher that stands in for it agree on arguments and processes."""
+"""droid.launch.py and the launcher read one plan (sequence_ai_ros.launch_plan) and start the
+same processes from it. `launch`/`launch_ros` are not installable here, so the launch file runs
+against stand-in modules that record what it builds."""
 
 from __future__ import annotations
 
@@ -7,99 +9,17 @@ import importlib.util
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from sequence_ai_ros import launcher
+from sequence_ai_ros import launch_plan
+from sequence_ai_ros.demo import launcher
 
-LAUNCH_FILE = Path(__file__).resolve().parents[2] / "launch" / "droid.launch.py"
-
-
-def launch_arguments() -> dict[str, str]:
-    """DeclareLaunchArgument(name, default_value=...) calls of the launch file, read statically.
-
-    `launch`/`launch_ros` are not installable here, so the file is checked as source.
-    """
-    tree = ast.parse(LAUNCH_FILE.read_text(encoding="utf-8"))
-    found = {}
-    for call in ast.walk(tree):
-        if (
-            isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Name)
-            and call.func.id == "DeclareLaunchArgument"
-        ):
-            name = ast.literal_eval(call.args[0])
-            defaults = [k.value for k in call.keywords if k.arg == "default_value"]
-            found[name] = ast.literal_eval(defaults[0])
-    return found
-
-
-def test_launch_file_declares_the_documented_arguments() -> None:
-    assert launch_arguments() == {
-        "model": "pi05-droid",
-        "base_url": "",
-        "namespace": "",
-        "sim": "false",
-        "autostart": "true",
-    }
-
-
-def test_launcher_takes_the_launch_file_arguments_with_the_same_defaults() -> None:
-    values = launcher.parse_arguments([])
-    assert {k: v for k, v in values.items() if k != "params_file"} == launch_arguments()
-
-
-def test_launch_file_starts_the_console_scripts_the_launcher_runs() -> None:
-    source = LAUNCH_FILE.read_text(encoding="utf-8")
-    for executable in launcher.ENTRY_POINTS:
-        assert f'"{executable}"' in source
-    assert '"droid.yaml"' in source and "LifecycleNode" in source
-
-
-@pytest.mark.parametrize(
-    ("argument", "message"),
-    [
-        ("sim=true", "expected name:=value"),
-        ("robot:=x", "expected one of"),
-        ("autostart:=maybe", "expected true or false"),
-    ],
-)
-def test_launcher_refuses_bad_arguments_naming_them(argument: str, message: str) -> None:
-    with pytest.raises(launcher.LaunchError, match=message):
-        launcher.parse_arguments([argument])
-
-
-def test_real_robot_plan_is_the_node_alone_with_droid_yaml() -> None:
-    (node,) = launcher.plan(launcher.parse_arguments(["model:=pi05-droid"]))
-    assert node.executable == "sequence_ai_node"
-    assert node.arguments[:3] == ["--ros-args", "-r", "__node:=sequence_ai"]
-    params = node.arguments[node.arguments.index("--params-file") + 1]
-    assert Path(params).name == "droid.yaml"
-    assert "model:=pi05-droid" in node.arguments
-    assert "SEQUENCES_API_KEY" not in node.env
-
-
-def test_sim_plan_adds_the_arm_and_a_local_gateway_with_its_development_key() -> None:
-    from sequence_ai_gateway import DEVELOPMENT_KEY
-
-    specs = launcher.plan(launcher.parse_arguments(["sim:=true", "namespace:=robot2"]))
-    assert [s.executable for s in specs] == ["sequence-ai-gateway", "sim_robot", "sequence_ai_node"]
-    gateway, arm, node = specs
-    assert gateway.arguments == ["--host", "127.0.0.1", "--port", "0"]
-    assert "__ns:=/robot2" in arm.arguments and "__ns:=/robot2" in node.arguments
-    assert node.env == {"SEQUENCES_API_KEY": DEVELOPMENT_KEY}
-
-
-def test_sim_with_a_base_url_shares_that_gateway() -> None:
-    url = "http://127.0.0.1:8787"
-    specs = launcher.plan(launcher.parse_arguments(["sim:=true", f"base_url:={url}"]))
-    assert [s.executable for s in specs] == ["sim_robot", "sequence_ai_node"]
-    assert f"base_url:={url}" in specs[1].arguments
-
-
-def test_node_path_in_a_namespace() -> None:
-    assert launcher.node_path("") == "/sequence_ai"
-    assert launcher.node_path("/robot2/") == "/robot2/sequence_ai"
+ROOT = Path(__file__).resolve().parents[2]
+LAUNCH_FILE = ROOT / "launch" / "droid.launch.py"
+PORT, KEY = 18787, "per-launch-key"
+SHARE, PREFIX = "/opt/share/sequence_ai_ros", "/opt"
 
 
 class _Recorded:
@@ -110,7 +30,7 @@ class _Recorded:
 
 
 def _stub_modules(arguments: dict[str, str]) -> dict[str, types.ModuleType]:
-    """`launch` and `launch_ros` as far as droid.launch.py uses them (neither installs here)."""
+    """`launch` and `launch_ros` as far as droid.launch.py uses them."""
 
     class LaunchConfiguration(_Recorded):
         def perform(self, context: object) -> str:
@@ -143,78 +63,214 @@ def _stub_modules(arguments: dict[str, str]) -> dict[str, types.ModuleType]:
         modules[parent] = types.ModuleType(parent)
     modules["launch.substitutions"].LaunchConfiguration = LaunchConfiguration
     modules["launch.events"].matches_action = lambda action: ("matches", action)
-    modules["ament_index_python.packages"].get_package_share_directory = lambda package: (
-        f"/opt/share/{package}"
-    )
-    modules["ament_index_python.packages"].get_package_prefix = lambda package: "/opt"
+    modules["ament_index_python.packages"].get_package_share_directory = lambda package: SHARE
+    modules["ament_index_python.packages"].get_package_prefix = lambda package: PREFIX
     return modules
 
 
-def _run_launch_file(monkeypatch: pytest.MonkeyPatch, **given: str) -> list[_Recorded]:
-    arguments = {**launch_arguments(), **given}
+@pytest.fixture
+def fixed_port_and_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both readers call launch_plan.plan; a fixed port and key make their plans comparable."""
+    monkeypatch.setattr(launch_plan, "free_port", lambda host=launch_plan.GATEWAY_HOST: PORT)
+    monkeypatch.setattr(launch_plan.secrets, "token_urlsafe", lambda nbytes=None: KEY)
+
+
+def _description(monkeypatch: pytest.MonkeyPatch, arguments: dict[str, str]) -> list[Any]:
     for name, module in _stub_modules(arguments).items():
         monkeypatch.setitem(sys.modules, name, module)
     spec = importlib.util.spec_from_file_location("droid_launch", LAUNCH_FILE)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    description = module.generate_launch_description()
-    (opaque,) = [a for a in description.args[0] if type(a).__name__ == "OpaqueFunction"]
+    return list(module.generate_launch_description().args[0])
+
+
+def _run_launch_file(monkeypatch: pytest.MonkeyPatch, **given: str) -> list[Any]:
+    defaults = {name: a.default for name, a in launch_plan.ARGUMENTS.items()}
+    description = _description(monkeypatch, {**defaults, **given})
+    (opaque,) = [a for a in description if type(a).__name__ == "OpaqueFunction"]
     return opaque.kwargs["function"](object())
 
 
-def _of(actions: list[_Recorded], kind: str) -> list[_Recorded]:
-    return [a for a in actions if type(a).__name__ == kind]
+def _of(actions: list[Any], *kinds: str) -> list[Any]:
+    return [a for a in actions if type(a).__name__ in kinds]
 
 
-def test_launch_file_real_robot_starts_the_lifecycle_node_and_autostarts_it(
-    monkeypatch: pytest.MonkeyPatch,
+def _launch_processes(actions: list[Any]) -> list[tuple]:
+    """(executable, node name, namespace, params file, parameters, command args, env) per
+    process the launch file starts, in order."""
+    found = []
+    for action in _of(actions, "ExecuteProcess", "Node", "LifecycleNode"):
+        kw = action.kwargs
+        if type(action).__name__ == "ExecuteProcess":
+            executable, *args = kw["cmd"]
+            assert executable == f"{PREFIX}/lib/sequence_ai_ros/{Path(executable).name}"
+            found.append((Path(executable).name, "", "", None, {}, tuple(args),
+                          kw["additional_env"]))
+            continue
+        params = list(kw["parameters"])
+        params_file = params.pop(0) if params and isinstance(params[0], str) else None
+        overrides = params[0] if params else {}
+        found.append((kw["executable"], kw["name"], kw["namespace"], params_file, overrides, (),
+                      kw["additional_env"]))
+    return found
+
+
+def _launcher_processes(specs: list[launcher.ProcessSpec], params_file: str) -> list[tuple]:
+    """The same view of what the launcher starts, read back from its command lines."""
+    found = []
+    for spec in specs:
+        args = list(spec.arguments)
+        if "--ros-args" not in args:
+            found.append((spec.executable, "", "", None, {}, tuple(args), spec.env))
+            continue
+        name = namespace = ""
+        params = None
+        overrides = {}
+        for flag, value in zip(args[1::2], args[2::2]):
+            if flag == "-r" and value.startswith("__node:="):
+                name = value.split(":=", 1)[1]
+            elif flag == "-r" and value.startswith("__ns:=/"):
+                namespace = value.split(":=/", 1)[1]
+            elif flag == "--params-file":
+                params = f"{SHARE}/{launch_plan.PARAMS_FILE}" if value == params_file else value
+            elif flag == "-p":
+                key, _, text = value.partition(":=")
+                overrides[key] = text
+        found.append((spec.executable, name, namespace, params, overrides, (), spec.env))
+    return found
+
+
+CASES = [
+    {},
+    {"model": "cosmos3-edge-policy-droid", "namespace": "left_arm"},
+    {"sim": "true"},
+    {"sim": "true", "namespace": "robot2"},
+    {"sim": "true", "base_url": "http://127.0.0.1:8787"},
+    {"sim": "yes", "autostart": "false"},
+]
+
+
+@pytest.mark.usefixtures("fixed_port_and_key")
+@pytest.mark.parametrize("given", CASES, ids=lambda g: " ".join(f"{k}:={v}" for k, v in g.items()))
+def test_launch_file_and_launcher_start_the_same_plan(
+    monkeypatch: pytest.MonkeyPatch, given: dict[str, str]
 ) -> None:
-    actions = _run_launch_file(monkeypatch, namespace="robot2")
-    (node,) = _of(actions, "LifecycleNode")
-    assert node.kwargs["executable"] == "sequence_ai_node"
-    assert (node.kwargs["name"], node.kwargs["namespace"]) == ("sequence_ai", "robot2")
-    assert node.kwargs["parameters"] == [
-        "/opt/share/sequence_ai_ros/config/droid.yaml",
-        {"model": "pi05-droid"},
-    ]
-    assert node.kwargs["additional_env"] == {}
-    assert not _of(actions, "Node") and not _of(actions, "ExecuteProcess")
-    (configure,) = _of(actions, "EmitEvent")
-    (activate_when_inactive,) = _of(actions, "RegisterEventHandler")
-    assert configure.kwargs["event"].kwargs["transition_id"] == 1  # configure
-    handler = activate_when_inactive.args[0]
-    assert handler.kwargs["start_state"] == "configuring"
-    assert handler.kwargs["goal_state"] == "inactive"
+    actions = _run_launch_file(monkeypatch, **given)
+    values = launcher.parse_arguments([f"{k}:={v}" for k, v in given.items()])
+    params_file = "/checkout/config/droid.yaml"
+    values.pop(launcher.PARAMS_FILE_ARGUMENT)
+    specs = launcher.specs_for(launch_plan.plan(values), params_file)
+    assert _launch_processes(actions) == _launcher_processes(specs, params_file)
+    # The launcher waits for the gateway to serve before it configures; so does the launch file.
+    gateways = _of(actions, "ExecuteProcess")
+    assert [s.ready_prefix for s in specs if s.ready_prefix] == [
+        launch_plan.GATEWAY_READY_PREFIX
+    ] * len(gateways)
 
 
-def test_launch_file_sim_starts_gateway_and_arm_and_configures_once_serving(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from sequence_ai_gateway import DEVELOPMENT_KEY
-
-    actions = _run_launch_file(monkeypatch, sim="true")
-    (gateway,) = _of(actions, "ExecuteProcess")
-    assert gateway.kwargs["cmd"][0] == "/opt/lib/sequence_ai_ros/sequence-ai-gateway"
-    assert gateway.kwargs["cmd"][1:] == ["--host", "127.0.0.1", "--port", "8787"]
-    (arm,) = _of(actions, "Node")
-    assert arm.kwargs["executable"] == "sim_robot"
-    (node,) = _of(actions, "LifecycleNode")
-    assert node.kwargs["parameters"][1] == {
-        "model": "pi05-droid",
-        "base_url": "http://127.0.0.1:8787",
+def test_launch_file_declares_the_plans_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    declared = {
+        a.args[0]: a.kwargs["default_value"]
+        for a in _description(monkeypatch, {})
+        if type(a).__name__ == "DeclareLaunchArgument"
     }
-    assert node.kwargs["additional_env"] == {"SEQUENCES_API_KEY": DEVELOPMENT_KEY}
+    assert declared == {n: a.default for n, a in launch_plan.ARGUMENTS.items()}
+    assert declared == {
+        "model": "pi05-droid", "base_url": "", "namespace": "", "sim": "false",
+        "autostart": "true",
+    }  # fmt: skip
+
+
+def test_launcher_runs_the_console_scripts_of_setup_py() -> None:
+    tree = ast.parse((ROOT / "setup.py").read_text(encoding="utf-8"))
+    scripts = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and " = " in node.value:
+            name, _, target = node.value.partition(" = ")
+            scripts[name.strip()] = target.strip()
+    for executable, target in launcher.ENTRY_POINTS.items():
+        assert scripts[executable] == target
+
+
+@pytest.mark.parametrize(
+    ("argument", "message"),
+    [
+        ("sim=true", "expected name:=value"),
+        ("robot:=x", "expected one of"),
+        ("autostart:=maybe", "expected true or false"),
+    ],
+)
+def test_launcher_refuses_bad_arguments_naming_them(argument: str, message: str) -> None:
+    with pytest.raises(launcher.LaunchError, match=message):
+        launcher.parse_arguments([argument])
+
+
+def test_real_robot_plan_is_the_node_alone_with_droid_yaml() -> None:
+    plan = launch_plan.plan({"model": "pi05-droid"})
+    assert [p.label for p in plan.processes] == ["node"]
+    assert plan.node.params_file and plan.node.lifecycle
+    assert plan.node.parameters == {"model": "pi05-droid"}
+    assert plan.node.env == {} and plan.gateway is None and plan.autostart
+
+
+def test_each_sim_launch_gets_a_gateway_of_its_own_and_tells_its_node() -> None:
+    first = launch_plan.plan({"sim": "true"})
+    second = launch_plan.plan({"sim": "true", "namespace": "robot2"})
+    assert [p.label for p in second.processes] == ["gateway", "sim_robot", "node"]
+    urls = []
+    for plan in (first, second):
+        assert plan.gateway is not None
+        port = plan.gateway.arguments[plan.gateway.arguments.index("--port") + 1]
+        assert plan.node.parameters["base_url"] == f"http://127.0.0.1:{port}"
+        key = plan.node.env["SEQUENCES_API_KEY"]
+        # The key goes to the gateway in its environment, never on a command line.
+        assert plan.gateway.env == {launch_plan.GATEWAY_KEYS_ENV: key}
+        assert key not in plan.gateway.arguments and len(key) >= 24
+        urls.append(plan.node.parameters["base_url"])
+    assert urls[0] != urls[1]
+    assert first.node.env != second.node.env
+    assert second.namespace == "robot2" and second.node_path == "/robot2/sequence_ai"
+
+
+def test_sim_with_a_base_url_shares_that_service() -> None:
+    plan = launch_plan.plan({"sim": "true", "base_url": "http://127.0.0.1:8787"})
+    assert [p.label for p in plan.processes] == ["sim_robot", "node"]
+    assert plan.node.parameters["base_url"] == "http://127.0.0.1:8787"
+    # Its key is the caller's SEQUENCES_API_KEY, inherited from the environment.
+    assert plan.node.env == {}
+
+
+def test_node_path_in_a_namespace() -> None:
+    assert launch_plan.node_path("") == "/sequence_ai"
+    assert launch_plan.node_path("/robot2/") == "/robot2/sequence_ai"
+
+
+@pytest.mark.usefixtures("fixed_port_and_key")
+def test_launch_file_configures_once_the_gateway_serves_then_activates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    actions = _run_launch_file(monkeypatch, sim="true")
+    (node,) = _of(actions, "LifecycleNode")
     # No configure before the gateway serves: it comes from the gateway's output.
     assert not _of(actions, "EmitEvent")
-    on_output = [
-        h.args[0] for h in _of(actions, "RegisterEventHandler")
-        if type(h.args[0]).__name__ == "OnProcessIO"
-    ]  # fmt: skip
-    (serving,) = on_output
+    handlers = [h.args[0] for h in _of(actions, "RegisterEventHandler")]
+    (serving,) = [h for h in handlers if type(h).__name__ == "OnProcessIO"]
+    (activate,) = [h for h in handlers if type(h).__name__ == "OnStateTransition"]
     when = serving.kwargs["on_stdout"]
     assert when(types.SimpleNamespace(text=b"INFO: Started server process")) is None
-    (configure,) = when(types.SimpleNamespace(text=b"SEQUENCES_BASE_URL=http://127.0.0.1:8787\n"))
+    (configure,) = when(types.SimpleNamespace(text=f"SEQUENCES_BASE_URL=http://127.0.0.1:{PORT}\n"
+                                              .encode()))
+    assert configure.kwargs["event"].kwargs["transition_id"] == 1  # configure
+    assert (activate.kwargs["start_state"], activate.kwargs["goal_state"]) == (
+        "configuring", "inactive",
+    )
+    assert activate.kwargs["target_lifecycle_node"] is node
+
+
+def test_launch_file_real_robot_configures_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    actions = _run_launch_file(monkeypatch)
+    (configure,) = _of(actions, "EmitEvent")
     assert configure.kwargs["event"].kwargs["transition_id"] == 1
 
 

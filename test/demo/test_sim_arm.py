@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sequence_ai_ros.sim_arm import (
+from sequence_ai_ros.sim.arm import (
     HOME,
     LOWER_LIMITS,
     UPPER_LIMITS,
@@ -13,7 +13,7 @@ from sequence_ai_ros.sim_arm import (
     SimArm,
     forward_kinematics,
 )
-from sequence_ai_ros.sim_render import VIEWS, SceneRenderer
+from sequence_ai_ros.sim.render import VIEWS, SceneRenderer
 
 DT = 0.01
 

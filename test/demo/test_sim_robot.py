@@ -22,8 +22,8 @@ from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import CompressedImage, Image, JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 
-from sequence_ai_ros.sim_arm import HOME, JOINT_NAMES, UPPER_LIMITS  # noqa: E402
-from sequence_ai_ros.sim_robot import SimRobot  # noqa: E402
+from sequence_ai_ros.sim.arm import HOME, JOINT_NAMES, UPPER_LIMITS  # noqa: E402
+from sequence_ai_ros.sim.robot import SimRobot  # noqa: E402
 
 DOMAIN_ID = domain(SIM_ROBOT_TESTS)
 DEADLINE_S = 20.0

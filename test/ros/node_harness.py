@@ -12,19 +12,15 @@ from typing import Any
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from lifecycle_msgs.msg import Transition
-from lifecycle_msgs.srv import ChangeState, GetState
-from rcl_interfaces.msg import Log, ParameterValue
-from rcl_interfaces.msg import Parameter as ParameterMsg
-from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters
-from rclpy.action import ActionClient
+from rcl_interfaces.msg import Log, ParameterValue, SetParametersResult
 from rclpy.context import Context
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Float64MultiArray
 
 from sequence_ai_interfaces.action import Act
+from sequence_ai_ros.demo.planner import ActClient, GoalRun, LifecycleClient, ParameterClient
 
 JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
 GRIPPER = "panda_finger_joint1"
@@ -119,14 +115,9 @@ class ArmHarness(Node):
         self.create_timer(1.0 / 15.0, self._publish_images)
         target = f"{namespace}/{node_name}"
         self.node_status_name = f"{target}: sequence_ai policy"
-        self.change_state_client = self.create_client(ChangeState, f"{target}/change_state")
-        self.get_state_client = self.create_client(GetState, f"{target}/get_state")
-        self.set_parameters_client = self.create_client(SetParameters, f"{target}/set_parameters")
-        self.get_parameters_client = self.create_client(GetParameters, f"{target}/get_parameters")
-        self.list_parameters_client = self.create_client(
-            ListParameters, f"{target}/list_parameters"
-        )
-        self.act_client = ActionClient(self, Act, f"{namespace}/act")
+        self.lifecycle = LifecycleClient(self, target)
+        self.parameters = ParameterClient(self, target)
+        self.act = ActClient(self, f"{namespace}/act")
 
     # ----- the simulated arm -----
 
@@ -212,36 +203,13 @@ class ArmHarness(Node):
             c for c in commands if any(np.allclose(c.values, s, atol=1e-9) for s in states)
         ]
 
-    # ----- clients -----
-
-    def call(
-        self, client: Any, request: Any, timeout_s: float = DEADLINE_S, resend_s: float = 0.0
-    ) -> Any:
-        """Call a service; with `resend_s`, repeat an idempotent request until one is answered.
-
-        A server can see the request before its reply writer has discovered this client (most
-        often with a freshly started process), and that first reply is then lost.
-        """
-        wait_for(lambda: client.service_is_ready(), timeout_s, f"service {client.srv_name}")
-        deadline = time.monotonic() + timeout_s
-        while True:
-            future = client.call_async(request)
-            wait = timeout_s if resend_s <= 0 else min(resend_s, deadline - time.monotonic())
-            try:
-                wait_for(future.done, max(wait, 0.01), f"reply from {client.srv_name}")
-                return future.result()
-            except AssertionError:
-                if resend_s <= 0 or time.monotonic() >= deadline:
-                    raise
+    # ----- the planner's side (sequence_ai_ros.demo.planner) -----
 
     def transition(self, transition_id: int) -> bool:
-        request = ChangeState.Request()
-        request.transition = Transition(id=transition_id)
-        return bool(self.call(self.change_state_client, request).success)
+        return self.lifecycle.transition(transition_id)
 
     def state(self) -> str:
-        reply = self.call(self.get_state_client, GetState.Request(), resend_s=1.0)
-        return reply.current_state.label
+        return self.lifecycle.state()
 
     def configure_and_activate(self) -> None:
         """Configure and activate, then wait until diagnostics show a ready model and inputs."""
@@ -269,39 +237,19 @@ class ArmHarness(Node):
         ages = [v for k, v in values.items() if k.endswith("_age_s")]
         return len(ages) == 3 and all(v != "never received" for v in ages)
 
-    def set_parameters(self, **values: Any) -> list[Any]:
-        request = SetParameters.Request()
-        request.parameters = [
-            ParameterMsg(name=name, value=Parameter(name, value=value).get_parameter_value())
-            for name, value in values.items()
-        ]
-        return list(self.call(self.set_parameters_client, request).results)
+    def set_parameters(self, **values: Any) -> list[SetParametersResult]:
+        return self.parameters.set(**values)
 
     def all_parameter_values(self) -> dict[str, ParameterValue]:
-        names = self.call(
-            self.list_parameters_client, ListParameters.Request(), resend_s=1.0
-        ).result.names
-        reply = self.call(
-            self.get_parameters_client, GetParameters.Request(names=list(names)), resend_s=1.0
-        )
-        return dict(zip(names, reply.values, strict=True))
+        return self.parameters.values()
 
     def send_goal(
         self, instruction: str, max_seconds: float, max_actions: int = 0
-    ) -> tuple[Any, list[Any]]:
-        """Send a goal; returns (goal handle, feedback list). The handle says accepted or not."""
-        wait_for(lambda: self.act_client.server_is_ready(), what="the act action server")
-        feedback: list[Any] = []
-        goal = Act.Goal(instruction=instruction, max_seconds=max_seconds, max_actions=max_actions)
-        future = self.act_client.send_goal_async(
-            goal, feedback_callback=lambda msg: feedback.append(msg.feedback)
-        )
-        wait_for(future.done, what=f"goal response for {instruction!r}")
-        return future.result(), feedback
+    ) -> tuple[GoalRun, list[Act.Feedback]]:
+        """Send a goal; returns (goal, feedback list). The goal says accepted or not."""
+        goal = self.act.send(instruction, max_seconds, max_actions)
+        return goal, goal.feedback
 
-    def result(self, goal_handle: Any, timeout_s: float = DEADLINE_S * 2) -> Any:
+    def result(self, goal: GoalRun, timeout_s: float = DEADLINE_S * 2) -> tuple[int, Act.Result]:
         """(status, Act.Result) of an accepted goal."""
-        future = goal_handle.get_result_async()
-        wait_for(future.done, timeout_s, "the goal result")
-        response = future.result()
-        return response.status, response.result
+        return goal.result(timeout_s)

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from types import SimpleNamespace
 
+from sequence_ai import Model
 from sequence_ai_ros import parameters
 from sequence_ai_ros.model_fit import controller_for, fit_problems
 from sequence_ai_ros.parameters import NodeConfig
 
-PI05 = SimpleNamespace(
-    short_id="pi05-droid",
+PI05 = Model(
+    id="sequences/pi05-droid",
+    control_hz=15.0,
     camera_views=("exterior_1", "wrist_left"),
     state_layout={"joint_positions": 7, "gripper": 1},
     state_dim=8,
@@ -20,8 +21,9 @@ PI05 = SimpleNamespace(
         "conversions": {"joint_position": {"reference": "state_at_request"}},
     },
 )
-COSMOS = SimpleNamespace(
-    short_id="cosmos3-edge-policy-droid",
+COSMOS = Model(
+    id="sequences/cosmos3-edge-policy-droid",
+    control_hz=15.0,
     camera_views=("exterior_1", "exterior_2", "wrist_left"),
     state_layout={"joint_positions": 7, "gripper": 1},
     state_dim=8,
@@ -70,5 +72,10 @@ def test_absolute_rows_cannot_drive_velocity() -> None:
     assert any("command_interface velocity" in p for p in problems)
 
 
-def replace_semantics(model: SimpleNamespace, semantics: dict) -> SimpleNamespace:
-    return SimpleNamespace(**{**vars(model), "action_semantics": semantics})
+def test_a_model_without_a_catalogue_rate_is_refused() -> None:
+    (problem,) = fit_problems(_config(), replace(PI05, control_hz=None))
+    assert "control_hz" in problem and "pi05-droid" in problem
+
+
+def replace_semantics(model: Model, semantics: dict) -> Model:
+    return replace(model, action_semantics=semantics)

@@ -20,7 +20,7 @@ def test_transitions_and_goal_gating(ros_system: Any, gateway: Any, key_file: st
 
     assert arm.transition(Transition.TRANSITION_ACTIVATE)
     assert arm.state() == "active"
-    wait_for(lambda: node.health.ready, what="the model reported ready in diagnostics")
+    wait_for(lambda: node.health.snapshot().ready, what="the model reported ready in diagnostics")
 
     for bad in (("", 2.0), ("pick up the cup", 0.0), ("pick up the cup", float("nan"))):
         handle, _ = arm.send_goal(*bad)

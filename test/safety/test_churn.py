@@ -20,6 +20,8 @@ from ros_support import NodeSystem, key_file_for
 from safety_support import PATIENCE_S, new_threads
 from tagged_policy import MODEL, POLICY_SPEC, tag_of
 
+from sequence_ai_ros.demo.planner import PlannerError
+
 POLICIES = 8
 RUNS_PER_POLICY = 50
 NODES = 4
@@ -160,13 +162,12 @@ def _churn_node(arm: Any, index: int, log: NodeLog) -> None:
             wait_for(lambda start=start, played=played: arm.command_count() >= start + played,
                      timeout_s=CALL_GUARD_S, what=f"goal {goal} to move the arm")
             if choice < 0.7:
-                cancel = handle.cancel_goal_async()
-                wait_for(cancel.done, timeout_s=CALL_GUARD_S, what=f"cancel of goal {goal}")
+                handle.cancel(timeout_s=CALL_GUARD_S)
             # else: preempted mid-run by the next goal
         for goal, handle in pending:
             collect(goal, handle)
         log.results.sort()
-    except AssertionError as exc:
+    except (AssertionError, PlannerError) as exc:
         log.errors.append(str(exc))
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sequence_ai_ros.sim_arm import forward_kinematics
+from sequence_ai_ros.sim.arm import forward_kinematics
 
 VIEWS: tuple[str, ...] = ("exterior_1", "exterior_2", "wrist_left")
 

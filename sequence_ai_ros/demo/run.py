@@ -1,9 +1,10 @@
 """`make demo` / `python -m sequence_ai_ros.demo`: a simulated DROID arm doing what it is told.
 
 Starts the local gateway, `sim_robot` and the `sequence_ai` node (droid.launch.py, else
-sequence_ai_ros.launcher), activates the node, then plays planner: an `act` goal "pick up the
-cup", preempted part-way by a second instruction. It prints both results and how much closer the
-arm got to each instruction's target, draws the run into demo.png and stops what it started.
+sequence_ai_ros.demo.launcher: both read sequence_ai_ros.launch_plan), activates the node, then
+plays planner: an `act` goal "pick up the cup", preempted part-way by a second instruction.
+It prints both results and how much closer the arm got to each instruction's target,
+draws the run into demo.png and stops what it started.
 
     python -m sequence_ai_ros.demo [--max-seconds 20] [--headless] [--out demo.png]
 """
@@ -22,7 +23,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sequence_ai_ros.demo.launcher import Launcher
+    from sequence_ai_ros.demo.planner import ActClient, GoalRun, Planner
 
 # The node's staleness limits (0.25 s joints, 0.5 s images) suit a robot with its own cores;
 # here the arm, the node and the gateway share two busy cores with other work, and a scheduling
@@ -230,7 +235,7 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
             # A zombie has ended; only its exit status is left for its parent.
@@ -280,49 +285,37 @@ class Demo:
         self.preempt_t = math.nan
         self.pids: dict[str, int] = {}
         self.stopped: dict[str, int | None] = {}
-        self.launcher: Any = None
+        self.launcher: Launcher | None = None
+        self.planner: Planner | None = None
+        self.act: ActClient | None = None
         self.via = ""
-        self._ros: dict[str, Any] = {}
 
     # ----- processes -----
 
     def start_processes(self) -> None:
-        from sequence_ai_ros import launcher
+        from sequence_ai_ros import launch_plan
+        from sequence_ai_ros.demo import launcher
 
         namespace = self.args.namespace
-        values = launcher.parse_arguments(
-            [f"namespace:={namespace}", "sim:=true", "autostart:=false"]
-        )
+        arguments = [f"namespace:={namespace}", "sim:=true", "autostart:=false"]
         if _ros2_launch_available():
-            # Our own gateway on an ephemeral port; ros2 launch starts the arm and the node.
-            specs = [s for s in launcher.plan(values) if s.executable == "sequence-ai-gateway"]
-            self.launcher = launcher.Launcher(specs, log_dir=self.log_dir)
-            self.launcher.start()
-            from sequence_ai_gateway import DEVELOPMENT_KEY
-
-            command = [
-                "ros2", "launch", "sequence_ai_ros", "droid.launch.py", "sim:=true",
-                f"base_url:={self.launcher.base_url}", f"namespace:={namespace}",
-                "autostart:=false",
-            ]  # fmt: skip
-            self.launcher.specs.append(
-                launcher.ProcessSpec(
-                    "ros2_launch",
-                    "",
-                    env={"SEQUENCES_API_KEY": DEVELOPMENT_KEY},
-                    command_line=command,
-                )
-            )
-            self.launcher.start_one(self.launcher.specs[-1])
+            command = ["ros2", "launch", "sequence_ai_ros", "droid.launch.py", *arguments]
+            specs = [launcher.ProcessSpec("ros2_launch", "", command_line=command)]
             self.via = "ros2 launch sequence_ai_ros droid.launch.py sim:=true"
         else:
-            specs = launcher.plan(values)
+            values = launcher.parse_arguments(arguments)
+            params_file = values.pop(launcher.PARAMS_FILE_ARGUMENT) or str(
+                launcher.default_params_file()
+            )
+            specs = launcher.specs_for(launch_plan.plan(values), params_file)
             for spec in specs:
                 if spec.executable == "sim_robot":
                     spec.arguments += self._sim_overrides()
-            self.launcher = launcher.Launcher(specs, log_dir=self.log_dir)
-            self.launcher.start()
-            self.via = "python -m sequence_ai_ros.launcher sim:=true (no ros2 launch here)"
+            self.via = (
+                "python -m sequence_ai_ros.demo.launcher sim:=true (no ros2 launch here)"
+            )
+        self.launcher = launcher.Launcher(specs, log_dir=self.log_dir)
+        self.launcher.start()
         self.pids = self.launcher.pids()
         print(f"started via {self.via}")
         print("processes: " + " ".join(f"{name}={pid}" for name, pid in self.pids.items()))
@@ -341,28 +334,22 @@ class Demo:
         extra = [p for pid in self.pids.values() for p in _descendants(pid)]
         self.stopped = self.launcher.stop()
         everyone = list(self.pids.values()) + extra
-        return [pid for pid in everyone if _alive(pid)]
+        return [pid for pid in everyone if process_alive(pid)]
 
     # ----- ROS side: the planner -----
 
     def start_planner(self) -> None:
-        import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
-        from rclpy.action import ActionClient
-        from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.node import Node
         from rclpy.qos import QoSProfile
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray
 
-        from sequence_ai_interfaces.action import Act
-        from sequence_ai_ros.launcher import node_path
+        from sequence_ai_ros.demo.planner import Planner
+        from sequence_ai_ros.launch_plan import node_path
 
-        context = Context()
-        rclpy.init(args=[], context=context)
-        namespace = "/" + self.args.namespace.strip("/") if self.args.namespace.strip("/") else ""
-        node = Node("sequence_ai_demo", namespace=namespace or "/", context=context)
+        namespace = self.args.namespace.strip("/")
+        self.planner = Planner("sequence_ai_demo", namespace=f"/{namespace}")
+        node = self.planner.node
         recording = self.recording
 
         def on_joints(msg: JointState) -> None:
@@ -391,48 +378,38 @@ class Demo:
         node.create_subscription(
             Float64MultiArray, "forward_position_controller/commands", on_targets, depth
         )
-        client = ActionClient(node, Act, "act")
-        executor = SingleThreadedExecutor(context=context)
-        executor.add_node(node)
-        thread = threading.Thread(target=executor.spin, name="demo-executor", daemon=True)
-        thread.start()
-        self._ros = {
-            "context": context,
-            "node": node,
-            "client": client,
-            "executor": executor,
-            "thread": thread,
-            "Act": Act,
-        }
+        self.act = self.planner.act("act")
 
     def stop_planner(self) -> None:
-        if not self._ros:
+        if self.planner is None:
             return
-        import rclpy
-
-        self._ros["executor"].shutdown(timeout_sec=5.0)
-        self._ros["thread"].join(timeout=5.0)
-        self._ros["client"].destroy()
-        self._ros["node"].destroy_node()
-        rclpy.try_shutdown(context=self._ros["context"])
-        self._ros = {}
+        if self.act is not None:
+            self.act.destroy()
+        self.planner.close()
+        self.planner = self.act = None
 
     def bring_up(self) -> None:
-        from sequence_ai_ros.launcher import change_state, node_path
+        from sequence_ai_ros.launch_plan import node_path
 
+        assert self.planner is not None and self.act is not None
         target = node_path(self.args.namespace)
+        lifecycle = self.planner.lifecycle(target)
         for transition in ("configure", "activate"):
             self.status.show(f"{transition} {target} ...")
-            change_state(self._ros["node"], target, transition, BRING_UP_TIMEOUT_S)
+            if not lifecycle.transition(transition, BRING_UP_TIMEOUT_S):
+                raise RuntimeError(f"{transition} of {target} failed: see the node's log")
         self.status.end()
         print(f"{target}: configured and active")
+        parameters = self.planner.parameters(target)
         overrides = [*SHARED_MACHINE_AGES, f"prefetch={self.args.prefetch}", *self.args.overrides]
         for override in overrides:
             name, _, value = override.partition("=")
-            self._set_parameter(target, name.strip(), value.strip())
+            # What `ros2 param set` sends; the node's refusal is an error.
+            result = parameters.set_text(name.strip(), value.strip())
+            if not result.successful:
+                raise RuntimeError(f"the node refused {name}={value}: {result.reason}")
             print(f"{target}: {name.strip()} set to {value.strip()}")
-        if not self._ros["client"].wait_for_server(timeout_sec=BRING_UP_TIMEOUT_S):
-            raise RuntimeError(f"the act action did not appear within {BRING_UP_TIMEOUT_S:g} s")
+        self.act.wait_for_server(BRING_UP_TIMEOUT_S)
         self._wait("joint states from sim_robot", lambda: bool(self.recording.joints))
         # A planner would not send a goal before the node sees the robot: its diagnostics say.
         self._wait(
@@ -440,36 +417,8 @@ class Demo:
             self.recording.inputs_steady,
         )
 
-    def _set_parameter(self, target: str, name: str, text: str) -> None:
-        """What `ros2 param set` sends: one SetParameters call; the node's refusal is an error."""
-        from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-        from rcl_interfaces.srv import SetParameters
-
-        value = ParameterValue()
-        if text.lower() in ("true", "false"):
-            value.type, value.bool_value = ParameterType.PARAMETER_BOOL, text.lower() == "true"
-        elif text.lstrip("-").isdigit():
-            value.type, value.integer_value = ParameterType.PARAMETER_INTEGER, int(text)
-        else:
-            try:
-                value.type, value.double_value = ParameterType.PARAMETER_DOUBLE, float(text)
-            except ValueError:
-                value.type, value.string_value = ParameterType.PARAMETER_STRING, text
-        client = self._ros["node"].create_client(SetParameters, f"{target}/set_parameters")
-        try:
-            if not client.wait_for_service(timeout_sec=BRING_UP_TIMEOUT_S):
-                raise RuntimeError(f"{target}/set_parameters did not appear")
-            future = client.call_async(
-                SetParameters.Request(parameters=[Parameter(name=name, value=value)])
-            )
-            self._wait(f"the node to answer setting {name}", future.done)
-            result = future.result().results[0]
-            if not result.successful:
-                raise RuntimeError(f"the node refused {name}={text}: {result.reason}")
-        finally:
-            self._ros["node"].destroy_client(client)
-
     def _wait(self, what: str, condition: Any, timeout_s: float = BRING_UP_TIMEOUT_S) -> None:
+        # Polled: the condition is the state of other processes, seen through topics.
         deadline = time.monotonic() + timeout_s
         while not condition():
             if time.monotonic() > deadline:
@@ -485,21 +434,20 @@ class Demo:
 
     # ----- goals -----
 
-    def _send(self, goal: GoalRecord) -> Any:
-        act = self._ros["Act"]
+    def _send(self, goal: GoalRecord) -> GoalRun:
+        assert self.act is not None
         goal.sent_t = time.monotonic()
         goal.start_q = self.recording.latest_joints()
-        request = act.Goal(instruction=goal.instruction, max_seconds=self.args.max_seconds)
-        future = self._ros["client"].send_goal_async(
-            request,
-            feedback_callback=lambda msg: goal.on_feedback(time.monotonic(), msg.feedback),
+        run = self.act.send(
+            goal.instruction,
+            self.args.max_seconds,
+            on_feedback=lambda feedback: goal.on_feedback(time.monotonic(), feedback),
+            timeout_s=BRING_UP_TIMEOUT_S,
         )
-        self._wait(f"goal {goal.number} to be accepted or rejected", future.done)
-        handle = future.result()
-        goal.accepted = bool(handle.accepted)
+        goal.accepted = run.accepted
         if not goal.accepted:
             raise RuntimeError(f"the node rejected goal {goal.number} ({goal.instruction!r})")
-        return handle.get_result_async()
+        return run
 
     def _show(self, goal: GoalRecord) -> None:
         if not goal.feedback:
@@ -518,9 +466,9 @@ class Demo:
     def run_goals(self) -> None:
         first, second = self.goals
         self.t0 = time.monotonic()
-        first_result = self._send(first)
+        first_run = self._send(first)
         # Preempt part-way, counted by the goal's own clock so start-up waits do not count.
-        while not first_result.done():
+        while not first_run.done():
             self._show(first)
             fb = first.feedback[-1][1] if first.feedback else None
             if (
@@ -535,35 +483,30 @@ class Demo:
         self.preempt_t = time.monotonic()
         first.end_q = self.recording.latest_joints()
         first.end_t = self.preempt_t
-        if first_result.done():
+        if first_run.done():
             print(
                 f"goal 1 ended before the preemption point (after {self.preempt_t - self.t0:.1f} s)"
             )
         else:
             print(f"preempting goal 1 with {second.instruction!r}")
-        second_result = self._send(second)
+        second_run = self._send(second)
         deadline = time.monotonic() + self.args.max_seconds + RESULT_GRACE_S
-        self._wait("goal 1's result", first_result.done, RESULT_GRACE_S)
-        self._finish(first, first_result.result(), keep_end=True)
-        while not second_result.done():
+        self._wait("goal 1's result", first_run.done, RESULT_GRACE_S)
+        self._finish(first, *first_run.result(), keep_end=True)
+        while not second_run.done():
             if time.monotonic() > deadline:
                 raise RuntimeError("goal 2 did not end within max_seconds + 30 s")
             self._show(second)
             self._check_processes()
             time.sleep(0.1)
         self.status.end()
-        self._finish(second, second_result.result(), keep_end=False)
+        self._finish(second, *second_run.result(), keep_end=False)
 
-    def _finish(self, goal: GoalRecord, wrapped: Any, *, keep_end: bool) -> None:
-        from action_msgs.msg import GoalStatus
+    def _finish(self, goal: GoalRecord, status: int, result: Any, *, keep_end: bool) -> None:
+        from sequence_ai_ros.demo.planner import STATUS_NAMES
 
-        names = {
-            GoalStatus.STATUS_SUCCEEDED: "succeeded",
-            GoalStatus.STATUS_ABORTED: "aborted",
-            GoalStatus.STATUS_CANCELED: "canceled",
-        }
-        goal.status = names.get(wrapped.status, f"status {wrapped.status}")
-        goal.result = wrapped.result
+        goal.status = STATUS_NAMES.get(status, f"status {status}")
+        goal.result = result
         if not keep_end or goal.end_q is None:
             goal.end_q = self.recording.latest_joints()
             goal.end_t = time.monotonic()
@@ -651,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"demo failed: {failure} (logs in {demo.log_dir})")
     plot = None
     if demo.recording.joints and not math.isnan(demo.t0):
-        from sequence_ai_ros.demo_plot import draw
+        from sequence_ai_ros.demo.plot import draw
 
         plot = draw(demo, Path(args.out))
         print(f"wrote {plot}")

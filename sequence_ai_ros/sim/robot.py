@@ -32,8 +32,8 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Float64MultiArray
 
-from sequence_ai_ros.sim_arm import GRIPPER_JOINT, HOME, JOINT_NAMES, SimArm
-from sequence_ai_ros.sim_render import VIEWS, SceneRenderer
+from sequence_ai_ros.sim.arm import GRIPPER_JOINT, HOME, JOINT_NAMES, SimArm
+from sequence_ai_ros.sim.render import VIEWS, SceneRenderer
 
 TRANSPORTS = ("raw", "compressed", "both")
 RATE_LOG_PERIOD_S = 10.0

@@ -1,0 +1,1 @@
+"""`make demo`, its plot, the launcher for machines without `ros2 launch`, the planner helper."""

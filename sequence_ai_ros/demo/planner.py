@@ -1,0 +1,293 @@
+"""Play planner for a `sequence_ai` node: lifecycle bring-up, parameters and `act` goals.
+
+One helper for the demo, the launcher, the benchmarks and the tests. `LifecycleClient`,
+`ParameterClient` and `ActClient` work on any node whose executor another thread spins;
+`Planner` is such a node with its own rclpy context and spinning thread. Every wait blocks on
+an rclpy future's done callback, never in a sleep loop.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+from action_msgs.msg import GoalStatus
+from action_msgs.srv import CancelGoal
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState, GetState
+from rcl_interfaces.msg import Parameter as ParameterMsg
+from rcl_interfaces.msg import ParameterType, ParameterValue, SetParametersResult
+from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters
+from rclpy.action import ActionClient
+from rclpy.action.client import ClientGoalHandle
+from rclpy.client import Client
+from rclpy.context import Context
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.task import Future
+
+from sequence_ai_interfaces.action import Act
+
+DEADLINE_S = 30.0
+TRANSITIONS = {
+    "configure": Transition.TRANSITION_CONFIGURE,
+    "activate": Transition.TRANSITION_ACTIVATE,
+    "deactivate": Transition.TRANSITION_DEACTIVATE,
+    "cleanup": Transition.TRANSITION_CLEANUP,
+    "shutdown": Transition.TRANSITION_INACTIVE_SHUTDOWN,
+}
+STATUS_NAMES = {
+    GoalStatus.STATUS_SUCCEEDED: "succeeded",
+    GoalStatus.STATUS_ABORTED: "aborted",
+    GoalStatus.STATUS_CANCELED: "canceled",
+}
+
+
+class PlannerError(RuntimeError):
+    """A service or action did not appear or answer in time, or a transition failed."""
+
+
+def wait_future(future: Future, timeout_s: float, what: str) -> Any:
+    """The future's result once its done callback fires; PlannerError after `timeout_s`."""
+    done = threading.Event()
+    future.add_done_callback(lambda _future: done.set())
+    if not done.wait(timeout_s):
+        raise PlannerError(f"no answer within {timeout_s:g} s: {what}")
+    return future.result()
+
+
+def call(
+    client: Client, request: Any, timeout_s: float = DEADLINE_S, resend_s: float = 0.0
+) -> Any:
+    """Call a service; with `resend_s`, repeat an idempotent request until one is answered.
+
+    A server can see a request before its reply writer has discovered this client (most often
+    with a freshly started process), and that first reply is then lost.
+    """
+    if not client.wait_for_service(timeout_sec=timeout_s):
+        raise PlannerError(f"service {client.srv_name} did not appear within {timeout_s:g} s")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        wait = left if resend_s <= 0 else min(resend_s, left)
+        try:
+            return wait_future(client.call_async(request), max(wait, 0.01), client.srv_name)
+        except PlannerError:
+            if resend_s <= 0 or time.monotonic() >= deadline:
+                raise
+
+
+def parameter_value(text: str) -> ParameterValue:
+    """The value `ros2 param set NODE NAME TEXT` sends: TEXT read as YAML, typed by what it is."""
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        value = text
+    if isinstance(value, list) and value:
+        kinds = {type(v) for v in value}
+        if len(kinds) == 1 and kinds <= {bool, int, float, str}:
+            return Parameter("value", value=value).get_parameter_value()
+    if isinstance(value, (bool, int, float)):
+        return Parameter("value", value=value).get_parameter_value()
+    if isinstance(value, str):
+        return ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
+    return ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=text)
+
+
+class LifecycleClient:
+    """Lifecycle transitions and state of the node `target` (fully qualified name)."""
+
+    def __init__(self, node: Node, target: str) -> None:
+        self.target = target
+        self._change = node.create_client(ChangeState, f"{target}/change_state")
+        self._get = node.create_client(GetState, f"{target}/get_state")
+
+    def transition(self, transition: str | int, timeout_s: float = DEADLINE_S) -> bool:
+        """Ask for one transition ('configure', … or its id); True when the node made it."""
+        number = TRANSITIONS[transition] if isinstance(transition, str) else transition
+        request = ChangeState.Request(transition=Transition(id=number))
+        return bool(call(self._change, request, timeout_s).success)
+
+    def state(self, timeout_s: float = DEADLINE_S) -> str:
+        return str(call(self._get, GetState.Request(), timeout_s, resend_s=1.0).current_state.label)
+
+    def bring_up(self, timeout_s: float = DEADLINE_S) -> None:
+        """Configure, then activate; PlannerError naming the transition that failed."""
+        for name in ("configure", "activate"):
+            if not self.transition(name, timeout_s):
+                raise PlannerError(f"{name} of {self.target} failed: see the node's log")
+
+
+class ParameterClient:
+    """The parameter services of the node `target`, as `ros2 param` uses them."""
+
+    def __init__(self, node: Node, target: str) -> None:
+        self.target = target
+        self._set = node.create_client(SetParameters, f"{target}/set_parameters")
+        self._get = node.create_client(GetParameters, f"{target}/get_parameters")
+        self._list = node.create_client(ListParameters, f"{target}/list_parameters")
+
+    def set_values(self, values: dict[str, ParameterValue]) -> list[SetParametersResult]:
+        """One SetParameters call; one result per parameter, in order."""
+        request = SetParameters.Request(
+            parameters=[ParameterMsg(name=name, value=value) for name, value in values.items()]
+        )
+        return list(call(self._set, request).results)
+
+    def set(self, **values: Any) -> list[SetParametersResult]:
+        """Python values, typed as rclpy types them."""
+        return self.set_values(
+            {name: Parameter(name, value=v).get_parameter_value() for name, v in values.items()}
+        )
+
+    def set_text(self, name: str, text: str) -> SetParametersResult:
+        """Exactly what `ros2 param set <target> <name> <text>` sends."""
+        (result,) = self.set_values({name: parameter_value(text)})
+        return result
+
+    def values(self) -> dict[str, ParameterValue]:
+        names = call(self._list, ListParameters.Request(), resend_s=1.0).result.names
+        reply = call(self._get, GetParameters.Request(names=list(names)), resend_s=1.0)
+        return dict(zip(names, reply.values, strict=True))
+
+
+class GoalRun:
+    """One `act` goal as a planner sees it: accepted or not, feedback, result, cancel."""
+
+    def __init__(self, handle: ClientGoalHandle, feedback: list[Act.Feedback]) -> None:
+        self.handle = handle
+        self.feedback = feedback  # appended by the spinning thread; read a copy
+        # Asked for at once, as a planner does: the server keeps a result only for a while.
+        self._result = handle.get_result_async() if handle.accepted else None
+
+    @property
+    def accepted(self) -> bool:
+        return bool(self.handle.accepted)
+
+    def done(self) -> bool:
+        """The goal has ended and its result is here."""
+        return self._result is not None and self._result.done()
+
+    def result(self, timeout_s: float = DEADLINE_S * 2) -> tuple[int, Act.Result]:
+        """(goal status, result) once the goal has ended."""
+        if self._result is None:
+            raise PlannerError("the goal was rejected: it has no result")
+        response = wait_future(self._result, timeout_s, "the goal's result")
+        return int(response.status), response.result
+
+    def cancel(self, timeout_s: float = DEADLINE_S) -> CancelGoal.Response:
+        return wait_future(self.handle.cancel_goal_async(), timeout_s, "the cancel response")
+
+
+class _LockedActionClient(ActionClient):
+    """An ActionClient whose requests are registered before their responses are handled.
+
+    rclpy records a sent goal (or cancel) request only after it has left, so a response that
+    another executor thread handles in between is dropped as "unexpected" and the request's
+    future never completes (seen under load). One lock around sending and handling closes that
+    window; it is re-entrant so a feedback callback may send.
+    """
+
+    def __init__(self, node: Node, name: str) -> None:
+        super().__init__(node, Act, name)
+        self._request_lock = threading.RLock()
+
+    def send_goal_async(self, *args: Any, **kwargs: Any) -> Future:
+        with self._request_lock:
+            return super().send_goal_async(*args, **kwargs)
+
+    def _cancel_goal_async(self, goal_handle: ClientGoalHandle) -> Future:
+        with self._request_lock:
+            return super()._cancel_goal_async(goal_handle)
+
+    async def execute(self, taken_data: Any) -> None:
+        with self._request_lock:
+            await super().execute(taken_data)
+
+
+class ActClient:
+    """Sends `act` goals to the action `name` (e.g. `/robot2/act`)."""
+
+    def __init__(self, node: Node, name: str) -> None:
+        self.name = name
+        self._client = _LockedActionClient(node, name)
+
+    def wait_for_server(self, timeout_s: float = DEADLINE_S) -> None:
+        if not self._client.wait_for_server(timeout_sec=timeout_s):
+            raise PlannerError(f"action {self.name} did not appear within {timeout_s:g} s")
+
+    def send(
+        self,
+        instruction: str,
+        max_seconds: float,
+        max_actions: int = 0,
+        *,
+        on_feedback: Callable[[Act.Feedback], Any] | None = None,
+        timeout_s: float = DEADLINE_S,
+    ) -> GoalRun:
+        """Send a goal and wait for its acceptance or rejection."""
+        self.wait_for_server(timeout_s)
+        feedback: list[Act.Feedback] = []
+
+        def received(msg: Any) -> None:
+            feedback.append(msg.feedback)
+            if on_feedback is not None:
+                on_feedback(msg.feedback)
+
+        goal = Act.Goal(
+            instruction=instruction, max_seconds=float(max_seconds), max_actions=max_actions
+        )
+        sent = self._client.send_goal_async(goal, feedback_callback=received)
+        handle = wait_future(sent, timeout_s, f"goal response for {instruction!r}")
+        return GoalRun(handle, feedback)
+
+    def destroy(self) -> None:
+        self._client.destroy()
+
+
+class Planner:
+    """A node of its own (own context, own spinning thread) that plays planner.
+
+    For the demo, the launcher and the benchmarks; tests put the clients on their own node.
+    """
+
+    def __init__(
+        self, name: str = "sequence_ai_planner", namespace: str = "/", threads: int = 2
+    ) -> None:
+        import rclpy
+
+        self.context = Context()
+        # No arguments: a caller's own command line is not ROS remappings.
+        rclpy.init(args=[], context=self.context)
+        self.node = Node(name, namespace=namespace, context=self.context)
+        self.executor = MultiThreadedExecutor(num_threads=threads, context=self.context)
+        self.executor.add_node(self.node)
+        self._thread = threading.Thread(target=self._spin, name=f"{name}-spin", daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        try:
+            self.executor.spin()
+        except Exception:  # noqa: BLE001 - the context shuts down under the spin at close()
+            pass
+
+    def lifecycle(self, target: str) -> LifecycleClient:
+        return LifecycleClient(self.node, target)
+
+    def parameters(self, target: str) -> ParameterClient:
+        return ParameterClient(self.node, target)
+
+    def act(self, name: str = "act") -> ActClient:
+        return ActClient(self.node, name)
+
+    def close(self) -> None:
+        import rclpy
+
+        self.executor.shutdown(timeout_sec=5.0)
+        self._thread.join(timeout=5.0)
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)

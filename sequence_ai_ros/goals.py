@@ -1,0 +1,550 @@
+"""`act` goals as a state machine: one runs at a time; a new goal preempts, cancel interrupts,
+every end holds, and each way a goal can end is one row of `GoalEnding`."""
+
+from __future__ import annotations
+
+import enum
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rclpy.action.server import ServerGoalHandle
+from rclpy.impl.rcutils_logger import RcutilsLogger
+
+import sequence_ai
+from sequence_ai import CallHandle, Ending, RunStatus
+from sequence_ai_interfaces.action import Act
+from sequence_ai_ros import safety
+from sequence_ai_ros.commands import CommandPublisher
+from sequence_ai_ros.diagnostics import HealthRecord
+from sequence_ai_ros.observations import ObservationCache
+from sequence_ai_ros.parameters import NodeConfig
+
+# A preempted run stops within one control period plus one interruptible wait; this bounds
+# how long the next goal waits for it before giving up.
+PREEMPT_WAIT_S = 10.0
+_FEEDBACK_PERIOD_S = 0.2
+# rclpy records a cancel (CANCELING) right after the cancel callback returns; a run stopped by
+# that callback waits at most this long for the record before it can end canceled.
+_CANCEL_STATE_WAIT_S = 2.0
+
+
+class GoalPhase(enum.Enum):
+    """Where a goal is in its life: pending → running → stopping → ended (pending may skip)."""
+
+    PENDING = "pending"  # accepted; waits for the previous goal to end
+    RUNNING = "running"  # its run drives the arm
+    STOPPING = "stopping"  # a stop cause is set; the run (if any) is being interrupted
+    ENDED = "ended"  # terminal state set, result returned
+
+
+class StopCause(str, enum.Enum):
+    """Why a goal was stopped from outside its run; the value is the message's wording."""
+
+    PREEMPTED = "preempted"
+    CANCELED = "canceled"
+    DEACTIVATED = "deactivated"
+    SHUT_DOWN = "shut down"
+    IN_ERROR = "in error"
+    BUSY = "busy"
+
+
+class ResultReason(str, enum.Enum):
+    """`Act.Result.reason`; `RAISED` goes on the wire as `raised:<exception class>`."""
+
+    COMPLETED = "completed"
+    UNTIL = "until"
+    TIMEOUT = "timeout"
+    INTERRUPTED = "interrupted"
+    VALIDATE = "validate"
+    PREEMPTED = "preempted"
+    RAISED = "raised"
+
+
+class Terminal(enum.Enum):
+    """The terminal goal status a goal ends in."""
+
+    SUCCEEDED = "succeeded"
+    ABORTED = "aborted"
+    CANCELED = "canceled"
+
+
+@dataclass(frozen=True)
+class EndingRow:
+    """How one kind of ending reaches the planner: goal status, result reason, message.
+
+    `message` is a template: `{detail}` is what the run reports (its outcome, the error, the
+    refused step, or that it never started), `{cause}` the stop cause's wording.
+    """
+
+    terminal: Terminal
+    reason: ResultReason
+    message: str
+
+
+@enum.unique
+class GoalEnding(enum.Enum):
+    """Every way a goal ends. Adding one is adding a member with its row."""
+
+    COMPLETED = EndingRow(Terminal.SUCCEEDED, ResultReason.COMPLETED, "{detail}")
+    UNTIL = EndingRow(Terminal.SUCCEEDED, ResultReason.UNTIL, "{detail}")
+    TIMEOUT = EndingRow(Terminal.SUCCEEDED, ResultReason.TIMEOUT, "{detail}")
+    VALIDATE = EndingRow(
+        Terminal.ABORTED, ResultReason.VALIDATE, "safety check refused a step: {detail}"
+    )
+    RAISED = EndingRow(Terminal.ABORTED, ResultReason.RAISED, "{detail}")
+    # The run reports an interrupt that no stop cause of this goal asked for.
+    INTERRUPTED = EndingRow(Terminal.ABORTED, ResultReason.INTERRUPTED, "{detail}")
+    CANCELED = EndingRow(Terminal.CANCELED, ResultReason.INTERRUPTED, "canceled; {detail}")
+    PREEMPTED = EndingRow(
+        Terminal.ABORTED, ResultReason.PREEMPTED, "preempted by a newer goal; {detail}"
+    )
+    NODE_STOPPED = EndingRow(Terminal.ABORTED, ResultReason.INTERRUPTED, "node {cause}; {detail}")
+    BUSY = EndingRow(
+        Terminal.ABORTED,
+        ResultReason.INTERRUPTED,
+        f"the previous goal did not stop within {PREEMPT_WAIT_S:g} s; {{detail}}",
+    )
+
+
+# A stop cause decides the ending whatever the run reported; without one, the run's ending does.
+ENDING_BY_CAUSE: dict[StopCause, GoalEnding] = {
+    StopCause.PREEMPTED: GoalEnding.PREEMPTED,
+    StopCause.CANCELED: GoalEnding.CANCELED,
+    StopCause.DEACTIVATED: GoalEnding.NODE_STOPPED,
+    StopCause.SHUT_DOWN: GoalEnding.NODE_STOPPED,
+    StopCause.IN_ERROR: GoalEnding.NODE_STOPPED,
+    StopCause.BUSY: GoalEnding.BUSY,
+}
+ENDING_BY_RUN: dict[Ending, GoalEnding] = {
+    Ending.COMPLETED: GoalEnding.COMPLETED,
+    Ending.UNTIL: GoalEnding.UNTIL,
+    Ending.TIMEOUT: GoalEnding.TIMEOUT,
+    Ending.VALIDATE: GoalEnding.VALIDATE,
+    Ending.RAISED: GoalEnding.RAISED,
+    Ending.INTERRUPTED: GoalEnding.INTERRUPTED,
+}
+NEVER_STARTED = "it never started"
+
+
+def goal_ending(cause: StopCause | None, run_ending: Ending) -> GoalEnding:
+    """The ending of a goal from its stop cause (if any) and its run's ending."""
+    if cause is not None:
+        return ENDING_BY_CAUSE[cause]
+    return ENDING_BY_RUN[run_ending]
+
+
+@dataclass(eq=False)
+class GoalRun:
+    """One accepted goal. `handle`, `call` and `started_s` never change (`call` is the
+    client's interrupt of exactly this goal's run, safe from any thread); every other field is
+    read and written only under `GoalRunner._cond` (by the action server's callbacks, the
+    goal's own executing thread and the client's callbacks)."""
+
+    handle: ServerGoalHandle
+    call: CallHandle = field(default_factory=CallHandle)
+    started_s: float = field(default_factory=time.monotonic)
+    phase: GoalPhase = GoalPhase.PENDING
+    stop: StopCause | None = None
+    held: bool = False
+    validate_reason: str = ""
+    actions: int = 0
+    chunks: int = 0
+    underruns: int = 0
+    status: RunStatus = RunStatus.STARTING
+    warming_eta_s: float = math.nan
+    last_target: list[float] | None = None
+    reference: list[float] | None = None
+    last_feedback_s: float = 0.0
+
+    def request_stop(self, cause: StopCause) -> bool:
+        """Record the first stop cause; True when the goal's run must now be interrupted (its
+        handle stops the run, or stops it at once if it has not started yet)."""
+        if self.phase is GoalPhase.ENDED:
+            return False
+        if self.stop is None:
+            self.stop = cause
+        self.phase = GoalPhase.STOPPING
+        return True
+
+
+def goal_problem(goal: Act.Goal) -> str | None:
+    """Why a goal request must be rejected, or None."""
+    if not goal.instruction.strip():
+        return "instruction is empty; expected one sentence for the policy"
+    if not math.isfinite(goal.max_seconds) or goal.max_seconds <= 0:
+        return f"max_seconds is {goal.max_seconds}; expected a finite number > 0"
+    if goal.max_actions < 0:
+        return f"max_actions is {goal.max_actions}; expected >= 0 (0 = bounded by max_seconds)"
+    return None
+
+
+class GoalRunner:
+    """Runs goals through `Policy.act`, publishing each validated step and holding at every end.
+
+    Every field is set here and never reassigned, except `_goals` and `_current`, which
+    `_cond` guards together with the mutable fields of each `GoalRun`.
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: sequence_ai.Policy,
+        model: sequence_ai.Model,
+        controller: str,
+        cache: ObservationCache,
+        commands: CommandPublisher,
+        health: HealthRecord,
+        live_config: Callable[[], NodeConfig],
+        log: RcutilsLogger,
+    ) -> None:
+        if not model.control_hz or model.control_hz <= 0:
+            raise ValueError(f"model {model.short_id} has no control_hz in its catalogue row")
+        self._policy = policy
+        self._model = model
+        self._controller = controller
+        self._cache = cache
+        self._commands = commands
+        self._health = health
+        self._live_config = live_config
+        self._log = log
+        # The catalogue's rate: the velocity check and trajectory timing use it.
+        self._period_s = 1.0 / model.control_hz
+        self._cond = threading.Condition()
+        self._goals: dict[bytes, GoalRun] = {}  # every goal not yet ended, by goal id
+        self._current: GoalRun | None = None  # the goal whose run drives the arm
+
+    # ----- callbacks from the action server and the lifecycle -----
+
+    def accept(self, handle: ServerGoalHandle) -> None:
+        """A new goal preempts every earlier one, then starts executing."""
+        with self._cond:
+            stopped = [r for r in self._goals.values() if r.request_stop(StopCause.PREEMPTED)]
+            self._goals[bytes(handle.goal_id.uuid)] = GoalRun(handle)
+            self._cond.notify_all()
+        for run in stopped:
+            run.call.interrupt()
+        handle.execute()
+
+    def cancel(self, handle: ServerGoalHandle) -> None:
+        with self._cond:
+            run = self._goals.get(bytes(handle.goal_id.uuid))
+            interrupt = run is not None and run.request_stop(StopCause.CANCELED)
+            self._cond.notify_all()
+        if run is not None and interrupt:
+            run.call.interrupt()
+
+    def goal_states_changed(self) -> None:
+        """The action server published goal statuses: a goal may have been marked CANCELING."""
+        with self._cond:
+            self._cond.notify_all()
+
+    def stop_all(self, cause: StopCause, timeout_s: float) -> bool:
+        """End every goal (deactivate / shutdown); True when none is left."""
+        with self._cond:
+            stopped = [r for r in self._goals.values() if r.request_stop(cause)]
+            self._cond.notify_all()
+        for run in stopped:
+            run.call.interrupt()
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._goals, timeout_s)
+
+    def set_warming(self, eta_s: float) -> None:
+        """From the client's on_warming: the running goal's feedback shows the ETA."""
+        with self._cond:
+            run = self._current
+            if run is None:
+                return
+            run.status = RunStatus.WAITING
+            run.warming_eta_s = eta_s
+        self._feedback(run, force=True)
+
+    # ----- goal execution (its own executor thread) -----
+
+    def execute(self, handle: ServerGoalHandle) -> Act.Result:
+        key = bytes(handle.goal_id.uuid)
+        with self._cond:
+            run = self._goals.setdefault(key, GoalRun(handle))
+            # A goal stopped while it waits ends at once, without waiting for the current one.
+            if not self._cond.wait_for(
+                lambda: self._current is None or run.phase is not GoalPhase.PENDING,
+                PREEMPT_WAIT_S,
+            ):
+                run.request_stop(StopCause.BUSY)
+            if run.phase is GoalPhase.PENDING:
+                run.phase = GoalPhase.RUNNING
+                self._current = run
+            ran = self._current is run
+        try:
+            if not ran:
+                return self._end(run, None, None, ran=False)
+            return self._run(run)
+        finally:
+            with self._cond:
+                run.phase = GoalPhase.ENDED
+                if self._current is run:
+                    self._current = None
+                self._goals.pop(key, None)
+                self._cond.notify_all()
+
+    def _run(self, run: GoalRun) -> Act.Result:
+        config = self._live_config()
+        goal = run.handle.request
+        max_seconds = min(goal.max_seconds, config.max_goal_seconds)
+        # Built from this goal's parameter snapshot: a change applies from the next goal.
+        limits = safety.SafetyLimits(
+            config.joint_names, config.joint_lower_limits, config.joint_upper_limits,
+            config.max_step,
+        )
+        options: dict[str, Any] = {
+            "max_seconds": max_seconds,
+            "validate": lambda step: self._validate(run, config, limits, step),
+            "hold": lambda: self._hold(run, config),
+            "prefetch": config.prefetch,
+            "smooth_seam": config.smooth_seam,
+            "startup_timeout_s": config.startup_timeout_s,
+            "on_status": lambda state: self._on_status(run, state),
+            "on_chunk": lambda prediction: self._on_chunk(run, prediction),
+            "on_underrun": lambda _waited_s: self._on_underrun(run),
+            "controller": self._controller,
+            "progress": False,
+            "call": run.call,
+        }
+        self._health.update(goal=f"running {goal.instruction!r}")
+        capped = ""
+        if goal.max_seconds > max_seconds:
+            capped = f" (capped by max_goal_seconds from {goal.max_seconds:g})"
+        self._log.info(
+            f"goal {goal.instruction!r}: max_seconds {max_seconds:g}{capped}, prefetch "
+            f"{config.prefetch}, smooth_seam {config.smooth_seam}"
+        )
+
+        def observe() -> sequence_ai.Observation:
+            return self._observe(config, goal.instruction)
+
+        def act(step: list[float]) -> None:
+            self._act(run, config, step)
+
+        outcome: sequence_ai.RunOutcome | None = None
+        error: Exception | None = None
+        try:
+            if goal.max_actions > 0:
+                # act() takes no max_actions; run() with the instruction in every observation
+                # is the same loop with both bounds.
+                outcome = self._policy.run(observe, act, max_actions=goal.max_actions, **options)
+            else:
+                outcome = self._policy.act(goal.instruction, observe, act, **options)
+        except Exception as exc:  # noqa: BLE001 - any failure must end the goal held
+            error = exc
+            outcome = getattr(exc, "outcome", None)
+        with self._cond:
+            held = run.held
+        if not held:
+            # A completed run does not call hold; a velocity arm must still be stopped.
+            self._hold(run, config, force=True)
+        return self._end(run, outcome, error, ran=True)
+
+    def _detail(
+        self, run: GoalRun, outcome: sequence_ai.RunOutcome | None, error: Exception | None
+    ) -> str:
+        """What the run reports, for the result message."""
+        if error is not None:
+            return f"{type(error).__name__}: {error}"
+        if outcome is not None and outcome.ending is Ending.VALIDATE:
+            with self._cond:
+                return run.validate_reason
+        return repr(outcome)
+
+    def _end(
+        self,
+        run: GoalRun,
+        outcome: sequence_ai.RunOutcome | None,
+        error: Exception | None,
+        *,
+        ran: bool,
+    ) -> Act.Result:
+        """Set the goal's terminal state and build its result from its `GoalEnding` row."""
+        detail = self._detail(run, outcome, error) if ran else NEVER_STARTED
+        if outcome is not None:
+            run_ending = outcome.ending
+        else:
+            run_ending = Ending.RAISED if error is not None else Ending.INTERRUPTED
+        with self._cond:
+            cause = run.stop
+            counts = (run.actions, run.chunks, run.underruns)
+        row = goal_ending(cause, run_ending).value
+        reason = row.reason.value
+        if row.reason is ResultReason.RAISED:
+            reason += f":{outcome.error if outcome and outcome.error else type(error).__name__}"
+        result = Act.Result(
+            reason=reason,
+            stopped_early=row.terminal is not Terminal.SUCCEEDED,
+            message=row.message.format(detail=detail, cause=cause.value if cause else ""),
+        )
+        if outcome is not None:
+            result.actions, result.chunks = outcome.actions, outcome.chunks
+            result.underruns, result.underrun_s = outcome.underruns, float(outcome.underrun_s)
+            result.elapsed_s = float(outcome.elapsed_s)
+            jump = outcome.max_seam_jump
+            result.max_seam_jump = math.nan if jump is None else float(jump)
+            result.stopped_early = result.stopped_early or bool(outcome.stopped_early)
+        else:
+            result.actions, result.chunks, result.underruns = counts
+            result.elapsed_s = time.monotonic() - run.started_s
+            result.max_seam_jump = math.nan
+        self._set_terminal(run, row.terminal)
+        self._health.end_goal(f"{result.reason}: {result.message}", ran=ran)
+        self._log.info(
+            f"goal {run.handle.request.instruction!r} ended {result.reason}: {result.message}"
+        )
+        return result
+
+    def _set_terminal(self, run: GoalRun, terminal: Terminal) -> None:
+        handle = run.handle
+        if terminal is Terminal.SUCCEEDED:
+            handle.succeed()
+        elif terminal is Terminal.ABORTED:
+            handle.abort()
+        else:
+            # The cancel callback stops the run before rclpy records the cancel; canceling
+            # before that record would be an invalid goal transition.
+            with self._cond:
+                recorded = self._cond.wait_for(
+                    lambda: handle.is_cancel_requested, _CANCEL_STATE_WAIT_S
+                )
+            if recorded:
+                handle.canceled()
+            else:
+                handle.abort()
+
+    # ----- the loop's callbacks (the goal's thread) -----
+
+    def _observe(self, config: NodeConfig, instruction: str) -> sequence_ai.Observation:
+        """A fresh observation, or StaleObservation: a stale one is never sent."""
+        frames = self._cache.images(config.max_image_age_s)
+        joints = self._cache.joints(config.max_state_age_s)
+        return sequence_ai.observation(
+            self._model,
+            images=frames,
+            joints=joints.positions,
+            gripper=None if joints.gripper is None else [joints.gripper],
+            instruction=instruction,
+            quality=config.jpeg_quality,
+        )
+
+    def _validate(
+        self, run: GoalRun, config: NodeConfig, limits: safety.SafetyLimits, step: list[float]
+    ) -> bool:
+        n = len(config.joint_names)
+        measured = self._cache.last_joints()
+        with self._cond:
+            previous = run.last_target or run.reference
+        if measured is None:
+            reason = "no joint state to compare the step with"
+        elif self._commands.interface == "velocity":
+            reason = safety.check_velocity_command(
+                _velocities(config, step), measured.positions, self._period_s, limits
+            )
+        else:
+            # The first step of a goal is measured from the joints its chunk was computed
+            # from; later steps from the target published one step earlier.
+            reason = safety.check_position_target(
+                step[:n], previous or measured.positions, limits
+            )
+        if reason is None and config.gripper_command_topic and len(step) > n:
+            reason = safety.check_gripper(step[n])
+        if reason is not None:
+            with self._cond:
+                run.validate_reason = reason
+            self._log.warning(f"step refused: {reason}")
+            return False
+        return True
+
+    def _act(self, run: GoalRun, config: NodeConfig, step: list[float]) -> None:
+        n = len(config.joint_names)
+        target = None
+        if self._commands.interface == "velocity":
+            self._commands.publish_arm(_velocities(config, step), self._period_s)
+        else:
+            target = list(step[:n])
+            self._commands.publish_arm(target, self._period_s)
+        if len(step) > n:
+            self._commands.publish_gripper(step[n])
+        with self._cond:
+            if target is not None:
+                run.last_target = target
+            run.actions += 1
+            run.status = RunStatus.RUNNING
+            run.warming_eta_s = math.nan
+        self._feedback(run)
+
+    def _hold(self, run: GoalRun, config: NodeConfig, force: bool = False) -> None:
+        with self._cond:
+            run.held = True
+            preempted = run.stop is StopCause.PREEMPTED
+        if preempted and not config.hold_between_goals and not force:
+            return
+        measured = self._cache.last_joints()
+        positions = measured.positions if measured is not None else None
+        if not self._commands.hold(positions, self._period_s):
+            self._log.error("cannot hold: no joint state has been received to hold at")
+
+    def _on_status(self, run: GoalRun, state: RunStatus) -> None:
+        if state is RunStatus.DONE:
+            return
+        with self._cond:
+            run.status = state
+        if state is RunStatus.WAITING and self._commands.interface == "velocity":
+            # A velocity controller keeps applying its last command: while the next chunk is
+            # late the arm must not keep moving on a step validated for one period only.
+            self._commands.hold(None, self._period_s)
+        self._feedback(run, force=True)
+
+    def _on_chunk(self, run: GoalRun, prediction: sequence_ai.Prediction) -> None:
+        observation = prediction.observation
+        with self._cond:
+            run.chunks += 1
+            if run.reference is None and observation is not None:
+                run.reference = list(observation.proprioception.joint_positions)
+        latency = _request_latency_s(prediction)
+        if latency is not None:
+            self._health.add_latency(latency)
+
+    def _on_underrun(self, run: GoalRun) -> None:
+        with self._cond:
+            run.underruns += 1
+        self._health.add_underrun()
+
+    def _feedback(self, run: GoalRun, force: bool = False) -> None:
+        now = time.monotonic()
+        with self._cond:
+            if not force and now - run.last_feedback_s < _FEEDBACK_PERIOD_S:
+                return
+            run.last_feedback_s = now
+            feedback = Act.Feedback(
+                status=run.status.value,
+                actions=run.actions,
+                chunks=run.chunks,
+                underruns=run.underruns,
+                elapsed_s=now - run.started_s,
+                warming_eta_s=run.warming_eta_s,
+            )
+        run.handle.publish_feedback(feedback)
+
+
+def _velocities(config: NodeConfig, step: list[float]) -> list[float]:
+    """Joint velocities (rad/s) of a normalised velocity step."""
+    return [v * config.velocity_scale for v in step[: len(config.joint_names)]]
+
+
+def _request_latency_s(prediction: sequence_ai.Prediction) -> float | None:
+    """The round trip of the request that produced this chunk: the client's figure if it
+    reports one, else the service's own time to first action (a lower bound)."""
+    for key in ("round_trip_ms", "ttfa_ms"):
+        value = prediction.perf.get(key)
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            return float(value) / 1000.0
+    return None

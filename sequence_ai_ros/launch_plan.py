@@ -1,0 +1,180 @@
+"""The processes `droid.launch.py` starts, described once.
+
+`launch/droid.launch.py` turns this plan into launch actions; where `ros2 launch` is missing,
+`python -m sequence_ai_ros.demo.launcher` starts the same plan as subprocesses. Pure Python:
+it imports neither launch nor rclpy.
+"""
+
+from __future__ import annotations
+
+import secrets
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+PACKAGE = "sequence_ai_ros"
+NODE_NAME = "sequence_ai"
+# The node's parameters file, relative to the package's share directory (or the checkout).
+PARAMS_FILE = "config/droid.yaml"
+GATEWAY_HOST = "127.0.0.1"
+# The local gateway prints this line once it serves; the node is configured after it.
+GATEWAY_READY_PREFIX = "SEQUENCES_BASE_URL="
+# Where the gateway takes its accepted keys from (its --api-key flag would show the key in logs).
+GATEWAY_KEYS_ENV = "SEQUENCES_GATEWAY_KEYS"
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off")
+
+
+class PlanError(ValueError):
+    """A launch argument that is unknown or has a value it cannot take."""
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One launch argument: its default and what it means."""
+
+    default: str
+    description: str
+
+
+ARGUMENTS: dict[str, Argument] = {
+    "model": Argument("pi05-droid", "catalogue model id"),
+    "base_url": Argument(
+        "",
+        "API base URL; empty = SEQUENCES_BASE_URL or the hosted API (sim:=true: a local "
+        "gateway of this launch's own)",
+    ),
+    "namespace": Argument("", "namespace of the node and its topics (one per robot)"),
+    "sim": Argument(
+        "false",
+        "also start sim_robot and, when base_url is empty, a local gateway on a free port",
+    ),
+    "autostart": Argument("true", "configure and activate the node at start"),
+}
+BOOLEAN_ARGUMENTS = ("sim", "autostart")
+
+
+@dataclass(frozen=True)
+class Process:
+    """One process of the plan.
+
+    A ROS node (`node_name` set) is started with the package's `executable` in the plan's
+    namespace, reading the parameters file when `params_file` and then `parameters`; any other
+    process (the gateway) gets `arguments` on its command line.
+    """
+
+    label: str
+    executable: str
+    node_name: str = ""
+    lifecycle: bool = False
+    params_file: bool = False
+    parameters: dict[str, str] = field(default_factory=dict)
+    arguments: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The processes to start, in start order, and whether to bring the node up."""
+
+    namespace: str
+    processes: tuple[Process, ...]
+    autostart: bool
+
+    @property
+    def gateway(self) -> Process | None:
+        """The local gateway, if the plan starts one: configure waits until it serves."""
+        return next((p for p in self.processes if not p.node_name), None)
+
+    @property
+    def node(self) -> Process:
+        return next(p for p in self.processes if p.node_name == NODE_NAME)
+
+    @property
+    def node_path(self) -> str:
+        return node_path(self.namespace)
+
+
+def is_true(name: str, text: str) -> bool:
+    """A boolean launch argument; anything but true/false (and their usual spellings) is refused."""
+    value = text.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise PlanError(f"argument {name}:={text}: expected true or false")
+
+
+def arguments(given: Mapping[str, str]) -> dict[str, str]:
+    """Every argument's value: `given` over the defaults; an unknown name is refused."""
+    unknown = sorted(set(given) - set(ARGUMENTS))
+    if unknown:
+        raise PlanError(
+            f"argument {unknown[0]!r}: expected one of {', '.join(sorted(ARGUMENTS))}"
+        )
+    values = {name: argument.default for name, argument in ARGUMENTS.items()}
+    values.update(given)
+    for name in BOOLEAN_ARGUMENTS:
+        is_true(name, values[name])
+    return values
+
+
+def node_path(namespace: str, name: str = NODE_NAME) -> str:
+    """Fully qualified name of a node in `namespace` ('' = root)."""
+    namespace = namespace.strip("/")
+    return f"/{namespace}/{name}" if namespace else f"/{name}"
+
+
+def free_port(host: str = GATEWAY_HOST) -> int:
+    """A TCP port nothing listens on now, for this launch's own gateway."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def plan(
+    given: Mapping[str, str], *, gateway_port: int | None = None, api_key: str | None = None
+) -> Plan:
+    """The processes for these launch arguments.
+
+    With sim:=true and no base_url, the launch gets a gateway of its own on a free port (so a
+    second robot's launch never collides with the first's) and a random key that only this
+    gateway and this node know; a real key never reaches the simulation.
+    """
+    values = arguments(given)
+    namespace = values["namespace"].strip("/")
+    base_url = values["base_url"]
+    processes: list[Process] = []
+    node_env: dict[str, str] = {}
+    if is_true("sim", values["sim"]):
+        if not base_url:
+            port = free_port() if gateway_port is None else gateway_port
+            key = secrets.token_urlsafe(24) if api_key is None else api_key
+            base_url = f"http://{GATEWAY_HOST}:{port}"
+            # In the environment, not on the command line: launch prints a failed process's
+            # command line, and the environment stays out of logs and `ps`.
+            processes.append(
+                Process(
+                    "gateway",
+                    "sequence-ai-gateway",
+                    arguments=("--host", GATEWAY_HOST, "--port", str(port)),
+                    env={GATEWAY_KEYS_ENV: key},
+                )
+            )
+            node_env["SEQUENCES_API_KEY"] = key
+        processes.append(Process("sim_robot", "sim_robot", node_name="sim_robot"))
+    parameters = {"model": values["model"]}
+    if base_url:
+        parameters["base_url"] = base_url
+    processes.append(
+        Process(
+            "node",
+            "sequence_ai_node",
+            node_name=NODE_NAME,
+            lifecycle=True,
+            params_file=True,
+            parameters=parameters,
+            env=node_env,
+        )
+    )
+    return Plan(namespace, tuple(processes), is_true("autostart", values["autostart"]))

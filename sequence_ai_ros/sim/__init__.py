@@ -1,0 +1,1 @@
+"""The simulated DROID Franka: arm dynamics, camera renderer and the `sim_robot` node."""

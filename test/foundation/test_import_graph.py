@@ -1,0 +1,149 @@
+"""The import graph of the packages: no cycles, and the layering of docs/architecture.md.
+
+Built from the source (every import statement, including those inside functions and under
+TYPE_CHECKING: a lazy or type-only import is still a dependency). Shipped code is what a robot
+runs: the client, the node and the launch file; the gateway, the simulator, the demo and the test
+code are not shipped and nothing shipped may import them.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("sequence_ai", "sequence_ai_gateway", "sequence_ai_ros")
+LAUNCH_FILE = ROOT / "launch" / "droid.launch.py"
+LAUNCH_MODULE = "launch.droid"
+
+CLIENT = "sequence_ai"
+GATEWAY = "sequence_ai_gateway"
+NODE = "sequence_ai_ros"
+NOT_SHIPPED = (GATEWAY, f"{NODE}.sim", f"{NODE}.demo")
+# The client's only hard dependency; numpy and Pillow only inside encode(), lazily.
+CLIENT_THIRD_PARTY = {"httpx", "numpy", "PIL"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _sources() -> dict[str, Path]:
+    found = {
+        _module_name(path): path
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+    }
+    found[LAUNCH_MODULE] = LAUNCH_FILE
+    return found
+
+
+SOURCES = _sources()
+TEST_MODULES = {path.stem for path in (ROOT / "test").rglob("*.py")}
+
+
+def _is_package(name: str) -> bool:
+    return SOURCES.get(name, Path()).name == "__init__.py"
+
+
+def _imports(name: str, path: Path) -> Iterator[str]:
+    """Every module name `name` imports, absolute, as written or resolved."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = name if _is_package(name) else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package.split(".")
+                base_parts = base_parts[: len(base_parts) - (node.level - 1)]
+                base = ".".join(base_parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                # `from pkg import submodule` depends on the submodule itself.
+                candidate = f"{base}.{alias.name}"
+                yield candidate if candidate in SOURCES else base
+
+
+GRAPH: dict[str, set[str]] = {
+    name: set(_imports(name, path)) for name, path in SOURCES.items()
+}
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def _shipped(name: str) -> bool:
+    if name == LAUNCH_MODULE:
+        return True
+    if _within(name, CLIENT):
+        return True
+    return _within(name, NODE) and not any(_within(name, p) for p in NOT_SHIPPED)
+
+
+def test_the_graph_covers_the_packages() -> None:
+    assert f"{CLIENT}.policy" in GRAPH and f"{NODE}.node" in GRAPH and GATEWAY in GRAPH
+
+
+def test_there_is_no_import_cycle() -> None:
+    internal = {name: {t for t in targets if t in GRAPH} for name, targets in GRAPH.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(name: str) -> None:
+        state[name] = 1
+        stack.append(name)
+        for target in sorted(internal[name]):
+            if state.get(target) == 1:
+                cycles.append(stack[stack.index(target) :] + [target])
+            elif target not in state:
+                visit(target)
+        stack.pop()
+        state[name] = 2
+
+    for name in sorted(internal):
+        if name not in state:
+            visit(name)
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in GRAPH if _shipped(n)))
+def test_shipped_code_imports_no_gateway_simulator_demo_or_test_code(name: str) -> None:
+    bad = sorted(
+        target
+        for target in GRAPH[name]
+        if any(_within(target, p) for p in NOT_SHIPPED) or target.split(".")[0] in TEST_MODULES
+    )
+    assert not bad, f"{name} (shipped) imports {bad}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in GRAPH if _within(n, CLIENT)))
+def test_the_client_depends_on_httpx_alone(name: str) -> None:
+    import sys
+
+    stdlib = sys.stdlib_module_names
+    bad = sorted(
+        target
+        for target in GRAPH[name]
+        if not _within(target, CLIENT)
+        and target.split(".")[0] not in stdlib
+        and target.split(".")[0] not in CLIENT_THIRD_PARTY
+        and target != "__future__"
+    )
+    assert not bad, f"{name} imports {bad}; the client may import only httpx (+ numpy/PIL lazily)"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in GRAPH if _within(n, GATEWAY)))
+def test_the_gateway_depends_on_nothing_of_the_client_or_the_node(name: str) -> None:
+    bad = sorted(t for t in GRAPH[name] if _within(t, CLIENT) or _within(t, NODE))
+    assert not bad, f"{name} imports {bad}; the gateway is a separate service"

@@ -1,0 +1,75 @@
+"""The goal state machine: every stop cause and run ending maps to exactly one row."""
+
+from __future__ import annotations
+
+import pytest
+
+from sequence_ai import Ending
+from sequence_ai_ros.goals import (
+    ENDING_BY_CAUSE,
+    ENDING_BY_RUN,
+    GoalEnding,
+    GoalPhase,
+    GoalRun,
+    StopCause,
+    Terminal,
+    goal_ending,
+)
+
+
+class _Handle:
+    """Only identity matters to GoalRun's book-keeping."""
+
+
+def test_every_stop_cause_and_run_ending_has_an_ending() -> None:
+    assert set(ENDING_BY_CAUSE) == set(StopCause)
+    assert set(ENDING_BY_RUN) == set(Ending)
+    # Each run ending reaches the planner under its own name.
+    assert {e.value for e in Ending} == {
+        ENDING_BY_RUN[e].value.reason.value for e in Ending
+    }
+    reached = set(ENDING_BY_CAUSE.values()) | set(ENDING_BY_RUN.values())
+    assert reached == set(GoalEnding)
+
+
+@pytest.mark.parametrize(
+    ("cause", "run_ending", "terminal", "reason"),
+    [
+        (None, Ending.COMPLETED, Terminal.SUCCEEDED, "completed"),
+        (None, Ending.TIMEOUT, Terminal.SUCCEEDED, "timeout"),
+        (None, Ending.VALIDATE, Terminal.ABORTED, "validate"),
+        (None, Ending.RAISED, Terminal.ABORTED, "raised"),
+        # A stop cause decides, whatever the run reported.
+        (StopCause.CANCELED, Ending.COMPLETED, Terminal.CANCELED, "interrupted"),
+        (StopCause.PREEMPTED, Ending.INTERRUPTED, Terminal.ABORTED, "preempted"),
+        (StopCause.DEACTIVATED, Ending.RAISED, Terminal.ABORTED, "interrupted"),
+        (StopCause.BUSY, Ending.INTERRUPTED, Terminal.ABORTED, "interrupted"),
+    ],
+)
+def test_the_row_of_an_ending(
+    cause: StopCause | None, run_ending: Ending, terminal: Terminal, reason: str
+) -> None:
+    row = goal_ending(cause, run_ending).value
+    assert row.terminal is terminal
+    assert row.reason.value == reason
+
+
+def test_node_stop_messages_name_the_cause() -> None:
+    row = GoalEnding.NODE_STOPPED.value
+    text = row.message.format(cause=StopCause.DEACTIVATED.value, detail="it never started")
+    assert text == "node deactivated; it never started"
+
+
+def test_a_stop_keeps_the_first_cause_and_never_reopens_an_ended_goal() -> None:
+    pending = GoalRun(_Handle())  # type: ignore[arg-type]
+    assert pending.request_stop(StopCause.PREEMPTED)
+    assert pending.phase is GoalPhase.STOPPING and pending.stop is StopCause.PREEMPTED
+
+    running = GoalRun(_Handle(), phase=GoalPhase.RUNNING)  # type: ignore[arg-type]
+    assert running.request_stop(StopCause.CANCELED)
+    assert running.request_stop(StopCause.SHUT_DOWN)
+    assert running.phase is GoalPhase.STOPPING and running.stop is StopCause.CANCELED
+
+    ended = GoalRun(_Handle(), phase=GoalPhase.ENDED)  # type: ignore[arg-type]
+    assert not ended.request_stop(StopCause.CANCELED)
+    assert ended.stop is None
