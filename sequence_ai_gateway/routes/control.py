@@ -21,6 +21,8 @@ class FaultIn(BaseModel):
     model: Optional[str] = None
     seconds: Optional[float] = None
     status: Optional[int] = None
+    fields: Optional[Dict[str, Any]] = None
+    rows: Optional[int] = None
 
 
 class LatencyIn(BaseModel):
@@ -28,6 +30,9 @@ class LatencyIn(BaseModel):
     latency_ms: Optional[float] = None
     jitter_ms: Optional[float] = None
     scale: Optional[float] = None
+    network_ms: Optional[float] = None
+    per_kb_ms: Optional[float] = None
+    spread: Optional[float] = None
 
 
 class ColdIn(BaseModel):
@@ -39,7 +44,8 @@ class ColdIn(BaseModel):
 async def add_fault(spec: FaultIn, gateway: GatewayDep) -> Dict[str, Any]:
     try:
         made = gateway.inject(spec.fault, count=spec.count, model=spec.model,
-                              seconds=spec.seconds, status=spec.status)
+                              seconds=spec.seconds, status=spec.status, fields=spec.fields,
+                              rows=spec.rows)
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
     return {"pending": [asdict(f) for f in gateway.faults.pending()], "added": asdict(made)}
@@ -59,8 +65,7 @@ async def counters(gateway: GatewayDep) -> Dict[str, Any]:
 @router.post("/latency")
 async def latency(spec: LatencyIn, gateway: GatewayDep) -> Dict[str, Any]:
     try:
-        gateway.set_latency(latency_ms=spec.latency_ms, jitter_ms=spec.jitter_ms,
-                            scale=spec.scale)
+        gateway.set_latency(**spec.model_dump())
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
     return dict(gateway.latency.__dict__)
