@@ -16,6 +16,7 @@ from policy_support import (
     fetch_threads,
     make_observation,
     open_policy,
+    wait_for,
 )
 
 import sequence_ai
@@ -555,3 +556,60 @@ def test_an_unlisted_model_needs_control_hz_from_connect(gw) -> None:
             run(policy, robot, max_actions=8)
     assert len(robot.observations) == 1 and robot.holds == 1
 
+
+
+# -- the catalogue sets rate and horizon; every request ends; 429 --------------------------------
+
+
+def test_predict_refuses_a_chunk_disagreeing_with_a_known_catalogue_row(gw) -> None:
+    with open_policy(gw) as policy:
+        assert policy.spec().control_hz == 15.0
+        gw.inject("chunk_fields", fields={"control_frequency_hz": 1000.0})
+        with pytest.raises(InvalidResponse, match="frequency_hz is 1000, expected control_hz = 15"):
+            policy.predict(make_observation())
+        assert policy.buffered == 0
+        gw.inject("rows", rows=16)
+        with pytest.raises(InvalidResponse, match="16 rows, expected at most action_horizon = 15"):
+            policy.next_action(make_observation())
+        assert len(policy.predict(make_observation()).action_chunk) == 15
+
+
+def test_no_fetch_thread_outlives_its_run_by_more_than_its_deadline(gw) -> None:
+    # The prefetch trickles (a byte every 0.2 s, for minutes); the run ends at max_seconds,
+    # and the request it abandoned ends at its own deadline, half a second later.
+    robot = Robot()
+
+    def trickle_next(prediction) -> None:
+        robot.on_chunk(prediction)
+        if len(robot.chunks) == 1:
+            gw.inject("trickle", seconds=0.2)
+
+    with open_policy(gw, control_hz=60) as policy:
+        outcome = run(policy, robot, max_actions=1000, max_seconds=1.0, on_chunk=trickle_next)
+        assert outcome.reason == "timeout" and robot.holds == 1
+        # A hang guard, not a timer: without the whole-request deadline it never ends.
+        assert wait_for(lambda: fetch_threads() == [])
+        gw.clear_faults()
+
+
+def test_a_rate_limit_before_the_first_action_is_waited_out(gw) -> None:
+    robot = Robot()
+    gw.inject("status", status=429, seconds=1)
+    with open_policy(gw, control_hz=60) as policy:
+        with pytest.warns(UserWarning, match="rate limited"):
+            outcome = run(policy, robot, max_actions=16)
+    assert outcome.reason == "completed" and robot.holds == 0
+    # The limited attempt and the retry were both taken before the first action.
+    assert robot.observed_at[:2] == [0, 0]
+    assert gw.act_requests() == outcome.chunks + 1
+
+
+def test_a_rate_limit_without_startup_budget_raises_with_hold(gw) -> None:
+    robot = Robot()
+    gw.inject("status", status=429, seconds=1)
+    with open_policy(gw, control_hz=60) as policy:
+        with pytest.raises(sequence_ai.RateLimited) as info:
+            run(policy, robot, max_actions=16, startup_timeout_s=0)
+    assert info.value.retry_after_s == 1.0
+    assert info.value.outcome.reason == "raised:RateLimited" and robot.acts == []
+    assert robot.holds == 1
