@@ -202,10 +202,7 @@ def test_max_seconds_bounds_an_unwaited_first_fill_that_stalls(gw) -> None:
 def test_max_seconds_bounds_a_fetch_stalled_mid_run(gw) -> None:
     robot = Robot()
 
-    def stall_after_first(prediction) -> None:
-        robot.on_chunk(prediction)
-        if len(robot.chunks) == 1:
-            gw.inject("stall", seconds=None)
+    stall_after_first = robot.after_first_chunk(lambda: gw.inject("stall", seconds=None))
 
     with open_policy(gw, control_hz=60) as policy:
         outcome = run(policy, robot, max_actions=100, max_seconds=1.0, on_chunk=stall_after_first)
@@ -218,10 +215,7 @@ def test_max_seconds_bounds_a_fetch_stalled_mid_run(gw) -> None:
 def test_mid_run_warming_raises_unavailable_and_holds(gateway) -> None:
     robot = Robot()
 
-    def go_cold(prediction) -> None:
-        robot.on_chunk(prediction)
-        if len(robot.chunks) == 1:
-            gateway.inject("warming", seconds=30)
+    go_cold = robot.after_first_chunk(lambda: gateway.inject("warming", seconds=30))
 
     with open_policy(gateway, control_hz=60) as policy:
         with pytest.raises(Unavailable) as info:
@@ -245,10 +239,7 @@ def test_service_errors_mid_run_are_raised_with_outcome_after_hold(
 ) -> None:
     robot = Robot()
 
-    def fail_next(prediction) -> None:
-        robot.on_chunk(prediction)
-        if len(robot.chunks) == 1:
-            gw.inject(fault, status=status)
+    fail_next = robot.after_first_chunk(lambda: gw.inject(fault, status=status))
 
     with open_policy(gw, control_hz=60) as policy:
         with pytest.raises(error) as info:
@@ -264,10 +255,7 @@ def test_service_errors_mid_run_are_raised_with_outcome_after_hold(
 def test_a_chunk_failing_sanity_checks_never_reaches_act(gw, fault: str) -> None:
     robot = Robot()
 
-    def corrupt_next(prediction) -> None:
-        robot.on_chunk(prediction)
-        if len(robot.chunks) == 1:
-            gw.inject(fault)
+    corrupt_next = robot.after_first_chunk(lambda: gw.inject(fault))
 
     with open_policy(gw, control_hz=60) as policy:
         with pytest.raises(InvalidResponse) as info:
@@ -579,10 +567,7 @@ def test_no_fetch_thread_outlives_its_run_by_more_than_its_deadline(gw) -> None:
     # and the request it abandoned ends at its own deadline, half a second later.
     robot = Robot()
 
-    def trickle_next(prediction) -> None:
-        robot.on_chunk(prediction)
-        if len(robot.chunks) == 1:
-            gw.inject("trickle", seconds=0.2)
+    trickle_next = robot.after_first_chunk(lambda: gw.inject("trickle", seconds=0.2))
 
     with open_policy(gw, control_hz=60) as policy:
         outcome = run(policy, robot, max_actions=1000, max_seconds=1.0, on_chunk=trickle_next)
