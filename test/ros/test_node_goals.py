@@ -322,11 +322,6 @@ def test_an_input_that_never_arrives_ends_the_goal_naming_it(
     assert any(f.status == "waiting" for f in feedback)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="client: RunLoop._observe counts the instruction act() latches before the first "
-    "request as a swap (sequence_ai/control_loop.py); the lead has the fix",
-)
 def test_a_one_instruction_goal_reports_no_instruction_swap(
     active: tuple[Any, ArmHarness],
 ) -> None:
