@@ -20,6 +20,7 @@ from .errors import (
 )
 from .observation import encode, observation
 from .outcome import Ending, RunOutcome
+from .playback import InstalledRows
 from .policy import Policy, connect
 from .status import RunStatus
 from .types import ActionChunk, ImageFrame, Observation, Prediction, Proprioception
@@ -34,6 +35,7 @@ __all__ = [
     "encode",
     "Policy",
     "RunOutcome",
+    "InstalledRows",
     "Ending",
     "RunStatus",
     "CallHandle",
