@@ -136,6 +136,9 @@ class RunLoop:
         self.requests: list[Request] = []
         self.playing: Optional[Playing] = None
         self.tail: deque[Command] = deque()
+        # The tail comes to rest by max_seconds: when it is played out, the run waits for its
+        # deadline rather than for another chunk.
+        self.resting_for_deadline = False
         self.speed = 1.0 if isinstance(self.speed_setting, str) else float(self.speed_setting)
         self.pacer = Pacer()
         self.last_row: Optional[Row] = None
@@ -254,6 +257,9 @@ class RunLoop:
             self._check_stop()
             self._take_arrivals()
             if not self.tail:
+                if self.resting_for_deadline:
+                    assert self.deadline is not None
+                    self._sleep_until(self.deadline)
                 self._refill()
                 self._check_stop()
             if options.until is not None and options.until():
@@ -516,9 +522,10 @@ class RunLoop:
         previous = target if self.playing is None else self.speed
         self.speed = next_speed(self.speed_setting, previous, target)
         first_due = self.pacer.upcoming(self.period)
+        # Come to rest a period before max_seconds: an act() goal ends at rest, not mid-stride.
         rest_within = (
             None if self.deadline is None
-            else max(1, math.ceil((self.deadline - first_due) / self.period))
+            else max(1, math.ceil((self.deadline - first_due) / self.period) - 1)
         )
         absolute = (
             options.controller is Controller.JOINT_POSITION
@@ -540,6 +547,7 @@ class RunLoop:
                 commands = [dataclasses.replace(command, row=row)
                             for command, row in zip(commands, blended)]
         self.tail = deque(commands)
+        self.resting_for_deadline = rest_within is not None and len(commands) >= rest_within
         self.chunks += 1
         self.playing = Playing(
             number=self.chunks, sequence=capture.sequence, origin=capture.position,
