@@ -127,12 +127,28 @@ class Robot:
 
         return on_chunk
 
-    def rows_due(self, index: int) -> int:
+    def rows_due(self, index: int) -> float:
         """Rows of chunk ``index`` whose time passed while it was in flight (skipped): where
-        its first on_rows report starts (a whole row at speed 1 outside a slow-down)."""
-        start = next(report.start for _, report in self.reports if report.chunk == index + 1)
-        assert start == int(start)
-        return int(start)
+        its first on_rows report starts (fractional if it arrived during a slow-down)."""
+        return next(report.start for _, report in self.reports if report.chunk == index + 1)
+
+    def first_reports(self) -> list[sequence_ai.InstalledRows]:
+        """The report each install made (a late driving thread adds re-timed ones)."""
+        return [
+            next(r for _, r in self.reports if r.chunk == k + 1) for k in range(len(self.chunks))
+        ]
+
+    def whole_row_installs(
+        self,
+    ) -> list[tuple[sequence_ai.Prediction, sequence_ai.InstalledRows, int]]:
+        """(chunk, its first report, due row) of every chunk installed at a whole row: before
+        its slow-down, its report's rows are then the chunk's own rows from the due row."""
+        found = []
+        for k, prediction in enumerate(self.chunks):
+            report = next(r for _, r in self.reports if r.chunk == k + 1)
+            if report.start == int(report.start):
+                found.append((prediction, report, int(report.start)))
+        return found
 
     def on_underrun(self, waited_s: float) -> None:
         self.underruns.append(waited_s)

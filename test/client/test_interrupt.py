@@ -139,10 +139,11 @@ def test_in_flight_request_of_an_interrupted_run_is_discarded(gw) -> None:
     assert {id(p.observation) for p in second.chunks} <= {id(o) for o in second.observations}
     assert all(p.observation.instruction == "stack the blocks" for p in second.chunks)
     assert second.played_as_reported()
-    for k, prediction in enumerate(second.chunks):
-        due = second.rows_due(k)
-        played = second.chunk_rows_played(k)
-        assert played[:8] == prediction.action_chunk.steps[due : due + len(played[:8])]
+    installs = second.whole_row_installs()
+    assert installs and installs[0][2] == 0
+    for prediction, report, due in installs:
+        steps = report.rows[: report.ramp_index]
+        assert steps == prediction.action_chunk.steps[due : due + len(steps)]
 
 
 def test_stale_interrupt_never_affects_a_later_call(gw) -> None:

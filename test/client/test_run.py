@@ -101,10 +101,11 @@ def test_without_prefetch_every_chunk_boundary_is_an_underrun(gw) -> None:
     assert outcome.underrun_s > 0
     # Each chunk plays its open-loop horizon (8 rows) and slows to rest on its last row (delta
     # rows: a zero velocity); only then is the next observation taken: strictly closed loop.
-    lengths = [len(report.rows) for _, report in robot.reports]
-    assert all(report.rows[-1][:7] == [0.0] * 7 for _, report in robot.reports[:-1])
+    reports = robot.first_reports()
+    lengths = [len(report.rows) for report in reports]
+    assert all(report.rows[-1][:7] == [0.0] * 7 for report in reports[:-1])
     assert all(report.rows[:report.ramp_index] == p.action_chunk.steps[:report.ramp_index]
-               for (_, report), p in zip(robot.reports, robot.chunks))
+               for report, p in zip(reports, robot.chunks))
     assert robot.observed_at == [sum(lengths[:k]) for k in range(chunks)]
     assert robot.played_as_reported() and outcome.rows_beyond_horizon == 0
     assert robot.statuses == (
@@ -485,11 +486,12 @@ def test_native_controller_hands_prepared_rows(gw) -> None:
         model = policy.spec()
         run(policy, robot, max_actions=16, controller="native")
     assert robot.played_as_reported()
-    for k, (_, report) in enumerate(robot.reports):
-        prediction = robot.chunks[report.chunk - 1]
+    installs = robot.whole_row_installs()
+    assert installs and installs[0][2] == 0
+    for prediction, report, due in installs:
         # Before the slow-down, the chunk's own prepared rows from its due row.
         assert report.rows[: report.ramp_index] == [
-            sequence_ai.prepare(prediction.action_chunk, model, robot.rows_due(k) + i)
+            sequence_ai.prepare(prediction.action_chunk, model, due + i)
             for i in range(report.ramp_index)
         ]
     assert all(row[7] in (0.0, 1.0) and all(-1 <= v <= 1 for v in row) for row in robot.acts)
@@ -504,12 +506,11 @@ def test_joint_position_controller_offsets_each_chunk_by_its_own_request_joints(
     # The first chunk plays from row 0; a prefetched one from the row due on arrival
     # (test_continuity.py checks that row under a delayed answer).
     assert robot.rows_due(0) == 0
-    for k, prediction in enumerate(robot.chunks):
+    for prediction, report, due in robot.whole_row_installs():
         q = prediction.observation.proprioception.joint_positions
         assert q in [robot.joints_for(n) for n in range(len(robot.observations))]
-        report = robot.reports[k][1]
         for i, target in enumerate(report.rows[: report.ramp_index]):
-            row = sequence_ai.prepare(prediction.action_chunk, model, robot.rows_due(k) + i)
+            row = sequence_ai.prepare(prediction.action_chunk, model, due + i)
             assert target[:7] == pytest.approx([qj + r for qj, r in zip(q, row[:7])])
             assert target[7] == row[7]
 
@@ -519,9 +520,10 @@ def test_joint_position_controller_passes_absolute_rows_prepared(gw) -> None:
     with open_policy(gw, model=COSMOS, control_hz=120) as policy:
         run(policy, robot, max_actions=32, controller="joint_position")
     assert robot.played_as_reported()
-    for k, (_, report) in enumerate(robot.reports):
-        due = robot.rows_due(k)
-        steps = robot.chunks[report.chunk - 1].action_chunk.steps
+    installs = robot.whole_row_installs()
+    assert installs and installs[0][2] == 0
+    for prediction, report, due in installs:
+        steps = prediction.action_chunk.steps
         assert report.rows[: report.ramp_index] == steps[due : due + report.ramp_index]
 
 
