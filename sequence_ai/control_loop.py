@@ -139,10 +139,14 @@ class RunLoop:
         # The tail comes to rest by max_seconds: when it is played out, the run waits for its
         # deadline rather than for another chunk.
         self.resting_for_deadline = False
+        # How long before max_seconds an answer must land to be played: the slow-down's time.
+        self.ramp_s = 0.0
         self.speed = 1.0 if isinstance(self.speed_setting, str) else float(self.speed_setting)
         self.pacer = Pacer()
         self.last_row: Optional[Row] = None
         self.last_fire = -math.inf
+        # Round trip of the run's first request: staggers requests until a warm sample exists.
+        self.first_latency_s: Optional[float] = None
         # on_rows bookkeeping: due time of the last report's first row, commands played since.
         self.reports = 0
         self.report_due = 0.0
@@ -259,7 +263,9 @@ class RunLoop:
             if not self.tail:
                 if self.resting_for_deadline:
                     assert self.deadline is not None
-                    self._sleep_until(self.deadline)
+                    if self.call.sleep_until(self.deadline) is Wake.INTERRUPTED:
+                        raise CallEnded(Ending.INTERRUPTED)
+                    self._check_stop()
                 self._refill()
                 self._check_stop()
             if options.until is not None and options.until():
@@ -288,10 +294,24 @@ class RunLoop:
             raise CallEnded(Ending.TIMEOUT)
 
     def _sleep_until(self, due: float) -> None:
+        """Wait for the next command's deadline. An answer that lands meanwhile is installed
+        at once (and the next request started if it is time), and a staggered request starts
+        at its own time, not at the next command."""
         limit = due if self.deadline is None else min(due, self.deadline)
-        if self.call.sleep_until(limit) is Wake.INTERRUPTED:
-            raise CallEnded(Ending.INTERRUPTED)
-        self._check_stop()
+        while True:
+            wake_at = limit
+            stagger = self._next_stagger()
+            if stagger is not None and time.monotonic() < stagger < limit:
+                wake_at = stagger
+            wake = self.call.wait_for(self._any_done, wake_at)
+            if wake is Wake.INTERRUPTED:
+                raise CallEnded(Ending.INTERRUPTED)
+            self._check_stop()
+            if wake is Wake.READY:
+                self._take_arrivals()
+            elif wake_at >= limit:
+                return
+            self._top_up()
 
     def _played(self, command: Command) -> None:
         playing = self.playing
@@ -388,11 +408,13 @@ class RunLoop:
             newest = (request, prediction)
         assert newest is not None
         request, prediction = newest
-        if self.playing is not None and request.capture.sequence <= self.playing.sequence:
-            # Observed before the chunk playing: an answer overtaken by a newer one.
+        # Observed before the chunk playing (an answer overtaken by a newer one), or too late
+        # to come to rest by max_seconds as smoothly as the chunk playing will.
+        if (
+            self.playing is not None and request.capture.sequence <= self.playing.sequence
+        ) or not self._install(prediction, request.capture):
             self.discarded += 1
             return False
-        self._install(prediction, request.capture)
         return True
 
     def _refill(self) -> None:
@@ -437,7 +459,7 @@ class RunLoop:
 
     def _next_stagger(self) -> Optional[float]:
         """When the next staggered request is due (None: none will be)."""
-        latency = self.session.latency_s
+        latency = self.session.latency_s or self.first_latency_s
         if not self.options.prefetch or latency is None or self.max_in_flight < 2:
             return None
         if not self.requests or len(self.requests) >= self.max_in_flight:
@@ -454,6 +476,7 @@ class RunLoop:
             model=self.model, budget_s=budget, deadline=self.deadline,
         )
         self.last_fire = fetch.started
+        self.first_latency_s = fetch.latency_s
         if fetch.warm:
             self.session.note_latency(fetch.latency_s)
         self.session.mark_served()
@@ -478,7 +501,10 @@ class RunLoop:
             return
         now = time.monotonic()
         latency = self.session.latency_s
-        if self.deadline is not None and latency is not None and now + latency >= self.deadline:
+        if (
+            self.deadline is not None and latency is not None
+            and now + latency >= self.deadline - self.ramp_s
+        ):
             return
         if self.requests:
             due = self._next_stagger()
@@ -495,7 +521,9 @@ class RunLoop:
 
     def _install(
         self, prediction: Prediction, capture: Capture, first_latency_s: Optional[float] = None
-    ) -> None:
+    ) -> bool:
+        """Replace what is playing with ``prediction`` from its due row; False (nothing
+        changed) when too little time is left before max_seconds to bring it to rest."""
         options = self.options
         chunk = prediction.action_chunk
         rows = controller_rows(options.controller, prediction, self.model)
@@ -509,6 +537,46 @@ class RunLoop:
             # Strictly closed loop: a horizon from the due row, then a fresh observation.
             rows = rows[: int(math.floor(due)) + horizon]
         chunk_rows = (self.model.action_horizon if self.model is not None else None) or len(rows)
+        ramp_rows = ramp_rows_for(self.period, chunk_rows)
+        speed = self._speed_for(chunk_rows, first_latency_s)
+        # A full slow-down at this speed, in commands.
+        ramp_commands = 2 * ramp_rows / speed
+        first_due = self.pacer.upcoming(self.period)
+        # Come to rest a period before max_seconds: an act() goal ends at rest, not mid-stride.
+        rest_within = (
+            None if self.deadline is None
+            else math.ceil((self.deadline - first_due) / self.period) - 1
+        )
+        if rest_within is not None and self.resting_for_deadline and rest_within <= ramp_commands:
+            return False
+        absolute = (
+            options.controller is Controller.JOINT_POSITION
+            or is_absolute_space(chunk.action_space)
+        )
+        commands = commands_for(
+            rows, due, speed=speed, horizon=horizon, absolute=absolute,
+            gripper_dims=self.gripper_dims, ramp_rows=ramp_rows,
+            rest_within=rest_within, at_most=options.max_actions - self.actions,
+        )
+        if not commands:
+            return False
+        self.tail = deque(self._seam(commands, absolute))
+        self.speed = speed
+        self.ramp_s = (ramp_commands + 1) * self.period
+        self.resting_for_deadline = rest_within is not None and len(commands) >= rest_within
+        self.chunks += 1
+        self.playing = Playing(
+            number=self.chunks, sequence=capture.sequence, origin=capture.position,
+            captured=capture.time, horizon_end=due + horizon, speed=speed,
+        )
+        self.action_space = chunk.action_space
+        if options.on_chunk is not None:
+            options.on_chunk(prediction)
+        self._report(first_due, list(self.tail))
+        return True
+
+    def _speed_for(self, chunk_rows: int, first_latency_s: Optional[float]) -> float:
+        """The playback speed of the chunk being installed."""
         latency, latency_high = self.session.latency_s, self.session.latency_high_s
         if latency is None and first_latency_s is not None:
             # No warm sample yet: the first request's own round trip, with the spread the
@@ -520,43 +588,22 @@ class RunLoop:
         )
         # The first chunk starts from rest: no seam to keep the speed change small at.
         previous = target if self.playing is None else self.speed
-        self.speed = next_speed(self.speed_setting, previous, target)
-        first_due = self.pacer.upcoming(self.period)
-        # Come to rest a period before max_seconds: an act() goal ends at rest, not mid-stride.
-        rest_within = (
-            None if self.deadline is None
-            else max(1, math.ceil((self.deadline - first_due) / self.period) - 1)
-        )
-        absolute = (
-            options.controller is Controller.JOINT_POSITION
-            or is_absolute_space(chunk.action_space)
-        )
-        commands = commands_for(
-            rows, due, speed=self.speed, horizon=horizon, absolute=absolute,
-            gripper_dims=self.gripper_dims, ramp_rows=ramp_rows_for(self.period, chunk_rows),
-            rest_within=rest_within, at_most=options.max_actions - self.actions,
-        )
-        if self.last_row is not None and commands:
-            # Measured on the rows act will receive, before any blending can hide the jump.
-            jump = seam_jump(commands[0].row, self.last_row)
-            if jump is not None and (self.max_seam_jump is None or jump > self.max_seam_jump):
-                self.max_seam_jump = jump
-            if options.smooth_seam > 0 and absolute:
-                blended = [list(command.row) for command in commands]
-                blend_seam(blended, self.last_row, options.smooth_seam, self.gripper_dims)
-                commands = [dataclasses.replace(command, row=row)
-                            for command, row in zip(commands, blended)]
-        self.tail = deque(commands)
-        self.resting_for_deadline = rest_within is not None and len(commands) >= rest_within
-        self.chunks += 1
-        self.playing = Playing(
-            number=self.chunks, sequence=capture.sequence, origin=capture.position,
-            captured=capture.time, horizon_end=due + horizon, speed=self.speed,
-        )
-        self.action_space = chunk.action_space
-        if options.on_chunk is not None:
-            options.on_chunk(prediction)
-        self._report(first_due, list(self.tail))
+        return next_speed(self.speed_setting, previous, target)
+
+    def _seam(self, commands: list[Command], absolute: bool) -> list[Command]:
+        """Measure the jump from the last command to the new first one; blend it away over
+        ``smooth_seam`` commands where the rows are targets."""
+        if self.last_row is None:
+            return commands
+        # Measured on the rows act will receive, before any blending can hide the jump.
+        jump = seam_jump(commands[0].row, self.last_row)
+        if jump is not None and (self.max_seam_jump is None or jump > self.max_seam_jump):
+            self.max_seam_jump = jump
+        if self.options.smooth_seam <= 0 or not absolute:
+            return commands
+        blended = [list(command.row) for command in commands]
+        blend_seam(blended, self.last_row, self.options.smooth_seam, self.gripper_dims)
+        return [dataclasses.replace(command, row=row) for command, row in zip(commands, blended)]
 
     def _report(self, first_due: float, commands: list[Command]) -> None:
         """Tell ``on_rows`` what will be played from ``first_due`` on."""
