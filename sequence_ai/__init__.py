@@ -14,6 +14,7 @@ from .errors import (
     InvalidRequest,
     InvalidResponse,
     OutOfCredit,
+    RateLimited,
     SequencesError,
     Unavailable,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "OutOfCredit",
     "InvalidRequest",
     "Unavailable",
+    "RateLimited",
     "ChunkExhausted",
     "InvalidResponse",
     "__version__",

@@ -9,10 +9,24 @@ from typing import Any, Optional
 
 from .errors import InvalidResponse
 from .transport import Transport, VerifyArg
+from .types import ActionChunk
 
-__all__ = ["MODEL_PREFIX", "Model", "find_model", "full_model_id", "models", "short_model_id"]
+__all__ = [
+    "MODEL_PREFIX",
+    "Model",
+    "check_chunk",
+    "find_model",
+    "full_model_id",
+    "models",
+    "short_model_id",
+]
 
 MODEL_PREFIX = "accounts/sequences/models/"
+# Names the same absolute joint-position rows are published under: the cloud's catalogue says
+# joint_absolute for cosmos3 where its chunks say joint_pos. Between these, no disagreement.
+ABSOLUTE_JOINT_SPACES = frozenset({"joint_absolute", "joint_pos", "joint_position"})
+# A chunk's rate may differ from the catalogue's by float rounding only.
+RATE_TOLERANCE = 1e-6
 
 
 def full_model_id(name: str) -> str:
@@ -237,3 +251,45 @@ def find_model(rows: Iterable[Model], model_id: str) -> Optional[Model]:
         if row.short_id == tail:
             return row
     return None
+
+
+def _same_space(chunk_space: str, row_space: str) -> bool:
+    if chunk_space == row_space:
+        return True
+    return {chunk_space, row_space} <= ABSOLUTE_JOINT_SPACES
+
+
+def check_chunk(model: Model, chunk: ActionChunk) -> None:
+    """Refuse (``InvalidResponse``) a chunk that disagrees with its model's catalogue row.
+
+    Rate, horizons, width and action space come from the catalogue, never from a response:
+    a chunk saying otherwise is a defect, and none of it may reach a motor.
+    """
+    hz, rows, replan = chunk.control_frequency_hz, len(chunk), chunk.open_loop_horizon
+    horizon = model.action_horizon
+    # (what the chunk says, what the catalogue expects) for every disagreement.
+    problems: list[tuple[str, str]] = []
+    if model.control_hz is not None and not math.isclose(
+        hz, model.control_hz, rel_tol=RATE_TOLERANCE
+    ):
+        problems.append((f"control_frequency_hz is {hz:g}", f"control_hz = {model.control_hz:g}"))
+    if horizon is not None and rows > horizon:
+        problems.append((f"steps has {rows} rows", f"at most action_horizon = {horizon}"))
+    if model.open_loop_horizon is not None and replan != model.open_loop_horizon:
+        problems.append((
+            f"open_loop_horizon is {replan!r}", f"open_loop_horizon = {model.open_loop_horizon}"
+        ))
+    elif replan is not None and horizon is not None and replan > horizon:
+        problems.append((f"open_loop_horizon is {replan}", f"at most action_horizon = {horizon}"))
+    if model.action_dim is not None and chunk.action_dim != model.action_dim:
+        problems.append((f"action_dim is {chunk.action_dim}", f"action_dim = {model.action_dim}"))
+    if model.action_space is not None and not _same_space(chunk.action_space, model.action_space):
+        problems.append((
+            f"action_space is {chunk.action_space!r}", f"action_space = {model.action_space!r}"
+        ))
+    if problems:
+        raise InvalidResponse(
+            f"action_chunk disagrees with the catalogue row of {model.short_id}: "
+            + "; ".join(f"{said}, expected {expected}" for said, expected in problems)
+            + " (none of it is played)"
+        )

@@ -25,15 +25,31 @@ from .status import RunStatus, StatusReporter
 from .types import Observation, Prediction
 from .warmup import await_first_chunk
 
-__all__ = ["FALLBACK_HZ", "LEAD_FACTOR", "RunLoop"]
+__all__ = ["LEAD_FACTOR", "RunLoop", "playback_hz"]
 
 Row = list[float]
 
-# Playback rate when neither control_hz nor a chunk says otherwise (never reached in practice:
-# every chunk carries its rate). The one fallback rate of the client.
-FALLBACK_HZ = 10.0
 # Lead = LEAD_FACTOR · EMA(refill latency) + one period; the factor absorbs latency jitter.
 LEAD_FACTOR = 1.25
+
+
+def playback_hz(session: Session, model: Optional[Model]) -> float:
+    """The rate steps are handed to act: ``connect(control_hz=)``, else the catalogue's.
+
+    Never a response's: a chunk declaring another rate is refused, not obeyed.
+    """
+    if session.control_hz is not None:
+        return session.control_hz
+    if model is not None and model.control_hz is not None:
+        return model.control_hz
+    where = (
+        "/v1/models does not list it" if model is None
+        else "its catalogue row declares no control_hz"
+    )
+    raise ValueError(
+        f"run() needs the playback rate of {session.model_id}, but {where}; pass "
+        "control_hz= to sequence_ai.connect() (the rate the model was trained at)"
+    )
 
 
 class RunLoop:
@@ -49,14 +65,12 @@ class RunLoop:
             session.startup_timeout_s if options.startup_timeout_s is None
             else float(options.startup_timeout_s)
         )
-        # The catalogue row, needed only to convert rows or to spare the gripper a blend.
-        self.model: Optional[Model] = None
-        self.gripper_dims: list[int] = []
-        if options.controller is not Controller.RAW or options.smooth_seam > 0:
-            self.model = session.spec()
-            check_controller(options.controller, self.model, session.model_id)
-            if self.model is not None:
-                self.gripper_dims = sorted(gripper_dims(self.model))
+        # The catalogue row sets the playback rate and is what every chunk is checked
+        # against; None only for an unlisted model given connect(control_hz=).
+        self.model: Optional[Model] = session.spec()
+        self.period = 1.0 / playback_hz(session, self.model)
+        check_controller(options.controller, self.model, session.model_id)
+        self.gripper_dims = sorted(gripper_dims(self.model)) if self.model is not None else []
 
         self.started = time.monotonic()
         self.deadline = (
@@ -67,7 +81,6 @@ class RunLoop:
         # Steps played when the in-flight request's observation was taken (see _install).
         self.fetch_played_at = 0
         self.pacer = Pacer()
-        self.period = 1.0 / (session.control_hz or FALLBACK_HZ)
         self.last_row: Optional[Row] = None
 
         self.actions = 0
@@ -206,7 +219,8 @@ class RunLoop:
         observation = self._observe()
         self.fetch_played_at = self.actions
         return self.session.submit(
-            observation, self.options.body, self.call, timeout=None, deadline=self.deadline
+            observation, self.options.body, self.call,
+            model=self.model, timeout=None, deadline=self.deadline,
         )
 
     def _await(self, fetch: Fetch) -> Prediction:
@@ -248,7 +262,7 @@ class RunLoop:
             budget = min(budget, max(0.0, self.deadline - time.monotonic()))
         fetch = await_first_chunk(
             self.session, self.call, self._observe, self.options.body,
-            budget_s=budget, deadline=self.deadline,
+            model=self.model, budget_s=budget, deadline=self.deadline,
         )
         if fetch.warm:
             self.session.note_latency(fetch.latency_s)
@@ -275,6 +289,8 @@ class RunLoop:
         options = self.options
         chunk = prediction.action_chunk
         rows = controller_rows(options.controller, prediction, self.model)
+        # A chunk's horizons agree with the catalogue's (checked on arrival), so this plays
+        # at most the catalogue's horizon.
         horizon = options.open_loop_horizon or chunk.open_loop_horizon or len(rows)
         # Row i of a chunk is planned for i periods after its observation. Steps of the
         # previous chunk played while this one was in flight used up those first rows'
@@ -297,7 +313,5 @@ class RunLoop:
         self.buffer.extend(rows)
         self.chunks += 1
         self.action_space = chunk.action_space
-        hz = self.session.control_hz or chunk.control_frequency_hz or FALLBACK_HZ
-        self.period = 1.0 / hz
         if options.on_chunk is not None:
             options.on_chunk(prediction)

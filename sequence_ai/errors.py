@@ -10,6 +10,7 @@ __all__ = [
     "InvalidRequest",
     "InvalidResponse",
     "OutOfCredit",
+    "RateLimited",
     "SequencesError",
     "Unavailable",
 ]
@@ -50,10 +51,10 @@ class InvalidRequest(SequencesError):
 
 
 class Unavailable(SequencesError):
-    """The service cannot answer now: 503/504, timeouts and unreachable gateways.
+    """The service cannot answer now: 503/504, 429, timeouts and unreachable gateways.
 
     Wait and retry only when ``warming`` is true (a cold model loading, about
-    ``retry_after_s`` seconds to go); otherwise treat it as a stop.
+    ``retry_after_s`` seconds to go) or it is ``RateLimited``; otherwise treat it as a stop.
     """
 
     def __init__(
@@ -73,9 +74,17 @@ class Unavailable(SequencesError):
 
     def __repr__(self) -> str:
         return (
-            f"Unavailable({self.message!r}, status={self.status!r}, "
+            f"{type(self).__name__}({self.message!r}, status={self.status!r}, "
             f"warming={self.warming!r}, retry_after_s={self.retry_after_s!r})"
         )
+
+
+class RateLimited(Unavailable):
+    """Too many requests (429): wait ``retry_after_s`` seconds (None: not said), then retry.
+
+    ``run``/``act``/``predict`` wait it out before the first action, like a warming model;
+    once the arm moves it ends the run like any other error.
+    """
 
 
 class ChunkExhausted(SequencesError):

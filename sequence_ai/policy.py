@@ -256,12 +256,16 @@ class Policy:
         latch = session.instruction
         if latch is not None and observation.instruction != latch:
             observation = observation.with_instruction(latch)
+        # Fetches the catalogue row unless validate="off"; the chunk is then checked against
+        # the row whenever one is known.
         session.check_observation(observation)
+        model = session.known_spec()
         with session.open_call("predict", call) as handle:
             budget = 0.0 if session.served else session.startup_timeout_s
             try:
                 fetch = await_first_chunk(
-                    session, handle, lambda: observation, body, budget_s=budget, deadline=None
+                    session, handle, lambda: observation, body,
+                    model=model, budget_s=budget, deadline=None,
                 )
             except CallEnded:
                 raise SequencesError("predict() was interrupted") from None

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Callable, Optional
 
 from .calls import CallHandle
-from .catalogue import Model, find_model, models
+from .catalogue import Model, check_chunk, find_model, models
 from .errors import InvalidRequest, SequencesError
 from .fetch import Fetch
 from .observation import is_fatal, problems_with
@@ -147,6 +147,20 @@ class Session:
             self._spec = (row,)
         return row
 
+    def spec_or_none(self) -> Optional[Model]:
+        """The catalogue row, or None when unlisted or when the catalogue cannot be fetched
+        now (the next caller retries)."""
+        try:
+            return self.spec()
+        except SequencesError:
+            return None
+
+    def known_spec(self) -> Optional[Model]:
+        """The catalogue row if one was fetched already; never sends a request."""
+        with self._lock:
+            cached = self._spec
+        return None if cached is None else cached[0]
+
     def ready(self) -> tuple[bool, Optional[float]]:
         """``(ready, eta_s)`` from ``GET /v1/act/ready``; remembers a ready model."""
         self.check_open("ready")
@@ -218,11 +232,7 @@ class Session:
         """Pre-send check against the catalogue (validate="warn"|"strict"; "off" skips)."""
         if self.validate == "off":
             return
-        try:
-            model = self.spec()
-        except SequencesError:
-            # Without a catalogue nothing can be checked this time; the next request retries.
-            return
+        model = self.spec_or_none()
         if model is None:
             return
         proprio = observation.proprioception
@@ -253,10 +263,16 @@ class Session:
         body_fields: Mapping[str, object],
         call: CallHandle,
         *,
+        model: Optional[Model],
         timeout: Optional[float],
         deadline: Optional[float],
     ) -> Fetch:
-        """Start ``POST /v1/act`` on a fetch thread; ``call`` is notified when it finishes."""
+        """Start ``POST /v1/act`` on a fetch thread; ``call`` is notified when it finishes.
+
+        ``timeout`` bounds the whole request (the Transport's default when None), and the run's
+        ``deadline`` bounds it further. A chunk disagreeing with ``model``, the catalogue row,
+        fails as ``InvalidResponse`` on the fetch thread, before anyone can play it.
+        """
         if deadline is not None:
             # An abandoned request must not outlive its run by much: bound it by the deadline.
             left = max(0.5, deadline - time.monotonic() + 0.5)
@@ -266,7 +282,10 @@ class Session:
 
         def request() -> Prediction:
             answer = self.transport.post("/v1/act", body, timeout=timeout)
-            return Prediction.from_wire(answer, observation=observation)
+            prediction = Prediction.from_wire(answer, observation=observation)
+            if model is not None:
+                check_chunk(model, prediction.action_chunk)
+            return prediction
 
         with self._lock:
             if self._closed:

@@ -1,4 +1,5 @@
-"""HTTP transport: one kept-alive connection, credentials, and the status → error mapping."""
+"""HTTP transport: one kept-alive connection, credentials, whole-request deadlines, capped
+bodies, and the status → error mapping."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from .errors import (
     InvalidRequest,
     InvalidResponse,
     OutOfCredit,
+    RateLimited,
     SequencesError,
     Unavailable,
 )
@@ -46,6 +48,11 @@ API_KEY_ENV = "SEQUENCES_API_KEY"
 KEEPALIVE_CONNECTIONS = 4
 KEEPALIVE_EXPIRY_S = 300.0
 MAX_MESSAGE_CHARS = 500
+# Largest response body read. Served chunks are 3 kB (pi05, 15 rows) to 5 kB (cosmos3, 32 rows)
+# and the catalogue about 1.2 kB a model: 2 MiB leaves 400x room (and space for a world
+# prediction payload), while a body at the cap parses in a fraction of a second where an
+# uncapped 200,000-row chunk took 5 s and 410 MB.
+MAX_BODY_BYTES = 2 * 1024 * 1024
 
 # What ``verify=`` accepts: on/off, a CA bundle path, or a ready SSL context.
 VerifyArg = Union[bool, str, "os.PathLike[str]", ssl.SSLContext]
@@ -153,9 +160,8 @@ def query_path(path: str, params: Optional[Mapping[str, Any]]) -> str:
     return f"{path}{'&' if '?' in path else '?'}{'&'.join(pairs)}"
 
 
-def _decode_error(response: httpx.Response) -> tuple[str, dict[str, Any]]:
+def _decode_error(response: httpx.Response, text: str) -> tuple[str, dict[str, Any]]:
     """Human message and Unavailable extras from a FastAPI-shaped ``{"detail": ...}`` body."""
-    text = response.text
     extras: dict[str, Any] = {"retry_after_s": None, "warming": False, "job_id": None}
     try:
         parsed = json.loads(text) if text else None
@@ -341,14 +347,19 @@ class Transport:
                 f"{method} {path}: the request body contains NaN or infinity, which JSON "
                 "cannot carry; expected finite numbers"
             ) from None
+        # ``applied`` bounds the whole request: httpx's own timeouts bound each phase
+        # (connect, send, every read), and the body is read against the deadline below, so a
+        # body trickled a byte at a time ends too.
+        deadline = time.monotonic() + applied
         try:
             # httpx's params= would percent-encode the slashes of a model id.
-            response = self._client.request(
+            with self._client.stream(
                 method,
                 query_path(path, params),
                 content=content,
                 timeout=httpx.Timeout(applied),
-            )
+            ) as response:
+                data = self._read_body(method, path, response, deadline, applied)
         except httpx.TimeoutException as exc:
             phase = {
                 httpx.ConnectTimeout: "connecting",
@@ -371,30 +382,67 @@ class Transport:
                     f"{method} {path}: the connection was closed during the call"
                 ) from None
             raise
-        return self._unwrap(method, path, response)
+        return self._unwrap(method, path, response, data)
 
-    def _unwrap(self, method: str, path: str, response: httpx.Response) -> Any:
+    def _read_body(
+        self,
+        method: str,
+        path: str,
+        response: httpx.Response,
+        deadline: float,
+        applied: float,
+    ) -> bytes:
+        """The whole body, refused past ``MAX_BODY_BYTES`` or once ``deadline`` passed."""
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            raise self._too_large(method, path, response.status_code, f"{declared} bytes")
+        pieces: list[bytes] = []
+        size = 0
+        for piece in response.iter_bytes():
+            size += len(piece)
+            if size > MAX_BODY_BYTES:
+                raise self._too_large(method, path, response.status_code, "more")
+            pieces.append(piece)
+            if time.monotonic() > deadline:
+                raise Unavailable(
+                    f"{method} {self._base_url}{path} timed out after {applied:g}s "
+                    f"(reading the response body, {size} bytes so far)"
+                )
+        return b"".join(pieces)
+
+    def _too_large(self, method: str, path: str, status: int, size: str) -> InvalidResponse:
+        return InvalidResponse(
+            f"{method} {path} answered {status} with a body of {size}; expected at most "
+            f"{MAX_BODY_BYTES} bytes (an action chunk is a few kB)",
+            status=status,
+        )
+
+    def _unwrap(self, method: str, path: str, response: httpx.Response, data: bytes) -> Any:
         status = response.status_code
+        text = self._scrub(data.decode(response.encoding or "utf-8", errors="replace"))
         if 200 <= status < 300:
-            if status == 204 or not response.content:
+            if status == 204 or not data:
                 return None
             try:
-                return response.json()
+                return json.loads(data)
             except ValueError:
                 raise InvalidResponse(
                     f"{method} {path} answered {status} with a body that is not JSON: "
-                    f"{self._scrub(response.text)[:120]!r}",
+                    f"{text[:120]!r}",
                     status=status,
-                    body=self._scrub(response.text),
+                    body=text,
                 ) from None
-        message, extras = _decode_error(response)
+        message, extras = _decode_error(response, text)
         message = self._scrub(message)
-        body = self._scrub(response.text)
+        body = text
         text = f"{method} {path} failed with {status}: {message}"
         if status == 401:
             raise AuthError(text, status=status, body=body)
         if status == 402:
             raise OutOfCredit(text, status=status, body=body)
+        if status == 429:
+            raise RateLimited(text, status=status, body=body,
+                              retry_after_s=extras["retry_after_s"])
         if status in (503, 504):
             raise Unavailable(text, status=status, body=body, **extras)
         if 400 <= status < 500:

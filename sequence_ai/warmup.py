@@ -1,4 +1,4 @@
-"""The first request of a call: waits out a cold (warming) model before anything moves."""
+"""The first request of a call: waits out a cold model or a rate limit before anything moves."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Callable, Optional
 
 from .calls import CallEnded, CallHandle, Wake
-from .errors import SequencesError, Unavailable
+from .catalogue import Model
+from .errors import RateLimited, SequencesError, Unavailable
 from .fetch import Fetch
 from .outcome import Ending
 from .session import Session
@@ -17,7 +18,8 @@ from .types import Observation
 __all__ = ["WARMING_POLL_MAX_S", "WARMING_POLL_MIN_S", "await_first_chunk"]
 
 # Never sleep longer than this between warming attempts, so a model that becomes ready early is
-# noticed early; never shorter than the floor, so a 0 s Retry-After cannot spin.
+# noticed early (a rate limit's Retry-After is honoured in full); never shorter than the floor,
+# so a 0 s Retry-After cannot spin.
 WARMING_POLL_MAX_S = 5.0
 WARMING_POLL_MIN_S = 0.2
 
@@ -28,10 +30,12 @@ def await_first_chunk(
     make_observation: Callable[[], Observation],
     body: Mapping[str, object],
     *,
+    model: Optional[Model],
     budget_s: float,
     deadline: Optional[float],
 ) -> Fetch:
-    """First request of a call, waiting out a warming model for up to ``budget_s``.
+    """First request of a call, waiting out a warming model or a rate limit for up to
+    ``budget_s`` (nothing moves yet, so waiting is free).
 
     Each attempt gets a fresh observation. Returns the finished fetch (its prediction and
     latency); raises ``CallEnded`` (interrupted, or timeout when ``deadline`` passes) and
@@ -53,7 +57,9 @@ def await_first_chunk(
             max(session.transport.timeout_s, budget_end - time.monotonic())
             if budget_s > 0 else None
         )
-        fetch = session.submit(observation, body, call, timeout=timeout, deadline=deadline)
+        fetch = session.submit(
+            observation, body, call, model=model, timeout=timeout, deadline=deadline
+        )
         wake = call.wait_for(fetch.is_done, deadline)
         if wake is not Wake.READY:
             raise CallEnded.after(wake)
@@ -63,42 +69,53 @@ def await_first_chunk(
             fetch.warm = fetch.warm and not saw_warming
             return fetch
         except Unavailable as exc:
-            if not exc.warming or budget_s <= 0:
+            limited = isinstance(exc, RateLimited)
+            if not (exc.warming or limited) or budget_s <= 0:
                 raise
-            saw_warming = True
+            saw_warming = saw_warming or exc.warming
             now = time.monotonic()
             if now >= budget_end:
                 if deadline is not None and deadline <= budget_end:
                     raise CallEnded(Ending.TIMEOUT) from None
-                raise Unavailable(
-                    f"{exc.message} (the model was still loading when the startup budget of "
-                    f"{budget_s:g}s ran out; raise startup_timeout_s or call "
-                    "wait_until_ready() first)",
-                    status=exc.status,
-                    body=exc.body,
-                    retry_after_s=exc.retry_after_s,
-                    warming=True,
-                    job_id=exc.job_id,
-                ) from None
-            if eta_s is None:
-                eta_s = _full_load_eta(session, exc)
-            if session.on_warming is not None:
-                session.on_warming(now - start, eta_s)
+                raise _out_of_budget(exc, budget_s) from None
+            pause = exc.retry_after_s if exc.retry_after_s is not None else WARMING_POLL_MAX_S
+            if limited:
+                notice = f"is rate limited (retry after {pause:g}s)"
+            else:
+                if eta_s is None:
+                    eta_s = _full_load_eta(session, exc)
+                if session.on_warming is not None:
+                    session.on_warming(now - start, eta_s)
+                notice = f"is loading (about {_eta_text(eta_s)})"
+                pause = min(pause, WARMING_POLL_MAX_S)
+            pause = max(pause, WARMING_POLL_MIN_S)
             if not warned:
                 warned = True
                 warnings.warn(
-                    f"{session.model_id} is loading (about {_eta_text(eta_s)}); waiting up to "
-                    f"{budget_s:g}s before the first action",
+                    f"{session.model_id} {notice}; waiting up to {budget_s:g}s before the "
+                    "first action",
                     UserWarning,
                     stacklevel=4,
                 )
-            pause = exc.retry_after_s if exc.retry_after_s is not None else WARMING_POLL_MAX_S
-            pause = min(max(pause, WARMING_POLL_MIN_S), WARMING_POLL_MAX_S)
             wake_at = min(now + pause, budget_end)
             if deadline is not None and deadline <= wake_at:
                 raise CallEnded.after(call.sleep_until(deadline)) from None
             if call.sleep_until(wake_at) is Wake.INTERRUPTED:
                 raise CallEnded(Ending.INTERRUPTED) from None
+
+
+def _out_of_budget(exc: Unavailable, budget_s: float) -> Unavailable:
+    """``exc`` (warming or rate limited) again, saying the startup budget ran out."""
+    what = "rate limited" if isinstance(exc, RateLimited) else "still loading"
+    return type(exc)(
+        f"{exc.message} (the model was {what} when the startup budget of {budget_s:g}s ran "
+        "out; raise startup_timeout_s or call wait_until_ready() first)",
+        status=exc.status,
+        body=exc.body,
+        retry_after_s=exc.retry_after_s,
+        warming=exc.warming,
+        job_id=exc.job_id,
+    )
 
 
 def _full_load_eta(session: Session, exc: Unavailable) -> Optional[float]:

@@ -1,12 +1,16 @@
-"""Pure parts of the control loop: pacing on absolute deadlines, seam measurement and blending."""
+"""Pure parts of the control loop: the playback rate, pacing on absolute deadlines, the seam."""
 
 from __future__ import annotations
 
 import pytest
 
+from sequence_ai.catalogue import Model
+from sequence_ai.control_loop import playback_hz
 from sequence_ai.controllers import is_absolute_space
 from sequence_ai.pacing import Pacer
 from sequence_ai.seam import blend_seam, seam_jump
+from sequence_ai.session import Session
+from sequence_ai.transport import Transport
 
 
 class FakeClock:
@@ -69,3 +73,19 @@ def test_only_target_spaces_count_as_absolute() -> None:
         assert is_absolute_space(space)
     for space in ("joint_delta", "ee_delta", "joint_velocity", "delta_position"):
         assert not is_absolute_space(space)
+
+
+def _session(control_hz) -> Session:
+    transport = Transport(base_url="http://127.0.0.1:9", api_key="k")
+    return Session("accounts/sequences/models/m", transport, validate="off",
+                   control_hz=control_hz, startup_timeout_s=0.0, on_warming=None)
+
+
+def test_playback_rate_is_connects_else_the_catalogues_never_a_chunks() -> None:
+    listed = Model(id="accounts/sequences/models/m", control_hz=15.0)
+    assert playback_hz(_session(None), listed) == 15.0
+    assert playback_hz(_session(30.0), listed) == 30.0
+    assert playback_hz(_session(30.0), None) == 30.0
+    for model in (None, Model(id="accounts/sequences/models/m")):
+        with pytest.raises(ValueError, match="pass control_hz= to sequence_ai.connect"):
+            playback_hz(_session(None), model)

@@ -291,3 +291,49 @@ def test_call_must_be_a_handle(gw) -> None:
             policy.run(robot.observe, robot.act, max_actions=1, call=object(),
                        **robot.callbacks())
     assert robot.holds == 0 and robot.observations == []
+
+
+def test_a_late_interrupt_of_a_finished_call_never_stops_the_next_one(gw) -> None:
+    # A goal's cancel arriving after its run returned and the next goal's run began.
+    first, second = Robot(), Robot()
+    handle_a, handle_b = sequence_ai.CallHandle(), sequence_ai.CallHandle()
+
+    def on_chunk(prediction) -> None:
+        second.on_chunk(prediction)
+        if len(second.chunks) == 1:
+            handle_a.interrupt()
+
+    with open_policy(gw, control_hz=60) as policy:
+        done = policy.run(first.observe, first.act, max_actions=8, call=handle_a,
+                          **first.callbacks())
+        outcome = policy.act(
+            "stack the blocks", second.observe, second.act, max_seconds=PATIENCE_S,
+            call=handle_b, until=lambda: len(second.chunks) >= 3,
+            **{**second.callbacks(), "on_chunk": on_chunk},
+        )
+    assert done.reason == "completed" and handle_a.interrupted
+    assert outcome.reason == "until" and outcome.chunks == 3 and not handle_b.interrupted
+
+
+def test_interrupting_call_a_never_stops_call_b_running_beside_it(gateway_factory) -> None:
+    # Both calls open at once on one Policy: a readiness wait (A) and a run (B), on a model
+    # that is still loading so that both are waiting when A is interrupted.
+    gateway = gateway_factory(cold_start_s=1.5)
+    robot = Robot()
+    handle_a, handle_b = sequence_ai.CallHandle(), sequence_ai.CallHandle()
+    with open_policy(gateway, control_hz=60) as policy, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the "model is loading" notice
+        waiter, _, wait_errors = run_in_thread(
+            lambda: policy.wait_until_ready(timeout_s=PATIENCE_S, poll_s=0.05, call=handle_a)
+        )
+        runner, results, run_errors = run_in_thread(
+            lambda: policy.run(robot.observe, robot.act, max_actions=1000, call=handle_b,
+                               until=lambda: len(robot.chunks) >= 3, **robot.callbacks())
+        )
+        assert wait_for(lambda: gateway.counters()["requests"]["ready"] >= 1 and robot.observations)
+        handle_a.interrupt()
+        waiter.join(PATIENCE_S)
+        runner.join(PATIENCE_S)
+    assert len(wait_errors) == 1 and "interrupted" in str(wait_errors[0])
+    assert run_errors == [] and results[0].reason == "until" and results[0].chunks == 3
+    assert robot.holds == 1 and not handle_b.interrupted

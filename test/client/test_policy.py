@@ -213,3 +213,32 @@ def test_predict_with_startup_timeout_zero_raises_warming(gateway_factory) -> No
         assert info.value.warming is True
 
 
+
+
+def test_ready_and_spec_are_safe_from_another_thread_while_a_run_drives(gw) -> None:
+    # The ROS node's readiness thread polls ready() while a goal's run plays.
+    robot = Robot()
+    answers: list = []
+    errors: list = []
+
+    def monitor() -> None:
+        try:
+            while len(robot.chunks) < 4:
+                answers.append((policy.ready()[0], policy.spec().short_id))
+        except BaseException as exc:  # asserted below
+            errors.append(exc)
+
+    helper = threading.Thread(target=monitor)
+
+    def on_chunk(prediction) -> None:
+        robot.on_chunk(prediction)
+        if len(robot.chunks) == 1:
+            helper.start()
+
+    with open_policy(gw, control_hz=60) as policy:
+        outcome = policy.run(robot.observe, robot.act, max_actions=1000,
+                             until=lambda: len(robot.chunks) >= 4,
+                             **{**robot.callbacks(), "on_chunk": on_chunk})
+        helper.join(PATIENCE_S)
+    assert errors == [] and answers and all(a == (True, PI05) for a in answers)
+    assert outcome.reason == "until" and outcome.chunks == 4 and robot.holds == 1

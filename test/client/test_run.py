@@ -541,3 +541,17 @@ def test_progress_line_goes_to_stderr_only_when_asked_or_a_terminal(
         assert text.count("\n") == 1
     else:
         assert text == ""
+
+
+def test_an_unlisted_model_needs_control_hz_from_connect(gw) -> None:
+    robot = Robot()
+    with open_policy(gw, model="not-in-the-catalogue") as policy:
+        with pytest.raises(ValueError, match="does not list it; pass control_hz="):
+            run(policy, robot, max_actions=8)
+    assert robot.observations == [] and robot.holds == 0
+    with open_policy(gw, model="not-in-the-catalogue", control_hz=15) as policy:
+        # Past the refusal: the request goes out, and the gateway does not serve the model.
+        with pytest.raises(sequence_ai.InvalidRequest, match="404"):
+            run(policy, robot, max_actions=8)
+    assert len(robot.observations) == 1 and robot.holds == 1
+
