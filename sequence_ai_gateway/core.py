@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
-import time
 from enum import Enum
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from sequence_ai_gateway import DEVELOPMENT_KEY
 from sequence_ai_gateway.catalogue import Catalogue, complete_row, short_id
@@ -18,8 +17,6 @@ from sequence_ai_gateway.serving import LatencySettings, ModelServer, WarmthSett
 ENDPOINT_COUNTERS = ("health", "models", "ready", "act")
 # Used when the ``warming`` fault names no duration and the gateway has no cold start.
 DEFAULT_FORCED_WARMING_S = 1.0
-# How often a stalled request looks at its release conditions.
-_STALL_POLL_S = 0.02
 
 
 class KeyStatus(str, Enum):
@@ -72,10 +69,17 @@ class Gateway:
             for row, policy in zip(rows, served)
         }
         self.faults = FaultBook()
+        # _lock guards the counters below and _waits; routes run on the server's event loop,
+        # the control API on any thread.
         self._lock = threading.Lock()
         self._requests = {name: 0 for name in ENDPOINT_COUNTERS}
         self._connections = 0
         self._fresh: Set[Any] = set()  # peers of accepted connections with no request yet
+        # Stalled, held and trickling requests, each woken through its own loop; the
+        # generation counts releases, so a wait that starts after one it belongs to ends at once.
+        self._waits: Set[Tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        self._release_generation = 0
+        # Set by stop() from any thread, cleared by the serving thread when it starts again.
         self.stopping = False
 
     # --- keys ---------------------------------------------------------------------------------
@@ -138,16 +142,25 @@ class Gateway:
         model: Optional[str] = None,
         seconds: Optional[float] = None,
         status: Optional[int] = None,
+        fields: Optional[Mapping[str, Any]] = None,
+        rows: Optional[int] = None,
     ) -> Fault:
         if model is not None:
             model = self.server_for(model).row["id"]
-        made = make_fault(fault, count=count, model=model, seconds=seconds, status=status)
+        made = make_fault(fault, count=count, model=model, seconds=seconds, status=status,
+                          fields=fields, rows=rows)
         self.faults.add(made)
         return made
 
     def clear_faults(self) -> None:
-        """Drop pending faults and release every stalled or held request."""
+        """Drop pending faults and release every stalled, held or trickling request."""
         self.faults.clear()
+        self._release_waits()
+
+    def stop(self) -> None:
+        """The server is stopping: release every waiting request, now and from now on."""
+        self.stopping = True
+        self._release_waits()
 
     def set_latency(
         self,
@@ -190,15 +203,38 @@ class Gateway:
         for server in self.servers.values():
             server.reset_warmth()
 
-    async def wait_stall(self, seconds: Optional[float]) -> None:
-        """Hold a request for ``seconds`` (None: forever) unless faults are cleared or we stop."""
-        generation = self.faults.generation
-        deadline = None if seconds is None else time.monotonic() + seconds
-        while not self.stopping and self.faults.generation == generation:
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return
-                await asyncio.sleep(min(_STALL_POLL_S, left))
-            else:
-                await asyncio.sleep(_STALL_POLL_S)
+    @property
+    def release_generation(self) -> int:
+        """Taken when a fault is taken: its waits end at once if a release came since."""
+        with self._lock:
+            return self._release_generation
+
+    async def wait_stall(self, seconds: Optional[float], since: Optional[int] = None) -> bool:
+        """Hold a request for ``seconds`` (None: forever) unless faults are cleared or the
+        server stops (since generation ``since``); True when it was released early."""
+        entry = (asyncio.get_running_loop(), asyncio.Event())
+        with self._lock:
+            self._waits.add(entry)
+            released = since is not None and self._release_generation != since
+        try:
+            # Checked after registering: a release in between has either seen this wait or
+            # changed the generation (or set the flag) first.
+            if released or self.stopping:
+                return True
+            await asyncio.wait_for(entry[1].wait(), seconds)
+            return True
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            with self._lock:
+                self._waits.discard(entry)
+
+    def _release_waits(self) -> None:
+        with self._lock:
+            self._release_generation += 1
+            waits = list(self._waits)
+        for loop, event in waits:
+            try:
+                loop.call_soon_threadsafe(event.set)
+            except RuntimeError:  # that loop has closed: nothing is waiting on it any more
+                pass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from typing import Any, Awaitable, Callable, Dict, Optional
@@ -11,14 +12,20 @@ from fastapi.responses import Response
 
 from sequence_ai_gateway.core import Gateway
 from sequence_ai_gateway.faults import Fault, FaultKind
-from sequence_ai_gateway.responses import RawJSONResponse, ResetResponse
-from sequence_ai_gateway.serving import ModelServer
+from sequence_ai_gateway.responses import (
+    RawJSONResponse,
+    ResetResponse,
+    TrickleResponse,
+    ascii_json,
+)
+from sequence_ai_gateway.serving import ModelServer, Rows
 
 Hold = Callable[[], Awaitable[None]]
 
 _STATUS_DETAIL = {
     401: "API key not recognised (injected fault)",
     402: "balance exhausted (injected fault)",
+    429: "rate limit exceeded (injected fault)",
     500: "internal server error (injected fault)",
     503: "service unavailable (injected fault)",
     504: "upstream timed out (injected fault)",
@@ -26,32 +33,47 @@ _STATUS_DETAIL = {
 
 
 async def before_inference(
-    gateway: Gateway, server: ModelServer, fault: Optional[Fault]
+    gateway: Gateway, server: ModelServer, fault: Optional[Fault], since: int
 ) -> Optional[Hold]:
-    """Apply the faults that act before the model's queue; return a hold for its worker."""
+    """Apply the faults that act before the model's queue; return a hold for its worker.
+    A release (faults cleared, server stopping) after generation ``since`` ends any wait."""
     if fault is None:
         return None
     if fault.kind is FaultKind.STATUS:
         status = fault.status or 500
+        if status == 429:
+            raise HTTPException(429, f"{_STATUS_DETAIL[429]}: retry in {fault.retry_after} s",
+                                headers={"Retry-After": fault.retry_after})
         raise HTTPException(status, _STATUS_DETAIL[status])
     if fault.kind is FaultKind.STALL:
-        await gateway.wait_stall(fault.seconds)
+        await gateway.wait_stall(fault.seconds, since)
     elif fault.kind is FaultKind.WARMING:
         server.force_warming(gateway.forced_warming_s(fault.seconds))
     elif fault.kind is FaultKind.HOLD:
         seconds = fault.seconds
 
         async def hold() -> None:
-            await gateway.wait_stall(seconds)
+            await gateway.wait_stall(seconds, since)
         return hold
     return None
 
 
-def faulted_answer(fault: Optional[Fault], body: Dict[str, Any]) -> Optional[Response]:
+def shaped_rows(fault: Optional[Fault], rows: Rows) -> Rows:
+    """The ``rows`` fault: the model's rows cut or extended (last row repeated) to its count."""
+    if fault is None or fault.kind is not FaultKind.ROWS or fault.rows is None:
+        return rows
+    wanted = fault.rows
+    return rows[:wanted] + [list(rows[-1]) for _ in range(wanted - len(rows))]
+
+
+async def faulted_answer(
+    gateway: Gateway, fault: Optional[Fault], since: int, body: Dict[str, Any]
+) -> Optional[Response]:
     """Alter a finished 200 body in place, or replace it; None when the body goes out as is."""
     if fault is None:
         return None
-    steps = body["action_chunk"]["steps"]
+    chunk = body["action_chunk"]
+    steps = chunk["steps"]
     if fault.kind is FaultKind.RESET:
         return ResetResponse()
     if fault.kind is FaultKind.MALFORMED:
@@ -62,7 +84,17 @@ def faulted_answer(fault: Optional[Fault], body: Dict[str, Any]) -> Optional[Res
     if fault.kind is FaultKind.WRONG_DIM:
         for step in steps:
             step["values"].append(0.0)
-    if fault.kind is FaultKind.EMPTY:
-        body["action_chunk"]["steps"] = []
-        body["action_chunk"]["covers_seconds"] = 0.0
+    elif fault.kind is FaultKind.EMPTY:
+        chunk["steps"] = []
+        chunk["covers_seconds"] = 0.0
+    elif fault.kind is FaultKind.CHUNK_FIELDS and fault.fields:
+        chunk.update(fault.fields)
+    elif fault.kind is FaultKind.ROWS:
+        # Tens of megabytes take seconds to encode: off the event loop.
+        encoded = await asyncio.get_running_loop().run_in_executor(None, ascii_json, body)
+        return RawJSONResponse(encoded)
+    elif fault.kind is FaultKind.TRICKLE and fault.seconds:
+        async def pause(seconds: float) -> bool:
+            return await gateway.wait_stall(seconds, since)
+        return TrickleResponse(ascii_json(body), fault.seconds, pause)
     return None

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
-from typing import Any
+from typing import Any, Awaitable, Callable, Optional
 
 from fastapi import Request
 from fastapi.encoders import jsonable_encoder
@@ -17,12 +18,15 @@ class InjectedReset(Exception):
     """Raised after a partial response so the server drops the connection (``reset`` fault)."""
 
 
-class AsciiJSONResponse(JSONResponse):
-    """JSON escaped to ASCII: a lone surrogate echoed from a request cannot break the encoding."""
+def ascii_json(content: Any) -> bytes:
+    """Compact JSON escaped to ASCII: a lone surrogate echoed from a request cannot break it."""
+    return json.dumps(content, ensure_ascii=True, allow_nan=False,
+                      separators=(",", ":")).encode("ascii")
 
+
+class AsciiJSONResponse(JSONResponse):
     def render(self, content: Any) -> bytes:
-        return json.dumps(content, ensure_ascii=True, allow_nan=False,
-                          separators=(",", ":")).encode("ascii")
+        return ascii_json(content)
 
 
 class RawJSONResponse(Response):
@@ -43,6 +47,58 @@ class ResetResponse(Response):
         })
         await send({"type": "http.response.body", "body": b'{"id": "act-', "more_body": True})
         raise InjectedReset("injected fault: connection reset mid-response")
+
+
+class TrickleResponse(Response):
+    """A valid 200 sent one byte per ``interval_s`` (``trickle`` fault). ``pause`` waits one
+    interval and says whether the fault was released (cleared, server stopping): the rest then
+    goes at once. Nothing more is sent once the client has gone."""
+
+    def __init__(
+        self, body: bytes, interval_s: float, pause: Callable[[float], Awaitable[bool]]
+    ) -> None:
+        super().__init__(content=b"", media_type="application/json")
+        self._body = body
+        self._interval_s = interval_s
+        self._pause = pause
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await send({
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"application/json"),
+                        (b"content-length", str(len(self._body)).encode())],
+        })
+        gone = asyncio.ensure_future(_disconnected(receive))
+        try:
+            sent, released = 0, False
+            while sent < len(self._body):
+                size = len(self._body) - sent if released else 1
+                await send({"type": "http.response.body", "body": self._body[sent:sent + size],
+                            "more_body": sent + size < len(self._body)})
+                sent += size
+                if sent < len(self._body):
+                    pausing = await _unless_gone(self._pause(self._interval_s), gone)
+                    if pausing is None:
+                        return
+                    released = pausing
+        finally:
+            gone.cancel()
+
+
+async def _disconnected(receive: Any) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _unless_gone(pause: Awaitable[bool], gone: asyncio.Future[None]) -> Optional[bool]:
+    """The pause's answer, or None when the client disconnected first."""
+    waiting = asyncio.ensure_future(pause)
+    await asyncio.wait({waiting, gone}, return_when=asyncio.FIRST_COMPLETED)
+    if not waiting.done():
+        waiting.cancel()
+        return None
+    return waiting.result()
 
 
 def _json_safe(value: Any) -> Any:

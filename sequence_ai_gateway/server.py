@@ -85,7 +85,7 @@ class _Server(uvicorn.Server):
         self._gateway = gateway
 
     def handle_exit(self, sig: int, frame: Any) -> None:
-        self._gateway.stopping = True
+        self._gateway.stop()
         super().handle_exit(sig, frame)
 
 
@@ -236,28 +236,33 @@ class GatewayServer:
 
     def stop(self) -> None:
         """Stop serving: release stalled requests, give running ones a moment, then cancel."""
-        self.gateway.stopping = True
+        self.gateway.stop()
         if self._server is not None:
             self._server.should_exit = True
         self._join()
 
     def kill(self) -> None:
         """Stop abruptly: every open connection is dropped without a response."""
-        self.gateway.stopping = True
         server, loop = self._server, self._loop
-        if server is not None and loop is not None and not loop.is_closed():
-            def abort() -> None:
-                for connection in list(server.server_state.connections):
-                    transport = getattr(connection, "transport", None)
-                    if transport is not None:
-                        transport.abort()
-                server.force_exit = True
-                server.should_exit = True
+        if server is None or loop is None or loop.is_closed():
+            self.gateway.stop()
+            self._join()
+            return
 
-            try:
-                loop.call_soon_threadsafe(abort)
-            except RuntimeError:  # the loop closed meanwhile: nothing left to abort
-                pass
+        def abort() -> None:
+            for connection in list(server.server_state.connections):
+                transport = getattr(connection, "transport", None)
+                if transport is not None:
+                    transport.abort()
+            # Released only now: a stalled request must not answer before its connection drops.
+            self.gateway.stop()
+            server.force_exit = True
+            server.should_exit = True
+
+        try:
+            loop.call_soon_threadsafe(abort)
+        except RuntimeError:  # the loop closed meanwhile: nothing left to abort
+            self.gateway.stop()
         self._join()
 
     def restart(self) -> None:

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence
 
 import httpx
 
@@ -48,8 +48,13 @@ class GatewayHandle:
         model: Optional[str] = None,
         seconds: Optional[float] = None,
         status: Optional[int] = None,
+        fields: Optional[Mapping[str, Any]] = None,
+        rows: Optional[int] = None,
     ) -> None:
-        """Apply ``fault`` to the next ``count`` valid POST /v1/act calls (of ``model``)."""
+        """Apply ``fault`` to the next ``count`` valid POST /v1/act calls (of ``model``).
+
+        Bad arguments raise ValueError naming the field, the value and what was expected.
+        """
         raise NotImplementedError
 
     def clear_faults(self) -> None:
@@ -131,8 +136,10 @@ class _InProcessGateway(GatewayHandle):
         self.ca_bundle = self._server.ca_bundle
 
     def inject(self, fault: str, *, count: int = 1, model: Optional[str] = None,
-               seconds: Optional[float] = None, status: Optional[int] = None) -> None:
-        self._gateway.inject(fault, count=count, model=model, seconds=seconds, status=status)
+               seconds: Optional[float] = None, status: Optional[int] = None,
+               fields: Optional[Mapping[str, Any]] = None, rows: Optional[int] = None) -> None:
+        self._gateway.inject(fault, count=count, model=model, seconds=seconds, status=status,
+                             fields=fields, rows=rows)
 
     def clear_faults(self) -> None:
         self._gateway.clear_faults()
@@ -239,9 +246,12 @@ class _SubprocessGateway(GatewayHandle):
         return response.json()
 
     def inject(self, fault: str, *, count: int = 1, model: Optional[str] = None,
-               seconds: Optional[float] = None, status: Optional[int] = None) -> None:
-        self._call("POST", "/_control/faults", {"fault": fault, "count": count, "model": model,
-                                                "seconds": seconds, "status": status})
+               seconds: Optional[float] = None, status: Optional[int] = None,
+               fields: Optional[Mapping[str, Any]] = None, rows: Optional[int] = None) -> None:
+        self._call("POST", "/_control/faults", {
+            "fault": fault, "count": count, "model": model, "seconds": seconds,
+            "status": status, "fields": None if fields is None else dict(fields), "rows": rows,
+        })
 
     def clear_faults(self) -> None:
         self._call("DELETE", "/_control/faults")

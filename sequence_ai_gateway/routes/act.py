@@ -13,7 +13,7 @@ from fastapi.responses import Response
 
 from sequence_ai_gateway.catalogue import short_id
 from sequence_ai_gateway.core import Gateway
-from sequence_ai_gateway.fault_effects import before_inference, faulted_answer
+from sequence_ai_gateway.fault_effects import before_inference, faulted_answer, shaped_rows
 from sequence_ai_gateway.observations import (
     CheckedObservation,
     Frame,
@@ -36,8 +36,9 @@ async def act(body: ActRequest, request: Request, gateway: GatewayDep) -> Any:
     row = _admit(gateway, request, body)
     checked = await _checked(row, body)
     fault = gateway.faults.take(row["id"])
+    since = gateway.release_generation  # clearing faults from now on releases this one's waits
     server = gateway.servers[row["id"]]
-    hold = await before_inference(gateway, server, fault)
+    hold = await before_inference(gateway, server, fault, since)
     remaining = server.use()
     if remaining is not None:
         return _warming_response(gateway, row["id"], remaining)
@@ -46,14 +47,14 @@ async def act(body: ActRequest, request: Request, gateway: GatewayDep) -> Any:
     except Exception as exc:  # a plug-in policy raised
         raise HTTPException(500, f"policy for {short_id(row['id'])} failed: {exc}") from None
     _check_rows(result.rows, row)
+    rows = shaped_rows(fault, result.rows)
     perf = {
         "inference_ms": round(result.inference_ms, 3),
         "queue_ms": round(result.queue_ms, 3),
         "ttfa_ms": round((time.monotonic() - received) * 1000.0, 3),
     }
-    out = _answer(row, result.rows, perf, _usage(row, checked, body, result.rows),
-                  checked.warnings)
-    faulted = faulted_answer(fault, out)
+    out = _answer(row, rows, perf, _usage(row, checked, body, rows), checked.warnings)
+    faulted = await faulted_answer(gateway, fault, since, out)
     return faulted if faulted is not None else AsciiJSONResponse(out)
 
 

@@ -21,6 +21,8 @@ class FaultIn(BaseModel):
     model: Optional[str] = None
     seconds: Optional[float] = None
     status: Optional[int] = None
+    fields: Optional[Dict[str, Any]] = None
+    rows: Optional[int] = None
 
 
 class LatencyIn(BaseModel):
@@ -39,7 +41,8 @@ class ColdIn(BaseModel):
 async def add_fault(spec: FaultIn, gateway: GatewayDep) -> Dict[str, Any]:
     try:
         made = gateway.inject(spec.fault, count=spec.count, model=spec.model,
-                              seconds=spec.seconds, status=spec.status)
+                              seconds=spec.seconds, status=spec.status, fields=spec.fields,
+                              rows=spec.rows)
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
     return {"pending": [asdict(f) for f in gateway.faults.pending()], "added": asdict(made)}

@@ -119,6 +119,11 @@ def pending_faults(handle: Any) -> Any:
     return handle._gateway.faults.pending()
 
 
+def waiting_requests(handle: Any) -> int:
+    """Requests of an in-process gateway waiting in a stall, hold or trickle pause."""
+    return len(handle._gateway._waits)
+
+
 def start_stalled_act(handle: Any, model: str = PI05) -> Tuple[threading.Thread, Dict[str, Any]]:
     """POST /v1/act on a thread; its outcome gets "status", or "error" if the connection broke."""
     outcome: Dict[str, Any] = {}

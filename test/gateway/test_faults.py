@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
 
 import httpx
 import pytest
 
 pytest.importorskip("fastapi")
 
+from gateway_fixture import run_gateway  # noqa: E402
 from gateway_support import (  # noqa: E402
     COSMOS3,
     DEADLINE_S,
@@ -19,6 +22,7 @@ from gateway_support import (  # noqa: E402
     start_stalled_act,
     steps_of,
     wait_for,
+    waiting_requests,
 )
 
 
@@ -209,3 +213,150 @@ def test_control_connections_are_not_counted(gateway):
         c.get("/v1/health")
         c.get("/v1/models")
     assert gateway.counters()["connections"] == 1
+
+
+# --- faults for the safety work: a lying service, huge chunks, trickling bodies, rate limits ---
+
+LIES = {"control_frequency_hz": 1000, "open_loop_horizon": 600, "action_space": "ee_delta",
+        "action_dim": 3, "robot": "ur5e", "covers_seconds": 99.5, "sustains_seconds": None}
+
+
+def test_chunk_fields_overwrites_the_chunk_but_not_its_steps(gateway):
+    with client(gateway) as c:
+        honest = c.post("/v1/act", json=act_body()).json()["action_chunk"]
+        gateway.inject("chunk_fields", fields=LIES)
+        lying = c.post("/v1/act", json=act_body()).json()["action_chunk"]
+        after = c.post("/v1/act", json=act_body()).json()["action_chunk"]
+    assert {name: lying[name] for name in LIES} == LIES
+    assert lying["steps"] == honest["steps"]
+    assert after == honest
+
+
+@pytest.mark.parametrize(("fields", "named"), [
+    (None, "fields=None"),
+    ({}, "fields={}"),
+    ({"steps": []}, "'steps'"),
+    ({"control_hz": 1000}, "'control_hz'"),
+    ({"control_frequency_hz": float("nan")}, "'control_frequency_hz'"),
+    ("control_frequency_hz", "fields='control_frequency_hz'"),
+])
+def test_bad_chunk_fields_are_refused_naming_the_field(gateway, fields, named):
+    with pytest.raises(ValueError, match=re.escape(named)):
+        gateway.inject("chunk_fields", fields=fields)
+
+
+def test_rows_extends_the_chunk_with_its_last_row(gateway):
+    with client(gateway) as c:
+        honest = steps_of(c.post("/v1/act", json=act_body()))
+        gateway.inject("rows", rows=40)
+        long = c.post("/v1/act", json=act_body()).json()["action_chunk"]
+        gateway.inject("rows", rows=3)
+        short = steps_of(c.post("/v1/act", json=act_body()))
+    rows = [step["values"] for step in long["steps"]]
+    assert len(rows) == 40 and rows[:15] == honest and rows[15:] == [honest[-1]] * 25
+    assert [step["index"] for step in long["steps"]] == list(range(40))
+    assert long["covers_seconds"] == round(40 / 15.0, 4)
+    assert short == honest[:3]
+
+
+def test_rows_can_make_a_chunk_of_200000_rows(gateway):
+    gateway.inject("rows", rows=200_000)
+    with client(gateway, timeout=120.0) as c:
+        response = c.post("/v1/act", json=act_body())
+    assert response.status_code == 200
+    assert len(response.content) > 20_000_000
+    chunk = response.json()["action_chunk"]
+    assert len(chunk["steps"]) == 200_000 and chunk["steps"][-1]["index"] == 199_999
+
+
+@pytest.mark.parametrize("rows", [0, -1, 1.5, True, None, "15", 10_000_000])
+def test_bad_rows_are_refused_naming_the_field(gateway, rows):
+    with pytest.raises(ValueError, match="rows="):
+        gateway.inject("rows", rows=rows)
+
+
+@pytest.mark.parametrize(("kind", "kwargs", "named"), [
+    ("stall", {"rows": 5}, "rows=5"),
+    ("empty", {"fields": {"robot": "x"}}, "fields="),
+    ("trickle", {}, "seconds=None"),
+    ("trickle", {"seconds": 0}, "seconds=0"),
+])
+def test_arguments_of_another_fault_are_refused(gateway, kind, kwargs, named):
+    with pytest.raises(ValueError, match=re.escape(named)):
+        gateway.inject(kind, **kwargs)
+
+
+def test_trickle_sends_one_byte_at_a_time_until_released(gateway):
+    gateway.inject("trickle", seconds=0.02)
+    with client(gateway) as c:
+        with c.stream("POST", "/v1/act", json=act_body()) as response:
+            assert response.status_code == 200
+            raw = response.iter_raw()
+            first = [next(raw) for _ in range(10)]
+            assert [len(piece) for piece in first] == [1] * 10
+            gateway.clear_faults()  # the rest goes at once
+            body = b"".join(first) + b"".join(raw)
+        assert int(response.headers["content-length"]) == len(body)
+        chunk = json.loads(body)["action_chunk"]
+        assert len(chunk["steps"]) == 15
+        assert c.post("/v1/act", json=act_body()).status_code == 200
+
+
+def test_trickle_outlasts_any_per_read_timeout(gateway):
+    gateway.inject("trickle", seconds=0.05)
+    with client(gateway, timeout=httpx.Timeout(5.0, read=1.0)) as c:
+        with c.stream("POST", "/v1/act", json=act_body()) as response:
+            pieces = 0
+            for _ in response.iter_raw():
+                pieces += 1
+                if pieces == 40:  # 2 s of body: longer than the read timeout, never exceeded
+                    break
+    assert pieces == 40
+    gateway.clear_faults()
+
+
+def test_trickle_stops_when_the_client_leaves(gateway):
+    gateway.inject("trickle", seconds=600)
+    with client(gateway) as c:
+        with c.stream("POST", "/v1/act", json=act_body()) as response:
+            raw = response.iter_raw()  # kept: a dropped iterator closes the response
+            assert len(next(raw)) == 1
+            wait_for(lambda: waiting_requests(gateway) == 1, "the trickle to pause")
+    wait_for(lambda: waiting_requests(gateway) == 0, "the trickle to see the client gone")
+
+
+@pytest.mark.parametrize(("seconds", "header"), [(3, "3"), (2.5, "3"), (0, "0"), (None, "1")])
+def test_status_429_carries_retry_after(gateway, seconds, header):
+    gateway.inject("status", status=429, seconds=seconds)
+    with client(gateway) as c:
+        limited = c.post("/v1/act", json=act_body())
+        after = c.post("/v1/act", json=act_body())
+    assert limited.status_code == 429
+    assert limited.headers["retry-after"] == header
+    detail = limited.json()["detail"]
+    assert isinstance(detail, str) and f"retry in {header} s" in detail
+    assert after.status_code == 200
+
+
+@pytest.mark.parametrize("in_subprocess", [False, True])
+def test_new_faults_through_either_handle(in_subprocess, monkeypatch):
+    monkeypatch.setenv("SEQUENCE_AI_GATEWAY_PYTHON", sys.executable)
+    with run_gateway(subprocess=in_subprocess) as handle, client(handle) as c:
+        handle.inject("chunk_fields", fields={"control_frequency_hz": 1000})
+        assert c.post("/v1/act", json=act_body()).json()["action_chunk"][
+            "control_frequency_hz"] == 1000
+        handle.inject("rows", rows=20)
+        assert len(steps_of(c.post("/v1/act", json=act_body()))) == 20
+        handle.inject("status", status=429, seconds=4)
+        assert c.post("/v1/act", json=act_body()).headers["retry-after"] == "4"
+        handle.inject("trickle", seconds=30)
+        with c.stream("POST", "/v1/act", json=act_body()) as response:
+            raw = response.iter_raw()
+            first = next(raw)
+            assert len(first) == 1
+            handle.clear_faults()
+            assert len(json.loads(first + b"".join(raw))["action_chunk"]["steps"]) == 15
+        with pytest.raises(ValueError, match="steps"):
+            handle.inject("chunk_fields", fields={"steps": []})
+        with pytest.raises(ValueError, match="rows"):
+            handle.inject("rows", rows=0)
