@@ -13,13 +13,26 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sequence_ai import AuthError, InvalidResponse, OutOfCredit, SequencesError, Unavailable
+from sequence_ai import (
+    AuthError,
+    InvalidResponse,
+    OutOfCredit,
+    RateLimited,
+    SequencesError,
+    Unavailable,
+)
 from sequence_ai_gateway.catalogue import PANDA_LOWER, PANDA_UPPER
 
 # Generous bound for waiting on a condition: a hang guard, never a measurement.
 PATIENCE_S = 30.0
 # Longer than a pi05 chunk's runway at either rate the matrices play (8 steps at 15 or 60 Hz).
 STALL_BEYOND_RUNWAY_S = 1.0
+# A body sent one byte per this many seconds never completes within a cell's run.
+TRICKLE_BYTE_S = 0.5
+# A chunk declaring this rate (pi05-droid's catalogue says 15 Hz) must not set the arm's speed.
+LYING_RATE_HZ = 1000.0
+# Far more rows than pi05-droid's action_horizon (15).
+LONG_CHUNK_ROWS = 600
 # Threads the test process runs for the in-process gateway (server loop and its executor).
 GATEWAY_THREAD_PREFIXES = ("gateway:", "asyncio_")
 
@@ -35,6 +48,8 @@ class Cell:
     node_reason: str
     inject: Callable[[Any], None]
     recover: Callable[[Any], None] = field(default=lambda gw: gw.clear_faults())
+    # The fault never lets the run end by itself: it is given a short max_seconds.
+    ends_at_deadline: bool = False
 
 
 def _status(code: int) -> Callable[[Any], None]:
@@ -59,7 +74,9 @@ CELLS: tuple[Cell, ...] = (
          "until", "completed",
          _fault("stall", seconds=STALL_BEYOND_RUNWAY_S)),
     Cell("stall_forever", "request stalls until cleared", None, "timeout", "timeout",
-         _fault("stall", seconds=None)),
+         _fault("stall", seconds=None), ends_at_deadline=True),
+    Cell("trickle", f"body sent one byte every {TRICKLE_BYTE_S:g} s", None, "timeout", "timeout",
+         _fault("trickle", seconds=TRICKLE_BYTE_S), ends_at_deadline=True),
     Cell("reset", "connection reset mid-response", Unavailable,
          _raised(Unavailable), _raised(Unavailable), _fault("reset")),
     Cell("status_500", "HTTP 500", SequencesError,
@@ -84,6 +101,14 @@ CELLS: tuple[Cell, ...] = (
          _raised(AuthError), _raised(AuthError), _status(401)),
     Cell("status_402", "HTTP 402 mid-run", OutOfCredit,
          _raised(OutOfCredit), _raised(OutOfCredit), _status(402)),
+    Cell("status_429", "HTTP 429, Retry-After 1 s, mid-run", RateLimited,
+         _raised(RateLimited), _raised(RateLimited), _fault("status", status=429, seconds=1.0)),
+    Cell("lying_rate", f"chunk declares control_frequency_hz {LYING_RATE_HZ:g}", InvalidResponse,
+         _raised(InvalidResponse), _raised(InvalidResponse),
+         _fault("chunk_fields", fields={"control_frequency_hz": LYING_RATE_HZ})),
+    Cell("long_chunk", f"chunk of {LONG_CHUNK_ROWS} rows (horizon 15)", InvalidResponse,
+         _raised(InvalidResponse), _raised(InvalidResponse),
+         _fault("rows", rows=LONG_CHUNK_ROWS)),
     Cell("killed", "gateway killed mid-run, then restarted", Unavailable,
          _raised(Unavailable), _raised(Unavailable), lambda gw: gw.kill(), _restart),
 )

@@ -22,7 +22,7 @@ CONTROL_HZ = 60.0
 # Hang guards only: every cell ends long before these through its own fault.
 MAX_ACTIONS = 600
 MAX_SECONDS_GUARD = 60.0
-# stall_forever must be ended by max_seconds, well after the first chunk has played.
+# stall_forever and trickle must be ended by max_seconds, well after the first chunk played.
 STALL_FOREVER_MAX_SECONDS = 1.5
 
 
@@ -33,7 +33,7 @@ def matrix_gateway() -> Iterator[Any]:
 
 
 def _ending(cell: Cell) -> dict[str, Any]:
-    if cell.name == "stall_forever":
+    if cell.ends_at_deadline:
         return {"max_seconds": STALL_FOREVER_MAX_SECONDS}
     return {"max_seconds": MAX_SECONDS_GUARD}
 

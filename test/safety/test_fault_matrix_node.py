@@ -28,7 +28,7 @@ SIDE = "node act goal"
 GOAL_GUARD_S = 60.0
 # stall_runway: long enough that the stalled request is not the last one the goal needs.
 RUNWAY_GOAL_ACTIONS = 40
-STALL_FOREVER_GOAL_S = 2.0
+DEADLINE_GOAL_S = 2.0
 NEXT_GOAL_ACTIONS = 16
 
 
@@ -46,8 +46,8 @@ def matrix_system(safety_ros_context: Any, tmp_path_factory: Any) -> Iterator[tu
 
 
 def _goal_bounds(cell: Cell) -> tuple[float, int]:
-    if cell.name == "stall_forever":
-        return STALL_FOREVER_GOAL_S, 0
+    if cell.ends_at_deadline:
+        return DEADLINE_GOAL_S, 0
     if cell.name == "stall_runway":
         return GOAL_GUARD_S, RUNWAY_GOAL_ACTIONS
     return GOAL_GUARD_S, 0
