@@ -24,6 +24,7 @@ from sensor_msgs.msg import CompressedImage, Image, JointState
 import sequence_ai
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros import parameters
+from sequence_ai_ros.arm import ArmGate
 from sequence_ai_ros.commands import CommandPublisher
 from sequence_ai_ros.diagnostics import HealthRecord, build_array
 from sequence_ai_ros.goals import GoalRunner, StopCause, goal_problem
@@ -49,7 +50,7 @@ class SequenceAiNode(LifecycleNode):
 
     Lifecycle callbacks run one at a time (the node's default, mutually exclusive group) and
     own every field. `_lock` guards the ones other threads read: `_accepting`, `_runner`,
-    `_cache`, `_commands` (the goal, sensor, cancel and diagnostics callbacks).
+    `_cache`, `_gate` (the goal, sensor, cancel and diagnostics callbacks).
     """
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
@@ -66,7 +67,8 @@ class SequenceAiNode(LifecycleNode):
         self._accepting = False
         self._runner: GoalRunner | None = None
         self._cache: ObservationCache | None = None
-        self._commands: CommandPublisher | None = None
+        # The only publisher of arm commands: it owns the CommandPublisher.
+        self._gate: ArmGate | None = None
         self._policy: sequence_ai.Policy | None = None
         self._action_server: ActionServer | None = None
         self._subscriptions: list[Subscription] = []
@@ -156,6 +158,8 @@ class SequenceAiNode(LifecycleNode):
         controller, _ = controller_for(config, model)
         if problems or controller is None:
             raise ConfigureError("; ".join(problems))
+        if not model.control_hz or model.control_hz <= 0:
+            raise ConfigureError(f"model {model.short_id} has no control_hz in its catalogue row")
         # Played at the catalogue's rate, the rate every step is checked at, whatever a chunk
         # says about itself.
         self._policy = self._connect(config, api_key, control_hz=model.control_hz)
@@ -184,26 +188,35 @@ class SequenceAiNode(LifecycleNode):
                 callback_group=self._sensor_group,
             )
         )
-        commands = CommandPublisher(
-            self,
-            joint_names=config.joint_names,
-            interface=config.command_interface,
-            command_topic=config.command_topic,
-            command_type=config.command_type,
-            gripper_topic=config.gripper_command_topic,
+        # The catalogue's period, fixed here: the step check and trajectory timing use it.
+        period_s = 1.0 / model.control_hz
+        gate = ArmGate(
+            CommandPublisher(
+                self,
+                joint_names=config.joint_names,
+                interface=config.command_interface,
+                command_topic=config.command_topic,
+                command_type=config.command_type,
+                gripper_topic=config.gripper_command_topic,
+                period_s=period_s,
+            ),
+            cache,
+            joints=len(config.joint_names),
+            period_s=period_s,
+            log=self.get_logger(),
         )
         runner = GoalRunner(
             policy=self._policy,
             model=model,
             controller=controller,
             cache=cache,
-            commands=commands,
+            gate=gate,
             health=self.health,
             live_config=lambda: NodeConfig.from_node(self),
             log=self.get_logger(),
         )
         with self._lock:
-            self._cache, self._commands, self._runner = cache, commands, runner
+            self._cache, self._gate, self._runner = cache, gate, runner
         self._action_server = ActionServer(
             self,
             Act,
@@ -255,8 +268,8 @@ class SequenceAiNode(LifecycleNode):
     def _teardown(self) -> None:
         with self._lock:
             self._accepting = False
-            commands = self._commands
-            self._runner = self._cache = self._commands = None
+            gate = self._gate
+            self._runner = self._cache = self._gate = None
         self._stop_readiness()
         if self._action_server is not None:
             self._action_server.destroy()
@@ -264,8 +277,8 @@ class SequenceAiNode(LifecycleNode):
         for subscription in self._subscriptions:
             self.destroy_subscription(subscription)
         self._subscriptions = []
-        if commands is not None:
-            commands.destroy()
+        if gate is not None:
+            gate.destroy()
         if self._policy is not None:
             self._policy.close()
             self._policy = None
@@ -336,14 +349,14 @@ class SequenceAiNode(LifecycleNode):
 
     def _publish_diagnostics(self) -> None:
         with self._lock:
-            cache, commands = self._cache, self._commands
+            cache, gate = self._cache, self._gate
         self._diagnostics.publish(
             build_array(
                 self.health,
                 node_name=self.get_fully_qualified_name(),
                 ages=cache.ages() if cache is not None else {},
                 stamp_skew_s=cache.stamp_skew_s() if cache is not None else None,
-                command_rate_hz=commands.command_rate_hz() if commands is not None else 0.0,
+                command_rate_hz=gate.command_rate_hz() if gate is not None else 0.0,
                 stamp=self.get_clock().now().to_msg(),
             )
         )
