@@ -8,8 +8,10 @@ no path can publish around it. See docs/safety.md for the rules.
 
 from __future__ import annotations
 
+import math
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -20,10 +22,14 @@ from sequence_ai_ros.parameters import NodeConfig
 
 
 class Measurements(Protocol):
-    """The arm's joints, as the node's input cache keeps them."""
+    """The arm's joints and the cameras' ages, as the node's input cache keeps them."""
 
     def joints(self, max_age_s: float) -> JointSnapshot:
         """Joint positions no older than `max_age_s`, or StaleObservation."""
+        ...
+
+    def ages(self) -> Mapping[str, float | None]:
+        """Seconds since the newest message of each camera view (None: never received)."""
         ...
 
 
@@ -101,6 +107,7 @@ class ArmGate:
         joints: int,
         period_s: float,
         log: Logger,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         # Set here, never rebound. period_s is the catalogue's control period (configure);
         # joints the number of arm joints (joint_names is read-only).
@@ -109,6 +116,7 @@ class ArmGate:
         self._measurements = measurements
         self._period_s = period_s
         self._log = log
+        self._clock = clock
         self._lock = threading.Lock()
         # The running goal's rules; None while no goal runs.
         self._rules: MotionRules | None = None
@@ -117,6 +125,8 @@ class ArmGate:
         # The next step continues from _target; False at a goal's start and after a wait,
         # when the next step is checked against a fresh measurement instead.
         self._continuous = False
+        # Monotonic time at which the oldest camera's newest frame crosses max_image_age_s.
+        self._cameras_due_s = -math.inf
         # The last arm command was a hold: what an idle node republishes.
         self._held = False
         # The last reason an idle republish was refused (logged once per distinct reason).
@@ -142,6 +152,7 @@ class ArmGate:
         with self._lock:
             self._rules = rules
             self._continuous = False
+            self._cameras_due_s = -math.inf
 
     def end_goal(self) -> None:
         with self._lock:
@@ -149,7 +160,7 @@ class ArmGate:
 
     def check(self, row: Sequence[float]) -> str | None:
         """Why `row` must not be played now, or None. Raises StaleObservation when the joints
-        are older than the rules allow."""
+        or a camera are older than the rules allow."""
         with self._lock:
             return self._verdict(row)[0]
 
@@ -222,6 +233,7 @@ class ArmGate:
         limits = rules.limits
         n = len(limits.joint_names)
         measured = self._measurements.joints(rules.max_state_age_s).positions
+        self._check_cameras(rules)
         if self.interface is Interface.VELOCITY:
             arm = [float(v) * rules.velocity_scale for v in row[:n]]
             reason = safety.check_velocity_command(arm, measured, self._period_s, limits)
@@ -234,6 +246,30 @@ class ArmGate:
         if reason is None and rules.gripper and len(row) > n:
             reason = safety.check_gripper(row[n])
         return reason, arm
+
+    def _check_cameras(self, rules: MotionRules) -> None:
+        """Raise StaleObservation once a camera's newest frame is older than max_image_age_s.
+
+        Only ages are read, never an image, and only when the moment computed at the last look
+        has passed (about once per max_image_age_s while frames arrive); every step in between
+        just compares the clock with that moment.
+        """
+        now = self._clock()
+        if now < self._cameras_due_s:
+            return
+        ages = self._measurements.ages()
+        due = math.inf
+        for view in rules.camera_views:
+            age = ages.get(view)
+            if age is None:
+                raise StaleObservation(f"camera {view}: no image received yet")
+            if age > rules.max_image_age_s:
+                raise StaleObservation(
+                    f"camera {view}: newest image is {age:.3f} s old; max_image_age_s is "
+                    f"{rules.max_image_age_s:.3f}"
+                )
+            due = min(due, now + rules.max_image_age_s - age)
+        self._cameras_due_s = due
 
     def _hold_position(self, rules: MotionRules) -> str | None:
         """Publish a provably still position command — the fresh measurement, else the last

@@ -438,7 +438,7 @@ class GoalRunner:
         )
 
     def _validate(self, run: GoalRun, step: list[float]) -> bool:
-        # A stale joint state raises StaleObservation: the goal ends with it, held.
+        # A stale joint state or camera raises StaleObservation: the goal ends with it, held.
         reason = self._gate.check(step)
         if reason is not None:
             with self._cond:

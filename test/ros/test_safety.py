@@ -100,11 +100,15 @@ class _Output:
 
 
 class _Arm:
-    """The gate's measurements: joint positions and their age, as the test sets them."""
+    """The gate's measurements: joint positions and input ages the test sets."""
 
     def __init__(self) -> None:
+        self.now = 100.0
         self.positions = [0.0, 0.0]
         self.joint_age_s = 0.0
+        # Receive time of each camera's newest frame.
+        self.frames = {"front": self.now}
+        self.age_lookups = 0
 
     def joints(self, max_age_s: float) -> JointSnapshot:
         if self.joint_age_s > max_age_s:
@@ -113,6 +117,10 @@ class _Arm:
                 f"oldest); max_state_age_s is {max_age_s:.3f}"
             )
         return JointSnapshot(list(self.positions), None, self.joint_age_s, "a")
+
+    def ages(self) -> dict[str, float | None]:
+        self.age_lookups += 1
+        return {view: self.now - received for view, received in self.frames.items()}
 
 
 class _Log:
@@ -136,7 +144,7 @@ PERIOD_S = 1 / 15
 
 def _gate(interface: Interface = Interface.POSITION) -> tuple[ArmGate, _Output, _Arm, _Log]:
     output, arm, log = _Output(interface), _Arm(), _Log()
-    gate = ArmGate(output, arm, joints=2, period_s=PERIOD_S, log=log)
+    gate = ArmGate(output, arm, joints=2, period_s=PERIOD_S, log=log, clock=lambda: arm.now)
     return gate, output, arm, log
 
 
@@ -192,6 +200,25 @@ def test_a_stale_joint_state_stops_any_step() -> None:
     with pytest.raises(StaleObservation):
         gate.publish([0.1, 0.0])
     assert output.arm == [[0.1, 0.0]]
+
+
+def test_a_camera_is_watched_by_its_age_without_a_lookup_per_step() -> None:
+    gate, _, arm, _ = _gate()
+    gate.begin_goal(RULES)
+    arm.frames["front"] = arm.now - 0.1
+    steps_before_due = 0
+    while arm.now < 100.0 + 0.4 - 1e-9:
+        gate.check([0.0, 0.0])
+        steps_before_due += 1
+        arm.now += PERIOD_S
+    # One lookup at the first step; none until the newest frame could be too old.
+    assert arm.age_lookups == 1 and steps_before_due > 1
+    arm.now = 100.0 + 0.45
+    with pytest.raises(StaleObservation, match="camera front.*max_image_age_s"):
+        gate.check([0.0, 0.0])
+    # A newer frame arrived in time: the next look finds it and playing goes on.
+    arm.frames["front"] = arm.now - 0.01
+    assert gate.check([0.0, 0.0]) is None
 
 
 def test_a_hold_is_the_fresh_measurement() -> None:

@@ -136,6 +136,8 @@ NODE_CELLS: tuple[NodeCell, ...] = (
              "raised:StaleObservation", holds=0),
     NodeCell("joints_stop_mid_chunk", "joint_states stop while a 32-row chunk plays",
              "raised:StaleObservation"),
+    NodeCell("camera_dies_mid_chunk", "a camera stops while a 32-row chunk plays",
+             "raised:StaleObservation"),
 )
 
 

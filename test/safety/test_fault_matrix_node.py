@@ -3,7 +3,8 @@ the arm gets exactly one hold (or, where nothing is provably still, none), nothi
 published, nothing is left running, and the next goal succeeds.
 
 Besides the cells it shares with the client, the node has rows of its own: the arm moves while
-the node waits, joint states stop before a goal or while a chunk plays.
+the node waits, joint states stop before a goal, joint states or a camera stop while a chunk
+plays.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ LONG_CHUNK_MODEL = "cosmos3-edge-policy-droid"
 LONG_CHUNK_ROWS = 32
 LONG_CHUNK_VIEWS = ["exterior_1", "exterior_2", "wrist_left"]
 LONG_CHUNK_MAX_AGE_S = 0.5
+DEAD_CAMERA = "wrist_left"
 
 
 # A node cell's goal: (status, result, words its result message must contain).
@@ -297,11 +299,28 @@ def _joints_stop(system: System, cell: NodeCell) -> Outcome:
     return status, result, ("joint_states", "max_state_age_s")
 
 
+def _camera_dies(system: System, cell: NodeCell) -> Outcome:
+    arm, node = system.arm, system.node
+    start = arm.command_count()
+    handle, _ = arm.send_goal(f"safety matrix {cell.name}", GOAL_GUARD_S, LONG_CHUNK_ROWS)
+    assert handle.accepted
+    try:
+        wait_commands(arm, start + 1, "the goal's first command")
+        arm.paused_views.add(DEAD_CAMERA)
+        status, result = arm.result(handle)
+    finally:
+        arm.paused_views.discard(DEAD_CAMERA)
+    wait_for(lambda: (node._cache.ages()[DEAD_CAMERA] or 10.0) < LONG_CHUNK_MAX_AGE_S,
+             what="the camera again")
+    return status, result, (f"camera {DEAD_CAMERA}", "max_image_age_s")
+
+
 SCENARIOS: dict[str, tuple[str, Callable[[System, NodeCell], Outcome]]] = {
     "arm_moved_first_request": ("matrix_system", _first_request_stalls),
     "arm_moved_in_underrun": ("matrix_system", _underrun),
     "stale_joints_at_start": ("matrix_system", _stale_at_start),
     "joints_stop_mid_chunk": ("long_chunk_system", _joints_stop),
+    "camera_dies_mid_chunk": ("long_chunk_system", _camera_dies),
 }
 
 
