@@ -18,6 +18,7 @@ import sequence_ai
 from sequence_ai import CallHandle, Ending, RunStatus
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.arm import ArmGate, MotionRules
+from sequence_ai_ros.commands import Interface
 from sequence_ai_ros.diagnostics import HealthRecord
 from sequence_ai_ros.observations import ObservationCache
 from sequence_ai_ros.parameters import NodeConfig
@@ -459,7 +460,11 @@ class GoalRunner:
         with self._cond:
             run.held = True
             preempted = run.stop is StopCause.PREEMPTED
-        if preempted and not config.hold_between_goals and not force:
+        # A position arm left at its last target is still; a velocity arm never is.
+        if (
+            preempted and not config.hold_between_goals and not force
+            and self._gate.interface is Interface.POSITION
+        ):
             return
         problem = self._gate.hold()
         if problem is not None:

@@ -136,7 +136,9 @@ SPECS: dict[str, Spec] = {
         float_range=(0.001, 3.2),
     ),
     "hold_between_goals": Spec(
-        True, "command a hold when a goal is preempted, before the next goal starts"
+        True,
+        "command a hold when a goal is preempted, before the next goal starts (position; a "
+        "velocity arm gets zeros at every goal end)",
     ),
 }
 

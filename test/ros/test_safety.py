@@ -268,6 +268,17 @@ def test_a_hold_passes_the_limit_and_step_checks() -> None:
     assert problem is not None and "limits" in problem and "max_step" in problem
 
 
+def test_a_velocity_arm_is_held_with_zeros_and_stopped_while_waiting() -> None:
+    gate, output, arm, log = _gate(Interface.VELOCITY)
+    gate.begin_goal(RULES)
+    _play(gate, [1.0, -1.0])
+    gate.pause()
+    assert output.arm[-1] == [0.0, 0.0]
+    arm.joint_age_s = 5.0
+    assert gate.hold() is None and output.arm[-1] == [0.0, 0.0] and not log.errors
+    assert "moves" in (check_velocity_command([4.5, 0.0], [0.0, 0.0], PERIOD_S, LIMITS) or "")
+
+
 def test_the_gripper_is_checked_and_published_with_its_step() -> None:
     gate, output, _, _ = _gate()
     gate.begin_goal(RULES)

@@ -119,7 +119,7 @@ class NodeCell:
     """A row of the matrix only the node has: a sensor, the arm or a second goal misbehaves.
 
     ``holds`` is how many hold commands the row expects: 0 where no command is provably still
-    (no fresh joint state).
+    (no fresh joint state), 2 where two goals end.
     """
 
     name: str
@@ -138,6 +138,8 @@ NODE_CELLS: tuple[NodeCell, ...] = (
              "raised:StaleObservation"),
     NodeCell("camera_dies_mid_chunk", "a camera stops while a 32-row chunk plays",
              "raised:StaleObservation"),
+    NodeCell("velocity_preempted", "velocity arm, hold_between_goals false: goal preempted, the "
+             "new goal cancelled in its first request", "preempted, then interrupted", holds=2),
 )
 
 

@@ -3,12 +3,12 @@ the arm gets exactly one hold (or, where nothing is provably still, none), nothi
 published, nothing is left running, and the next goal succeeds.
 
 Besides the cells it shares with the client, the node has rows of its own: the arm moves while
-the node waits, joint states stop before a goal, joint states or a camera stop while a chunk
-plays.
+the node waits, joint states or a camera stop while a chunk plays, a velocity arm is preempted.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -38,6 +38,7 @@ from safety_support import (
     new_threads,
     record,
 )
+from std_msgs.msg import Float64MultiArray
 
 from sequence_ai_ros.node import SequenceAiNode
 from sequence_ai_ros.observations import StaleObservation
@@ -60,6 +61,7 @@ LONG_CHUNK_ROWS = 32
 LONG_CHUNK_VIEWS = ["exterior_1", "exterior_2", "wrist_left"]
 LONG_CHUNK_MAX_AGE_S = 0.5
 DEAD_CAMERA = "wrist_left"
+VELOCITY_TOPIC = "forward_velocity_controller/commands"
 
 
 # A node cell's goal: (status, result, words its result message must contain).
@@ -116,6 +118,25 @@ def long_chunk_system(
     try:
         system.arm.configure_and_activate()
         yield system
+    finally:
+        system.nodes.close()
+
+
+@pytest.fixture(scope="module")
+def velocity_system(
+    safety_ros_context: Any, tmp_path_factory: Any, matrix_gateway: Any
+) -> Iterator[tuple[System, list[tuple[float, ...]]]]:
+    system = _system(
+        safety_ros_context, matrix_gateway, tmp_path_factory.mktemp("key"), "safety_velocity",
+        command_interface="velocity", command_topic=VELOCITY_TOPIC, hold_between_goals=False,
+    )
+    velocities: list[tuple[float, ...]] = []
+    system.arm.create_subscription(
+        Float64MultiArray, VELOCITY_TOPIC, lambda msg: velocities.append(tuple(msg.data)), 10
+    )
+    try:
+        system.arm.configure_and_activate()
+        yield system, velocities
     finally:
         system.nodes.close()
 
@@ -355,6 +376,66 @@ def test_node_only_cell(request: pytest.FixtureRequest, cell: NodeCell) -> None:
     for word in words:
         assert word in result.message, result.message
     _assert_row(row, next_status, next_result)
+
+
+def test_a_preempted_velocity_goal_and_a_cancelled_successor_both_end_in_zeros(
+    velocity_system: tuple[System, list[tuple[float, ...]]],
+) -> None:
+    """With hold_between_goals false the preempted goal still stops a velocity arm: the next
+    goal's first request can take up to startup_timeout_s, and a forward velocity controller
+    applies the last velocity until then."""
+    system, velocities = velocity_system
+    gw, arm = system.gw, system.arm
+    (cell,) = [c for c in NODE_CELLS if c.name == "velocity_preempted"]
+    row = record(SIDE, cell, cell.expected)
+    before = _Before(arm)
+    first_velocity = len(velocities)
+    first, _ = arm.send_goal(f"safety matrix {cell.name}", GOAL_GUARD_S)
+    assert first.accepted
+    wait_for(lambda: len(velocities) >= first_velocity + 3, what="the first goal's steps")
+    acts = gw.counters()["requests"]["act"]
+    # Two: the running goal's prefetch may take the first, the new goal's request the second.
+    gw.inject("stall", seconds=None, count=2)
+    try:
+        second, _ = arm.send_goal(f"after {cell.name}", GOAL_GUARD_S)
+        assert second.accepted
+        first_status, first_result = arm.result(first)
+        wait_for(lambda: gw.counters()["requests"]["act"] > acts, what="the stalled request")
+        zero = wait_for(lambda: _zero_after_motion(velocities, first_velocity),
+                        what="zero velocity after the preempted goal")
+        cancelled_at = len(velocities)
+        second.cancel()
+        second_status, second_result = arm.result(second)
+        wait_for(lambda: any(not any(v) for v in velocities[cancelled_at:]),
+                 what="zero velocity after the cancelled goal")
+    finally:
+        gw.clear_faults()
+    row.observed = f"{first_result.reason}, then {second_result.reason}"
+    # One hold per goal end: the preempted goal's zero before the cancel, the cancelled one's
+    # after it.
+    ended = velocities[first_velocity:]
+    row.holds = int(zero is not None) + int(any(not any(v) for v in velocities[cancelled_at:]))
+    row.invalid_steps = sum(1 for v in ended if not all(math.isfinite(x) for x in v))
+    ignore = system.nodes.pool_prefixes()
+    wait_for(lambda: not new_threads(before.threads, ignore), what="threads of the goals to end")
+    row.leaked = len(new_threads(before.threads, ignore)) + len(child_pids() - before.children)
+    next_handle, _ = arm.send_goal(f"after {cell.name} again", GOAL_GUARD_S, NEXT_GOAL_ACTIONS)
+    next_status, next_result = arm.result(next_handle)
+    row.next_run = next_result.reason
+
+    assert first_status == GoalStatus.STATUS_ABORTED
+    assert second_status == GoalStatus.STATUS_CANCELED and second_result.actions == 0
+    assert row.observed == cell.expected
+    _assert_row(row, next_status, next_result)
+
+
+def _zero_after_motion(velocities: list[tuple[float, ...]], start: int) -> int | None:
+    """Index of the first zero command after the last moving one since ``start``."""
+    moving = [i for i in range(start, len(velocities)) if any(velocities[i])]
+    if not moving:
+        return None
+    return next((i for i in range(moving[-1] + 1, len(velocities))
+                 if not any(velocities[i])), None)
 
 
 # ----- lifecycle stops and configure -----
