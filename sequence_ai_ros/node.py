@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import sys
 import threading
 from typing import Any
@@ -253,11 +254,20 @@ class SequenceAiNode(LifecycleNode):
         )
 
     def _read_api_key(self, path: str) -> str | None:
-        """The key from api_key_file; None lets the client read SEQUENCES_API_KEY."""
+        """The key from api_key_file; None lets the client read SEQUENCES_API_KEY.
+
+        Like ssh with a private key, a file that group or others may access is refused.
+        """
         if not path:
             return None
         try:
             with open(os.path.expanduser(path), encoding="utf-8") as handle:
+                mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
+                if mode & 0o077:
+                    raise ConfigureError(
+                        f"api_key_file {path!r} is accessible by group or others (mode "
+                        f"{mode:04o}); the key must be private to its owner: chmod 600 {path}"
+                    )
                 key = handle.read().strip()
         except OSError as exc:
             raise ConfigureError(f"api_key_file {path!r} cannot be read: {exc.strerror}") from exc
