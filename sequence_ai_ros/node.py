@@ -25,7 +25,7 @@ from sensor_msgs.msg import CompressedImage, Image, JointState
 import sequence_ai
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros import parameters
-from sequence_ai_ros.arm import ArmGate
+from sequence_ai_ros.arm import ArmGate, MotionRules
 from sequence_ai_ros.commands import CommandPublisher
 from sequence_ai_ros.diagnostics import HealthRecord, build_array
 from sequence_ai_ros.goals import GoalRunner, StopCause, goal_problem
@@ -51,7 +51,7 @@ class SequenceAiNode(LifecycleNode):
 
     Lifecycle callbacks run one at a time (the node's default, mutually exclusive group) and
     own every field. `_lock` guards the ones other threads read: `_accepting`, `_runner`,
-    `_cache`, `_gate` (the goal, sensor, cancel and diagnostics callbacks).
+    `_cache`, `_gate` (the goal, sensor, cancel, diagnostics and idle-hold callbacks).
     """
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
@@ -79,6 +79,16 @@ class SequenceAiNode(LifecycleNode):
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._diagnostics_timer = self.create_timer(
             1.0, self._publish_diagnostics, callback_group=self._timer_group
+        )
+        # The hold is one volatile message: a controller that (re)connects after a goal never
+        # hears it, so an idle node sends it again (the gate decides whether it may).
+        republish_hz = self.get_parameter("hold_republish_hz").value
+        self._republish_timer = (
+            self.create_timer(
+                1.0 / republish_hz, self._republish_hold, callback_group=self._timer_group
+            )
+            if republish_hz > 0
+            else None
         )
 
     # ----- lifecycle -----
@@ -356,6 +366,15 @@ class SequenceAiNode(LifecycleNode):
         thread, self._ready_thread = self._ready_thread, None
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=_STOP_TIMEOUT_S)
+
+    def _republish_hold(self) -> None:
+        with self._lock:
+            gate = self._gate if self._accepting else None
+        if gate is None:
+            return
+        config = NodeConfig.from_node(self)
+        if config.hold_between_goals:
+            gate.republish_hold(MotionRules.from_config(config))
 
     def _publish_diagnostics(self) -> None:
         with self._lock:

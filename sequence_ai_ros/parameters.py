@@ -140,6 +140,13 @@ SPECS: dict[str, Spec] = {
         "command a hold when a goal is preempted, before the next goal starts (position; a "
         "velocity arm gets zeros at every goal end)",
     ),
+    "hold_republish_hz": Spec(
+        1.0,
+        "while no goal runs and hold_between_goals is true, send the last hold again at this "
+        "rate, if it still passes the safety checks (0 = off)",
+        read_only=True,
+        float_range=(0.0, 10.0),
+    ),
 }
 
 
@@ -173,6 +180,7 @@ class NodeConfig:
     joint_upper_limits: tuple[float, ...]
     max_step: float
     hold_between_goals: bool
+    hold_republish_hz: float
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> NodeConfig:
