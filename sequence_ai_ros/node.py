@@ -52,6 +52,12 @@ class SequenceAiNode(LifecycleNode):
     Lifecycle callbacks run one at a time (the node's default, mutually exclusive group) and
     own every field. `_lock` guards the ones other threads read: `_accepting`, `_runner`,
     `_cache`, `_gate` (the goal, sensor, cancel, diagnostics and idle-hold callbacks).
+
+    The readiness thread (from activate until the model is loaded) shares the goals' Policy:
+    it reads only its `policy` argument, calling `Policy.ready()`, which the client makes safe
+    from any thread beside a running goal (the Session keeps its state under its own lock,
+    the transport's connection pool is thread-safe); it writes only `health` (own lock) and
+    waits on `_ready_stop`. `_ready_thread` belongs to the lifecycle callbacks.
     """
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
@@ -342,7 +348,10 @@ class SequenceAiNode(LifecycleNode):
     # ----- readiness and diagnostics -----
 
     def _watch_readiness(self, policy: sequence_ai.Policy | None) -> None:
-        """Bring the model up in the background once active; progress goes to diagnostics."""
+        """Bring the model up in the background once active; progress goes to diagnostics.
+
+        The readiness thread; it may run beside a goal on the same Policy (see the class).
+        """
         last_problem = ""
         while policy is not None and not self._ready_stop.is_set():
             try:

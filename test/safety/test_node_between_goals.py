@@ -1,5 +1,5 @@
-"""Between goals: the idle node sends its hold again only while the hold still passes the
-gate."""
+"""Between goals and beside them: the idle node sends its hold again only while the hold still
+passes the gate, and the readiness thread polls the service while a goal drives the arm."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from action_msgs.msg import GoalStatus
 from gateway_fixture import run_gateway
+from lifecycle_msgs.msg import Transition
 from node_harness import node_parameters, wait_for
 from ros_support import NodeSystem, hold_events, key_file_for
 
@@ -60,3 +61,31 @@ def test_an_idle_node_republishes_its_hold_only_while_it_passes(
     wait_for(lambda: REFUSED in arm.log_text() and "max_step" in arm.log_text(),
              what="the refusal for an arm that moved")
     assert arm.commands_since(mark) == []
+
+
+def test_readiness_is_polled_beside_a_running_goal(
+    safety_ros_context: Any, tmp_path: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The readiness thread calls Policy.ready() while the goal's thread drives the same Policy
+    through a cold start; neither refuses the other and both finish."""
+    with run_gateway(cold_start_s=2.0) as gw:
+        nodes = NodeSystem(safety_ros_context, "safety_ready")
+        try:
+            _, arm = nodes.start(**node_parameters(gw.url, key_file_for(tmp_path, gw.api_key)))
+            assert arm.transition(Transition.TRANSITION_CONFIGURE)
+            assert arm.transition(Transition.TRANSITION_ACTIVATE)
+            handle, feedback = arm.send_goal("pick up the cup", 60.0, 8)
+            assert handle.accepted
+            wait_for(lambda: (arm.node_status() or {}).get("ready") == "false",
+                     what="the readiness thread to report the cold model")
+            status, result = arm.result(handle)
+            wait_for(lambda: (arm.node_status() or {}).get("ready") == "true",
+                     what="the readiness thread to see the model loaded")
+            readiness_polls = gw.counters()["requests"]["ready"]
+        finally:
+            nodes.close()
+    assert status == GoalStatus.STATUS_SUCCEEDED and result.actions == 8, result.message
+    assert any(f.status == "waiting" for f in feedback)
+    assert readiness_polls >= 1
+    err = capfd.readouterr().err
+    assert "another thread is driving" not in err and "readiness check failed" not in err
