@@ -8,6 +8,7 @@ the node waits, joint states or a camera stop while a chunk plays, a velocity ar
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 from collections.abc import Callable, Iterator
@@ -84,105 +85,59 @@ def matrix_gateway() -> Iterator[Any]:
         yield gw
 
 
-def _system(context: Any, gw: Any, directory: Any, prefix: str, **changes: Any) -> System:
+@contextlib.contextmanager
+def _active(context: Any, gw: Any, directory: Any, prefix: str, **changes: Any) -> Iterator[System]:
+    """A configured, active node with the matrix's parameters plus ``changes``."""
     nodes = NodeSystem(context, prefix)
-    node, arm = nodes.start(**node_parameters(gw.url, key_file_for(directory, gw.api_key),
-                                              **changes))
-    return System(gw, nodes, node, arm)
+    try:
+        node, arm = nodes.start(**node_parameters(gw.url, key_file_for(directory, gw.api_key),
+                                                  **changes))
+        arm.configure_and_activate()
+        yield System(gw, nodes, node, arm)
+    finally:
+        nodes.close()
 
 
 @pytest.fixture(scope="module")
 def matrix_system(
     safety_ros_context: Any, tmp_path_factory: Any, matrix_gateway: Any
 ) -> Iterator[System]:
-    system = _system(safety_ros_context, matrix_gateway, tmp_path_factory.mktemp("key"),
-                     "safety_matrix")
-    try:
-        system.arm.configure_and_activate()
+    with _active(safety_ros_context, matrix_gateway, tmp_path_factory.mktemp("key"),
+                 "safety_matrix") as system:
         yield system
-    finally:
-        system.nodes.close()
 
 
 @pytest.fixture(scope="module")
 def long_chunk_system(
     safety_ros_context: Any, tmp_path_factory: Any, matrix_gateway: Any
 ) -> Iterator[System]:
-    system = _system(
+    with _active(
         safety_ros_context, matrix_gateway, tmp_path_factory.mktemp("key"), "safety_long",
         model=LONG_CHUNK_MODEL, camera_views=LONG_CHUNK_VIEWS,
         camera_topics=[f"cameras/{view}/image_raw" for view in LONG_CHUNK_VIEWS],
         camera_transports=["raw"] * len(LONG_CHUNK_VIEWS), prefetch=False,
         max_state_age_s=LONG_CHUNK_MAX_AGE_S, max_image_age_s=LONG_CHUNK_MAX_AGE_S,
-    )
-    try:
-        system.arm.configure_and_activate()
+    ) as system:
         yield system
-    finally:
-        system.nodes.close()
 
 
 @pytest.fixture(scope="module")
 def velocity_system(
     safety_ros_context: Any, tmp_path_factory: Any, matrix_gateway: Any
 ) -> Iterator[tuple[System, list[tuple[float, ...]]]]:
-    system = _system(
+    with _active(
         safety_ros_context, matrix_gateway, tmp_path_factory.mktemp("key"), "safety_velocity",
         command_interface="velocity", command_topic=VELOCITY_TOPIC, hold_between_goals=False,
-    )
-    velocities: list[tuple[float, ...]] = []
-    system.arm.create_subscription(
-        Float64MultiArray, VELOCITY_TOPIC, lambda msg: velocities.append(tuple(msg.data)), 10
-    )
-    try:
-        system.arm.configure_and_activate()
+    ) as system:
+        velocities: list[tuple[float, ...]] = []
+        system.arm.create_subscription(
+            Float64MultiArray, VELOCITY_TOPIC, lambda msg: velocities.append(tuple(msg.data)),
+            10,
+        )
         yield system, velocities
-    finally:
-        system.nodes.close()
 
 
-# ----- the cells shared with the client -----
-
-
-def _goal_bounds(cell: Cell) -> tuple[float, int]:
-    if cell.ends_at_deadline:
-        return DEADLINE_GOAL_S, 0
-    if cell.name == "stall_runway":
-        return GOAL_GUARD_S, RUNWAY_GOAL_ACTIONS
-    return GOAL_GUARD_S, 0
-
-
-@pytest.mark.parametrize("cell", CELLS, ids=[c.name for c in CELLS])
-def test_node_fault_cell(matrix_system: System, cell: Cell) -> None:
-    gw, arm = matrix_system.gw, matrix_system.arm
-    row = record(SIDE, cell, cell.node_reason)
-    before = _Before(arm)
-    max_seconds, max_actions = _goal_bounds(cell)
-
-    try:
-        handle, _ = arm.send_goal(f"safety matrix {cell.name}", max_seconds, max_actions)
-        assert handle.accepted
-        wait_commands(arm, before.commands + 1, "the goal's first command")
-        cell.inject(gw)
-        status, result = arm.result(handle)
-    finally:
-        cell.recover(gw)
-    row.observed = result.reason
-    wait_for(lambda: arm.holds(before.commands), what="the hold after the goal")
-    next_status, next_result = _settle(row, matrix_system, before, f"after {cell.name}")
-
-    assert row.observed == cell.node_reason, result.message
-    if cell.error is None:
-        assert status == GoalStatus.STATUS_SUCCEEDED
-    else:
-        assert status == GoalStatus.STATUS_ABORTED
-        assert result.stopped_early and cell.error.__name__ in result.message
-    _assert_row(row, next_status, next_result)
-    if cell.name == "stall_runway":
-        assert result.underruns >= 1 and result.actions == RUNWAY_GOAL_ACTIONS
-
-
-# ----- the node's own cells -----
+# ----- what every cell records -----
 
 
 class _Before:
@@ -230,6 +185,50 @@ def _assert_row(row: MatrixRow, next_status: int, next_result: Any) -> None:
     assert row.leaked == 0
     assert next_status == GoalStatus.STATUS_SUCCEEDED and row.next_run == "completed"
     assert next_result.actions == NEXT_GOAL_ACTIONS
+
+
+# ----- the cells shared with the client -----
+
+
+def _goal_bounds(cell: Cell) -> tuple[float, int]:
+    if cell.ends_at_deadline:
+        return DEADLINE_GOAL_S, 0
+    if cell.name == "stall_runway":
+        return GOAL_GUARD_S, RUNWAY_GOAL_ACTIONS
+    return GOAL_GUARD_S, 0
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=[c.name for c in CELLS])
+def test_node_fault_cell(matrix_system: System, cell: Cell) -> None:
+    gw, arm = matrix_system.gw, matrix_system.arm
+    row = record(SIDE, cell, cell.node_reason)
+    before = _Before(arm)
+    max_seconds, max_actions = _goal_bounds(cell)
+
+    try:
+        handle, _ = arm.send_goal(f"safety matrix {cell.name}", max_seconds, max_actions)
+        assert handle.accepted
+        wait_commands(arm, before.commands + 1, "the goal's first command")
+        cell.inject(gw)
+        status, result = arm.result(handle)
+    finally:
+        cell.recover(gw)
+    row.observed = result.reason
+    wait_for(lambda: arm.holds(before.commands), what="the hold after the goal")
+    next_status, next_result = _settle(row, matrix_system, before, f"after {cell.name}")
+
+    assert row.observed == cell.node_reason, result.message
+    if cell.error is None:
+        assert status == GoalStatus.STATUS_SUCCEEDED
+    else:
+        assert status == GoalStatus.STATUS_ABORTED
+        assert result.stopped_early and cell.error.__name__ in result.message
+    _assert_row(row, next_status, next_result)
+    if cell.name == "stall_runway":
+        assert result.underruns >= 1 and result.actions == RUNWAY_GOAL_ACTIONS
+
+
+# ----- the node's own cells -----
 
 
 def _push(system: System, joint: int, size: float) -> None:
@@ -305,32 +304,38 @@ def _stale_at_start(system: System, cell: NodeCell) -> Outcome:
     return status, result, ("joint_states", "could not be held")
 
 
-def _joints_stop(system: System, cell: NodeCell) -> Outcome:
-    arm, node = system.arm, system.node
+def _input_stops_mid_chunk(
+    system: System, cell: NodeCell, stop: Callable[[], object], resume: Callable[[], object]
+) -> tuple[int, Any]:
+    """A one-chunk goal whose input ``stop``s after its first command (``resume`` after)."""
+    arm = system.arm
     start = arm.command_count()
     handle, _ = arm.send_goal(f"safety matrix {cell.name}", GOAL_GUARD_S, LONG_CHUNK_ROWS)
     assert handle.accepted
     try:
         wait_commands(arm, start + 1, "the goal's first command")
-        arm.publish_joints = False
-        status, result = arm.result(handle)
+        stop()
+        return arm.result(handle)
     finally:
-        arm.publish_joints = True
+        resume()
+
+
+def _joints_stop(system: System, cell: NodeCell) -> Outcome:
+    arm, node = system.arm, system.node
+    status, result = _input_stops_mid_chunk(
+        system, cell, lambda: setattr(arm, "publish_joints", False),
+        lambda: setattr(arm, "publish_joints", True),
+    )
     wait_for(lambda: not _joints_stale(node, LONG_CHUNK_MAX_AGE_S), what="fresh joint states")
     return status, result, ("joint_states", "max_state_age_s")
 
 
 def _camera_dies(system: System, cell: NodeCell) -> Outcome:
     arm, node = system.arm, system.node
-    start = arm.command_count()
-    handle, _ = arm.send_goal(f"safety matrix {cell.name}", GOAL_GUARD_S, LONG_CHUNK_ROWS)
-    assert handle.accepted
-    try:
-        wait_commands(arm, start + 1, "the goal's first command")
-        arm.paused_views.add(DEAD_CAMERA)
-        status, result = arm.result(handle)
-    finally:
-        arm.paused_views.discard(DEAD_CAMERA)
+    status, result = _input_stops_mid_chunk(
+        system, cell, lambda: arm.paused_views.add(DEAD_CAMERA),
+        lambda: arm.paused_views.discard(DEAD_CAMERA),
+    )
     wait_for(lambda: (node._cache.ages()[DEAD_CAMERA] or 10.0) < LONG_CHUNK_MAX_AGE_S,
              what="the camera again")
     return status, result, (f"camera {DEAD_CAMERA}", "max_image_age_s")
