@@ -463,7 +463,7 @@ def test_deactivating_during_a_stalled_request_holds_and_returns(matrix_system: 
         gw.clear_faults()
     assert status == GoalStatus.STATUS_ABORTED and result.reason == "interrupted"
     wait_for(lambda: arm.holds(start), what="the hold")
-    assert arm.commands_since(start)[-1] == arm.holds(start)[-1]
+    assert arm.commands_since(start)[-1].values == arm.holds(start)[-1].values
     assert arm.transition(Transition.TRANSITION_ACTIVATE)
     next_handle, _ = arm.send_goal("after deactivate", GOAL_GUARD_S, NEXT_GOAL_ACTIONS)
     assert arm.result(next_handle)[1].reason == "completed"
@@ -486,7 +486,9 @@ def test_cancelling_a_goal_whose_first_request_stalls(matrix_system: System) -> 
     assert status == GoalStatus.STATUS_CANCELED and result.reason == "interrupted"
     assert result.actions == 0
     wait_for(lambda: hold_events(arm, start), what="the hold")
-    assert arm.commands_since(start) == arm.holds(start)
+    # Commands first: a hold sent again meanwhile is in holds() taken after.
+    commands = arm.commands_since(start)
+    assert commands and all(c in arm.holds(start) for c in commands)
 
 
 def test_configuring_against_a_dead_gateway_fails_and_can_retry(

@@ -14,6 +14,8 @@ from node_harness import node_parameters, wait_for
 from ros_support import NodeSystem, hold_events, key_file_for
 
 REFUSED = "the idle hold is not republished"
+# Long enough that a goal sent once every input has arrived still meets a loading model.
+COLD_START_S = 4.0
 # Moved while the node cannot see it: more than max_step (0.25) from the hold.
 PUSH_RAD = 1.0
 
@@ -68,16 +70,17 @@ def test_readiness_is_polled_beside_a_running_goal(
 ) -> None:
     """The readiness thread calls Policy.ready() while the goal's thread drives the same Policy
     through a cold start; neither refuses the other and both finish."""
-    with run_gateway(cold_start_s=2.0) as gw:
+    with run_gateway(cold_start_s=COLD_START_S) as gw:
         nodes = NodeSystem(safety_ros_context, "safety_ready")
         try:
             _, arm = nodes.start(**node_parameters(gw.url, key_file_for(tmp_path, gw.api_key)))
             assert arm.transition(Transition.TRANSITION_CONFIGURE)
             assert arm.transition(Transition.TRANSITION_ACTIVATE)
+            # The goal starts while the readiness thread still sees the model loading.
+            wait_for(lambda: _inputs_arrived(arm) and arm.node_status()["ready"] == "false",
+                     what="every input and the readiness thread reporting the cold model")
             handle, feedback = arm.send_goal("pick up the cup", 60.0, 8)
             assert handle.accepted
-            wait_for(lambda: (arm.node_status() or {}).get("ready") == "false",
-                     what="the readiness thread to report the cold model")
             status, result = arm.result(handle)
             wait_for(lambda: (arm.node_status() or {}).get("ready") == "true",
                      what="the readiness thread to see the model loaded")
@@ -89,3 +92,9 @@ def test_readiness_is_polled_beside_a_running_goal(
     assert readiness_polls >= 1
     err = capfd.readouterr().err
     assert "another thread is driving" not in err and "readiness check failed" not in err
+
+
+def _inputs_arrived(arm: Any) -> bool:
+    values = arm.node_status() or {}
+    ages = [v for k, v in values.items() if k.endswith("_age_s")]
+    return bool(ages) and "never received" not in ages
