@@ -16,6 +16,8 @@ import numpy as np
 from sequence_ai_ros.sim.arm import forward_kinematics
 
 VIEWS: tuple[str, ...] = ("exterior_1", "exterior_2", "wrist_left")
+# (width, height) of DROID's cameras, and so of the simulated ones unless told otherwise.
+IMAGE_SIZE = (1280, 720)
 
 _WALL_TOP = np.array([196, 204, 214], dtype=np.float32)
 _WALL_BOTTOM = np.array([150, 158, 170], dtype=np.float32)
@@ -209,7 +211,9 @@ class _Item:
 class SceneRenderer:
     """Renders one view of the scene for a joint state into a preallocated full-size frame."""
 
-    def __init__(self, view: str, width: int = 1280, height: int = 720, scale: int = 4) -> None:
+    def __init__(
+        self, view: str, width: int = IMAGE_SIZE[0], height: int = IMAGE_SIZE[1], scale: int = 4
+    ) -> None:
         if view not in VIEWS:
             raise ValueError(f"view: got {view!r}, expected one of {', '.join(VIEWS)}")
         if width <= 0 or height <= 0:

@@ -40,7 +40,7 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from sequence_ai_ros.sim.arm import GRIPPER_JOINT, HOME, JOINT_NAMES, SimArm
-from sequence_ai_ros.sim.render import VIEWS, SceneRenderer
+from sequence_ai_ros.sim.render import IMAGE_SIZE, VIEWS, SceneRenderer
 from sequence_ai_ros.sim.trajectory import (
     Replacement,
     Trajectory,
@@ -78,8 +78,8 @@ def light_feed_overrides(
         "fps": f"{fps:g}",
         "views": "[" + ",".join(views) + "]",
         "image_transport": transport,
-        "image_width": "1280",
-        "image_height": "720",
+        "image_width": str(IMAGE_SIZE[0]),
+        "image_height": str(IMAGE_SIZE[1]),
     }
 
 
@@ -161,8 +161,8 @@ class SimRobot(Node):
     def __init__(self, **kwargs: object) -> None:
         super().__init__("sim_robot", **kwargs)  # type: ignore[arg-type]
         rate_hz = self._param("rate_hz", 100.0, "joint_states rate and integration rate (Hz)")
-        width = self._param("image_width", 1280, "camera image width (px)")
-        height = self._param("image_height", 720, "camera image height (px)")
+        width = self._param("image_width", IMAGE_SIZE[0], "camera image width (px)")
+        height = self._param("image_height", IMAGE_SIZE[1], "camera image height (px)")
         fps = self._param("fps", 15.0, "camera frame rate (Hz), 15..30 like DROID's cameras")
         transport = self._param("image_transport", "raw", "raw | compressed | both")
         views = self._param("views", list(VIEWS), "camera views to publish")
