@@ -92,6 +92,16 @@ class Probe:
         with self.lock:
             return np.array(self.joints[-1].position)
 
+    def at(self, target: np.ndarray, atol: float) -> bool:
+        return bool(np.allclose(np.array(self.joints[-1].position[:7]), target, atol=atol))
+
+    def holds_at(self, what: str, target: np.ndarray, atol: float) -> None:
+        """Wait until the arm is at `target`, then check it stays there for 20 joint states."""
+        self.wait_for(what, lambda: self.at(target, atol))
+        count = len(self.joints)
+        self.wait_for("more joint states", lambda: len(self.joints) >= count + 20)
+        np.testing.assert_allclose(self.latest_joints()[:7], target, atol=atol)
+
     def resend_until(
         self, what: str, send: Callable[[], None], condition: Callable[[], bool]
     ) -> None:
@@ -167,13 +177,7 @@ def test_follows_position_commands_and_holds_after_them(sim: Probe) -> None:
     while time.monotonic() < deadline and np.allclose(sim.latest_joints()[:7], HOME):
         send(sim.positions, list(target))
         time.sleep(0.05)
-    sim.wait_for(
-        "the arm to reach the target",
-        lambda: np.allclose(np.array(sim.joints[-1].position[:7]), target, atol=1e-3),
-    )
-    count = len(sim.joints)
-    sim.wait_for("more joint states", lambda: len(sim.joints) >= count + 20)
-    np.testing.assert_allclose(sim.latest_joints()[:7], target, atol=1e-3)
+    sim.holds_at("the arm to reach the target", target, atol=1e-3)
 
 
 def test_integrates_velocity_commands_clamped_to_the_limits(sim: Probe) -> None:
@@ -263,13 +267,7 @@ def test_plays_a_stamped_trajectory_from_its_start_time_and_holds_its_last_point
         lambda: sim.trajectories.publish(msg),
         lambda: bool(sim.references),
     )
-    sim.wait_for(
-        "the arm at the last point",
-        lambda: np.allclose(np.array(sim.joints[-1].position[:7]), target, atol=1e-6),
-    )
-    count = len(sim.joints)
-    sim.wait_for("more joint states", lambda: len(sim.joints) >= count + 20)
-    np.testing.assert_allclose(sim.latest_joints()[:7], target, atol=1e-6)
+    sim.holds_at("the arm at the last point", target, atol=1e-6)
     with sim.lock:
         joints = list(sim.joints)
         references = list(sim.references)
@@ -301,10 +299,7 @@ def test_refused_trajectories_do_not_move_the_arm(sim: Probe) -> None:
             sim.trajectories.publish(msg)
 
     sim.resend_until("the arm moving", publish, lambda: sim.joints[-1].position[0] > HOME[0] + 1e-3)
-    sim.wait_for(
-        "the arm at the good trajectory's point",
-        lambda: np.allclose(np.array(sim.joints[-1].position[:7]), target, atol=1e-6),
-    )
+    sim.wait_for("the arm at the good trajectory's point", lambda: sim.at(target, atol=1e-6))
     with sim.lock:
         first_joint = [m.position[0] for m in sim.joints]
     assert min(first_joint) >= HOME[0] - 1e-9, "the arm moved toward a refused trajectory"
@@ -323,11 +318,9 @@ def test_a_forward_command_takes_the_arm_from_a_running_trajectory(sim: Probe) -
     sim.resend_until(
         "the arm at the forward command's target",
         lambda: send(sim.positions, list(target)),
-        lambda: np.allclose(np.array(sim.joints[-1].position[:7]), target, atol=1e-6),
+        lambda: sim.at(target, atol=1e-6),
     )
-    count = len(sim.joints)
-    sim.wait_for("more joint states", lambda: len(sim.joints) >= count + 20)
-    np.testing.assert_allclose(sim.latest_joints()[:7], target, atol=1e-6)
+    sim.holds_at("the arm to stay there", target, atol=1e-6)
 
 
 def test_premade_frames_cost_no_rendering_and_stay_the_same_as_the_arm_moves() -> None:
@@ -343,7 +336,7 @@ def test_premade_frames_cost_no_rendering_and_stay_the_same_as_the_arm_moves() -
         sim.resend_until(
             "the arm at the target",
             lambda: send(sim.positions, list(target)),
-            lambda: np.allclose(np.array(sim.joints[-1].position[:7]), target, atol=1e-6),
+            lambda: sim.at(target, atol=1e-6),
         )
         count = {view: len(frames) for view, frames in sim.images.items()}
         sim.wait_for(
