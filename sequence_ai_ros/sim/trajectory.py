@@ -149,9 +149,10 @@ class TrajectoryController:
                 f"header.stamp: the trajectory starts at {start:.3f} and ends at "
                 f"{knots[-1].time_s:.3f}, before now ({now_s:.3f})"
             )
-        measured = np.asarray(measured_positions, dtype=float)
+        # Copies: the caller's arrays are its arm's state, which moves on.
+        measured = np.array(measured_positions, dtype=float)
         if self.replacement is Replacement.RESTART:
-            self._restart(knots, now_s, measured, np.asarray(measured_velocities, dtype=float))
+            self._restart(knots, now_s, measured, np.array(measured_velocities, dtype=float))
         else:
             self._splice(future, max(start, now_s), now_s, measured)
         return len(future)
