@@ -212,7 +212,7 @@ class SimRobot(Node):
             allow_nonzero_velocity_at_trajectory_end=bool(nonzero_end),
         )
         self._premade = frames == "premade"
-        self._last_step = time.monotonic()
+        self._last_step = self._now_s()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         # Reliable, like ros2_control's joint_state_broadcaster; best-effort readers still match.
         self._joint_pub = self.create_publisher(JointState, "joint_states", 10)
@@ -340,14 +340,15 @@ class SimRobot(Node):
     # ----- the loops -----
 
     def _on_tick(self) -> None:
-        now = time.monotonic()
-        # Integrate over the real elapsed time (capped) so a late tick does not slow the arm.
-        dt = min(0.1, now - self._last_step)
-        self._last_step = now
         stamp = self.get_clock().now()
+        now = stamp.nanoseconds * 1e-9
+        # Integrate over the elapsed time on the clock of the stamps (capped; 0 if the clock
+        # stepped back), so a late tick does not slow the arm and velocities match positions.
+        dt = min(0.1, max(0.0, now - self._last_step))
+        self._last_step = now
         with self._lock:
             # The trajectory is sampled here, at the arm's own rate, whatever its sender's pace.
-            desired = self._trajectory.sample(stamp.nanoseconds * 1e-9)
+            desired = self._trajectory.sample(now)
             if desired is not None:
                 self.arm.command_positions(desired.positions)
             self.arm.step(dt)
