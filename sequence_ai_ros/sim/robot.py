@@ -84,7 +84,7 @@ def light_feed_overrides(
 
 
 class _CameraOutput:
-    """One view: its renderer, a reusable message over one frame buffer, its publishers.
+    """One view: its renderer, one reused message whose data it draws into, its publishers.
 
     Used by the camera thread only.
     """
@@ -94,16 +94,16 @@ class _CameraOutput:
     ) -> None:
         self.view = view
         self.renderer = SceneRenderer(view, width, height, scale)
-        # The renderer draws into an array.array, which a message takes by one copy (no
-        # per-element check); the same message goes out until the frame changes.
-        self.buffer = array.array("B", bytes(width * height * 3))
-        self.pixels = np.frombuffer(self.buffer, dtype=np.uint8).reshape(height, width, 3)
+        # The renderer draws straight into the message's own array.array (taken by one copy
+        # at first), so a new frame costs no copy before publishing.
         self.image = Image(height=height, width=width, encoding="rgb8", step=width * 3)
         self.image.header.frame_id = f"{view}_optical_frame"
+        self.image.data = array.array("B", bytes(width * height * 3))
+        self.pixels = np.frombuffer(self.image.data, dtype=np.uint8).reshape(height, width, 3)
         self.jpeg = CompressedImage(format="rgb8; jpeg compressed bgr8")
         self.jpeg.header.frame_id = self.image.header.frame_id
-        self.drawn: np.ndarray | None = None  # joints + gripper of the frame in the buffer
-        self.encoded = False  # the JPEG holds the frame in the buffer
+        self.drawn: np.ndarray | None = None  # joints + gripper of the frame in `pixels`
+        self.encoded = False  # the JPEG holds the frame in `pixels`
         topic = f"cameras/{view}/image_raw"
         self.raw = (
             node.create_publisher(Image, topic, qos_profile_sensor_data)
@@ -128,15 +128,13 @@ class _CameraOutput:
         if self.drawn is not None and np.max(np.abs(state - self.drawn)) < _MOVED_RAD:
             return
         self.renderer.render(state[:7], float(state[7]), out=self.pixels)
-        self.image.data = self.buffer
         self.drawn = state
         self.encoded = False
 
     def add_sensor_noise(self, sigma: float, seed: int) -> None:
-        """Gaussian noise on the frame in the buffer, as a camera's sensor adds."""
+        """Gaussian noise on the frame, as a camera's sensor adds."""
         noise = np.random.default_rng(seed).normal(0.0, sigma, self.pixels.shape)
         self.pixels[:] = np.clip(self.pixels + noise, 0, 255).astype(np.uint8)
-        self.image.data = self.buffer
         self.encoded = False
 
     def encode(self, quality: int) -> None:
