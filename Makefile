@@ -1,7 +1,8 @@
 # sequence_ai_ros: one-command setup, lint and test.
 #
 #   make setup   .venv (Python 3.10 + ROS 2 + Python deps), .venv39, colcon build into install/
-#   make test    setup, lint, the whole suite on 3.10 in the workspace, the client suite on 3.9
+#   make test    setup, lint, the whole suite on 3.10 in the workspace, the client suite on 3.9,
+#                the client and gateway suites on a Humble robot's dependency versions
 #   make lint    ruff, plus the Python 3.9 / 3.10 syntax floors of the client, gateway and node
 #   make demo    the simulated arm driven through the local gateway
 #   make bench   benchmarks (QUICK=1 for the short smoke run)
@@ -20,6 +21,9 @@ VENV := $(ROOT)/.venv
 VENV39 := $(ROOT)/.venv39
 VENV_PY := $(VENV)/bin/python
 VENV39_PY := $(VENV39)/bin/python
+# Python 3.10 with the versions a Humble robot's rosdep installs (.ci/humble-floors.txt).
+VENV_FLOORS := $(ROOT)/.venv-floors
+VENV_FLOORS_PY := $(VENV_FLOORS)/bin/python
 PIP_INSTALL := -m pip install --disable-pip-version-check --quiet
 # venv and pip run from / : a setup.cfg in the working directory (ours sends scripts to
 # lib/sequence_ai_ros for ros2 run) would otherwise redirect where they install scripts.
@@ -74,7 +78,7 @@ BENCH_SMOKE ?= 1
 BUILD_STAMP := $(ROOT)/build/.colcon-stamp
 BUILD_INPUTS := package.xml setup.py setup.cfg resource/sequence_ai_ros \
 	interfaces/package.xml interfaces/CMakeLists.txt $(wildcard interfaces/action/*.action) \
-	$(wildcard launch launch/*.launch.py config config/*.yaml) \
+	$(wildcard launch launch/*.launch.py config config/*.yaml config/*.xml) \
 	$(shell find sequence_ai sequence_ai_gateway sequence_ai_ros -name '*.py' 2>/dev/null)
 
 # The built workspace over the venv: what `source install/setup.bash` gives a ROS user, with the
@@ -87,8 +91,9 @@ WS_ENV = source $(VENV)/bin/activate && source $(ROOT)/install/setup.bash && $(R
 LINT_PATHS := $(wildcard sequence_ai sequence_ai_gateway sequence_ai_ros test bench launch) .ci
 CLIENT_TESTS := $(wildcard test/client) test/foundation/test_client_import.py \
 	test/gateway/test_fixture_any_python.py
+FLOORS_TESTS := $(wildcard test/client test/gateway) test/foundation/test_client_import.py
 
-.PHONY: setup setup-locked test lint pytest pytest39 demo bench bench-quick
+.PHONY: setup setup-locked test lint pytest pytest39 floors demo bench bench-quick
 
 # Serialised with flock: several engineers share this tree and colcon must not run twice at once.
 setup:
@@ -131,7 +136,7 @@ $(BUILD_STAMP): $(VENV)/.stamp-deps $(BUILD_INPUTS)
 
 # Every step runs even when an earlier one failed, so one run reports all failures; the exit
 # status is non-zero if any step failed.
-TEST_STEPS := lint pytest pytest39 $(if $(filter 1,$(BENCH_SMOKE)),bench-quick)
+TEST_STEPS := lint pytest pytest39 floors $(if $(filter 1,$(BENCH_SMOKE)),bench-quick)
 
 test: setup
 	@failed=""; \
@@ -163,6 +168,22 @@ pytest39: setup
 		echo "No Python 3.9 found: pass PYTHON39=/path/to/python3.9"; exit 1; fi; \
 	cd $(ROOT) && env -u AMENT_PREFIX_PATH PYTHONPATH=$(ROOT) SEQUENCE_AI_GATEWAY_PYTHON=$(VENV_PY) \
 		$(VENV39_PY) -m pytest $(PYTEST_ARGS) $(CLIENT_TESTS)
+
+$(VENV_FLOORS_PY):
+	$(OUTSIDE) $(PYTHON) -m venv $(VENV_FLOORS)
+
+# The test tools of the client venv (for a gateway in process too: trustme) over the floors.
+$(VENV_FLOORS)/.stamp-deps: $(VENV_FLOORS_PY) setup.py .ci/requirements.py .ci/humble-floors.txt
+	$(VENV_FLOORS_PY) .ci/requirements.py client-test > $(VENV_FLOORS)/requirements.txt
+	$(OUTSIDE) $(VENV_FLOORS_PY) $(PIP_INSTALL) -r $(ROOT)/.ci/humble-floors.txt \
+		-r $(VENV_FLOORS)/requirements.txt "trustme>=1.0"
+	@touch $@
+
+# The client and gateway suites on the dependency versions of a Humble robot (Python 3.10).
+floors: $(VENV_FLOORS)/.stamp-deps
+	cd $(ROOT) && env -u AMENT_PREFIX_PATH PYTHONPATH=$(ROOT) \
+		SEQUENCE_AI_GATEWAY_PYTHON=$(VENV_FLOORS_PY) \
+		$(VENV_FLOORS_PY) -m pytest $(PYTEST_ARGS) $(FLOORS_TESTS)
 
 demo: setup
 	$(WS_ENV) export ROS_DOMAIN_ID=$(RUN_DOMAIN_ID) && $(VENV_PY) -m sequence_ai_ros.demo $(ARGS)

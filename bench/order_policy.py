@@ -37,7 +37,7 @@ def decode(value: float) -> tuple[int, int]:
 class OrderEcho:
     """Catalogue row + ``steps``: absolute joint targets that encode (request, step)."""
 
-    latency_ms = 50.0
+    inference_ms = 50.0
 
     def __init__(self) -> None:
         row = catalogue.simulated_row("pi05-droid")

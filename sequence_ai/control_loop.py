@@ -90,6 +90,7 @@ class RunLoop:
         self.max_seam_jump: Optional[float] = None
         self.action_space: Optional[str] = None
         self.instruction_swaps = 0
+        self.observations = 0
         self.max_instruction_lag_s: Optional[float] = None
         self.observe_s = 0.0
 
@@ -203,11 +204,14 @@ class RunLoop:
                 "sequence_ai.Observation (build one with sequence_ai.observation(...))"
             )
         text, pending_since = self.session.take_instruction()
-        if pending_since is not None:
+        # The instruction a run starts with (act()'s own, or one latched before) is not a swap:
+        # only a change after the run's first request is.
+        if pending_since is not None and self.observations > 0:
             self.instruction_swaps += 1
             lag = time.monotonic() - pending_since
             if self.max_instruction_lag_s is None or lag > self.max_instruction_lag_s:
                 self.max_instruction_lag_s = lag
+        self.observations += 1
         if text is not None and observation.instruction != text:
             observation = observation.with_instruction(text)
         # The pre-send check runs here, on the driving thread, so a strict failure surfaces

@@ -273,7 +273,12 @@ class Transport:
         """Close the connection pool; idempotent."""
         if not self._closed:
             self._closed = True
-            self._client.close()
+            try:
+                self._client.close()
+            except RuntimeError:
+                # httpx < 0.25 (Ubuntu 22.04 ships 0.22) refuses to close a pool while a request
+                # is in flight on another thread; abort() has already ended that request.
+                pass
 
     def abort(self) -> None:
         """Close, first waking any thread blocked reading a response on this transport."""

@@ -8,6 +8,7 @@ import sys
 from typing import List, Optional, Sequence
 
 from sequence_ai_gateway import DEFAULT_HOST, DEFAULT_PORT, DEVELOPMENT_KEY
+from sequence_ai_gateway.serving import NETWORK_MS, NETWORK_SPREAD, PER_KB_MS
 
 KEYS_ENV = "SEQUENCES_GATEWAY_KEYS"
 
@@ -31,12 +32,25 @@ def build_parser() -> argparse.ArgumentParser:
                              f" else the development key {DEVELOPMENT_KEY})")
     parser.add_argument("--broke-key", action="append", default=[], metavar="KEY",
                         help="a key that authenticates but is out of credit (402); repeatable")
-    parser.add_argument("--latency-ms", type=float, default=None,
-                        help="median simulated inference time for every model "
-                             "(default: each model's own)")
-    parser.add_argument("--jitter-ms", type=float, default=0.0,
-                        help="lognormal spread of the inference time (default 0)")
-    parser.add_argument("--scale", type=float, default=1.0,
+    timing = parser.add_argument_group(
+        "simulated time", "per request: network base (lognormal) + body kB x per-kB cost, then "
+        "the model's queue and one of its workers for the inference (docs/gateway.md)")
+    timing.add_argument("--network-ms", type=float, default=NETWORK_MS,
+                        help="median network base per request (default %(default)s)")
+    timing.add_argument("--per-kb-ms", type=float, default=PER_KB_MS,
+                        help="network time per kB (1000 bytes) of request body "
+                             "(default %(default)s)")
+    timing.add_argument("--spread", type=float, default=NETWORK_SPREAD,
+                        help="lognormal sigma of the network base (default %(default)s)")
+    timing.add_argument("--workers", type=int, default=1,
+                        help="workers per model, each one inference at a time (default 1)")
+    timing.add_argument("--latency-ms", type=float, default=None,
+                        help="flat override: every request takes this long on its model's "
+                             "worker, no network, whatever its size (default: the model above)")
+    timing.add_argument("--jitter-ms", type=float, default=0.0,
+                        help="lognormal spread, in ms at the median, of the worker time: the "
+                             "flat latency or the model's inference (default 0)")
+    timing.add_argument("--scale", type=float, default=1.0,
                         help="multiplies every simulated time; 0 for tests (default 1)")
     parser.add_argument("--cold-start-s", type=float, default=0.0,
                         help="model load time; 0 = models start warm (default 0)")
@@ -79,6 +93,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             latency_ms=args.latency_ms,
             jitter_ms=args.jitter_ms,
             scale=args.scale,
+            network_ms=args.network_ms,
+            per_kb_ms=args.per_kb_ms,
+            spread=args.spread,
+            workers=args.workers,
             cold_start_s=args.cold_start_s,
             keep_warm_s=args.keep_warm_s,
         )

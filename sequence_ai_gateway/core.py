@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import threading
 from enum import Enum
@@ -12,7 +13,14 @@ from sequence_ai_gateway import DEVELOPMENT_KEY
 from sequence_ai_gateway.catalogue import Catalogue, complete_row, short_id
 from sequence_ai_gateway.faults import Fault, FaultBook, make_fault
 from sequence_ai_gateway.policies import builtin_policies
-from sequence_ai_gateway.serving import LatencySettings, ModelServer, WarmthSettings
+from sequence_ai_gateway.serving import (
+    NETWORK_MS,
+    NETWORK_SPREAD,
+    PER_KB_MS,
+    LatencySettings,
+    ModelServer,
+    WarmthSettings,
+)
 
 ENDPOINT_COUNTERS = ("health", "models", "ready", "act")
 # Used when the ``warming`` fault names no duration and the gateway has no cold start.
@@ -29,8 +37,8 @@ class KeyStatus(str, Enum):
 def _non_negative(name: str, value: Optional[float]) -> Optional[float]:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(f"{name}={value!r}: expected a number >= 0")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise ValueError(f"{name}={value!r}: expected a finite number >= 0")
     return float(value)
 
 
@@ -47,6 +55,10 @@ class Gateway:
         latency_ms: Optional[float] = None,
         jitter_ms: float = 0.0,
         scale: float = 1.0,
+        network_ms: float = NETWORK_MS,
+        per_kb_ms: float = PER_KB_MS,
+        spread: float = NETWORK_SPREAD,
+        workers: int = 1,
         cold_start_s: float = 0.0,
         keep_warm_s: float = 600.0,
         seed: int = 0,
@@ -57,7 +69,8 @@ class Gateway:
         self.api_keys: List[str] = list(api_keys) if api_keys else [DEVELOPMENT_KEY]
         self.broke_keys: List[str] = list(broke_keys or [])
         self.latency = LatencySettings()
-        self.set_latency(latency_ms=latency_ms, jitter_ms=jitter_ms, scale=scale)
+        self.set_latency(latency_ms=latency_ms, jitter_ms=jitter_ms, scale=scale,
+                         network_ms=network_ms, per_kb_ms=per_kb_ms, spread=spread)
         self._initial_latency = dict(self.latency.__dict__)
         self.warmth = WarmthSettings(
             cold_start_s=_non_negative("cold_start_s", cold_start_s) or 0.0,
@@ -65,7 +78,7 @@ class Gateway:
         )
         rng = random.Random(seed)
         self.servers: Dict[str, ModelServer] = {
-            row["id"]: ModelServer(row, policy, self.latency, self.warmth, rng)
+            row["id"]: ModelServer(row, policy, self.latency, self.warmth, rng, workers)
             for row, policy in zip(rows, served)
         }
         self.faults = FaultBook()
@@ -73,6 +86,7 @@ class Gateway:
         # the control API on any thread.
         self._lock = threading.Lock()
         self._requests = {name: 0 for name in ENDPOINT_COUNTERS}
+        self._bytes_received = 0
         self._connections = 0
         self._fresh: Set[Any] = set()  # peers of accepted connections with no request yet
         # Stalled, held and trickling requests, each woken through its own loop; the
@@ -97,6 +111,11 @@ class Gateway:
         with self._lock:
             self._requests[endpoint] += 1
 
+    def count_body(self, size: int) -> None:
+        """Bytes of an act request's body, whatever becomes of the request."""
+        with self._lock:
+            self._bytes_received += size
+
     def connection_opened(self, peer: Any) -> None:
         with self._lock:
             self._connections += 1
@@ -120,9 +139,12 @@ class Gateway:
             out: Dict[str, Any] = {
                 "connections": self._connections,
                 "requests": dict(self._requests),
+                "bytes_received": self._bytes_received,
             }
-        out["queue_depth"] = {short_id(k): s.queue_depth for k, s in self.servers.items()}
-        out["max_queue_depth"] = {short_id(k): s.max_queue_depth for k, s in self.servers.items()}
+        models = {short_id(k): s.counters() for k, s in self.servers.items()}
+        out["queue_depth"] = {name: m["queue_depth"] for name, m in models.items()}
+        out["max_queue_depth"] = {name: m["max_queue_depth"] for name, m in models.items()}
+        out["models"] = models
         return out
 
     # --- control ------------------------------------------------------------------------------
@@ -168,14 +190,19 @@ class Gateway:
         latency_ms: Optional[float] = None,
         jitter_ms: Optional[float] = None,
         scale: Optional[float] = None,
+        network_ms: Optional[float] = None,
+        per_kb_ms: Optional[float] = None,
+        spread: Optional[float] = None,
     ) -> None:
-        """Change only the settings given; applies to inferences that start afterwards."""
-        if latency_ms is not None:
-            self.latency.latency_ms = _non_negative("latency_ms", latency_ms)
-        if jitter_ms is not None:
-            self.latency.jitter_ms = _non_negative("jitter_ms", jitter_ms) or 0.0
-        if scale is not None:
-            self.latency.scale = _non_negative("scale", scale) or 0.0
+        """Change only the settings given (all checked first); applies to the transport and
+        inference phases that start afterwards. ``latency_ms`` sets the flat override; only
+        ``reset`` returns from it to the model."""
+        given = {"latency_ms": latency_ms, "jitter_ms": jitter_ms, "scale": scale,
+                 "network_ms": network_ms, "per_kb_ms": per_kb_ms, "spread": spread}
+        checked = {name: _non_negative(name, value) for name, value in given.items()}
+        for name, value in checked.items():
+            if value is not None:
+                setattr(self.latency, name, value)
 
     def force_cold(self, model: str) -> None:
         self.server_for(model).force_cold()
@@ -192,10 +219,11 @@ class Gateway:
         self.latency.__dict__.update(self._initial_latency)
         with self._lock:
             self._requests = {name: 0 for name in ENDPOINT_COUNTERS}
+            self._bytes_received = 0
             self._connections = 0
         for server in self.servers.values():
             server.reset_warmth()
-            server.reset_max_queue_depth()
+            server.reset_counters()
 
     def reset_after_restart(self) -> None:
         """A restarted server is a fresh process: models back to their initial warmth."""

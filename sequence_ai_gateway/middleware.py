@@ -61,6 +61,8 @@ class BodyLimitAndCounters:
                 await _too_large(send, int(declared) if declared.isdigit() else None)
                 return
             chunks.append(body)
+        if endpoint == "act":
+            self.gateway.count_body(size)
         await self.app(scope, _replay_body(b"".join(chunks), receive), send)
 
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
+from sequence_ai_ros.image_conversion import CONVERTER
+
 
 def percentile(samples: list[float], fraction: float) -> float | None:
     """Nearest-rank percentile; None without samples."""
@@ -87,6 +89,7 @@ def build_array(
     *,
     node_name: str,
     ages: dict[str, float | None],
+    missing: list[str],
     stamp_skew_s: float | None,
     command_rate_hz: float,
     stamp: object,
@@ -106,17 +109,22 @@ def build_array(
         "request_latency_p50_ms": _fmt(percentile(latencies, 0.5), 1000.0, 1),
         "request_latency_p95_ms": _fmt(percentile(latencies, 0.95), 1000.0, 1),
         "command_rate_hz": f"{command_rate_hz:.1f}",
+        "image_conversion": CONVERTER,
     }
     for source, age in ages.items():
         key = "joint_state_age_s" if source == "joint_states" else f"camera_{source}_age_s"
         values[key] = _fmt(age) if age is not None else "never received"
     # How far apart the inputs of one observation were captured, by their header stamps.
     values["input_stamp_skew_s"] = _fmt(stamp_skew_s)
+    # Inputs that have never delivered a message; a goal waits input_wait_s for them.
+    values["inputs_not_arrived"] = ", ".join(missing) or "none"
 
     if health.problem:
         level, message = DiagnosticStatus.ERROR, health.problem
     elif health.lifecycle == "active" and health.readiness_error:
         level, message = DiagnosticStatus.WARN, f"readiness check failing: {health.readiness_error}"
+    elif health.lifecycle == "active" and missing:
+        level, message = DiagnosticStatus.WARN, f"no message yet from: {', '.join(missing)}"
     elif health.lifecycle == "active" and health.ready is False:
         level, message = DiagnosticStatus.WARN, "model warming up"
     elif health.lifecycle != "active":

@@ -20,7 +20,7 @@ from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.arm import ArmGate, MotionRules
 from sequence_ai_ros.commands import Interface
 from sequence_ai_ros.diagnostics import HealthRecord
-from sequence_ai_ros.observations import ObservationCache
+from sequence_ai_ros.observations import ObservationCache, StaleObservation
 from sequence_ai_ros.parameters import NodeConfig
 
 # A preempted run stops within one control period plus one interruptible wait; this bounds
@@ -317,26 +317,21 @@ class GoalRunner:
         def observe() -> sequence_ai.Observation:
             return self._observe(config, goal.instruction)
 
-        def act(step: list[float]) -> None:
-            self._act(run, step)
-
         outcome: sequence_ai.RunOutcome | None = None
         error: Exception | None = None
         # Built from this goal's parameter snapshot: a change applies from the next goal.
         self._gate.begin_goal(MotionRules.from_config(config))
         try:
-            try:
-                if goal.max_actions > 0:
-                    # act() takes no max_actions; run() with the instruction in every
-                    # observation is the same loop with both bounds.
-                    outcome = self._policy.run(
-                        observe, act, max_actions=goal.max_actions, **options
-                    )
-                else:
-                    outcome = self._policy.act(goal.instruction, observe, act, **options)
-            except Exception as exc:  # noqa: BLE001 - any failure must end the goal held
-                error = exc
-                outcome = getattr(exc, "outcome", None)
+            missing = self._wait_for_inputs(run, config.input_wait_s)
+            with self._cond:
+                stopped = run.phase is GoalPhase.STOPPING
+            if not missing:
+                outcome, error = self._run_policy(run, observe, options)
+            elif not stopped:
+                error = StaleObservation(
+                    f"{', '.join(missing)} never arrived within input_wait_s "
+                    f"({config.input_wait_s:g} s)"
+                )
             with self._cond:
                 held = run.held
             if not held:
@@ -345,6 +340,50 @@ class GoalRunner:
         finally:
             self._gate.end_goal()
         return self._end(run, outcome, error, ran=True)
+
+    def _run_policy(
+        self,
+        run: GoalRun,
+        observe: Callable[[], sequence_ai.Observation],
+        options: dict[str, Any],
+    ) -> tuple[sequence_ai.RunOutcome | None, Exception | None]:
+        goal = run.handle.request
+
+        def act(step: list[float]) -> None:
+            self._act(run, step)
+
+        try:
+            if goal.max_actions > 0:
+                # act() takes no max_actions; run() with the instruction in every observation
+                # is the same loop with both bounds.
+                return self._policy.run(
+                    observe, act, max_actions=goal.max_actions, **options
+                ), None
+            return self._policy.act(goal.instruction, observe, act, **options), None
+        except Exception as exc:  # noqa: BLE001 - any failure must end the goal held
+            return getattr(exc, "outcome", None), exc
+
+    def _wait_for_inputs(self, run: GoalRun, wait_s: float) -> list[str]:
+        """Wait up to `wait_s` (feedback `waiting`) until every input has delivered a first
+        message or the goal is stopped; the inputs still missing."""
+        if not self._cache.missing():
+            return []
+        with self._cond:
+            run.status = RunStatus.WAITING
+        self._feedback(run, force=True)
+        self._cache.add_listener(self._inputs_arrived)
+        try:
+            with self._cond:
+                self._cond.wait_for(
+                    lambda: run.phase is GoalPhase.STOPPING or not self._cache.missing(), wait_s
+                )
+        finally:
+            self._cache.remove_listener(self._inputs_arrived)
+        return self._cache.missing()
+
+    def _inputs_arrived(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
 
     def _detail(
         self, run: GoalRun, outcome: sequence_ai.RunOutcome | None, error: Exception | None

@@ -1,4 +1,9 @@
-"""Camera messages to numpy arrays: a small replacement for cv_bridge, which is not on PyPI."""
+"""Camera messages to RGB (or grey) numpy arrays: with cv_bridge where it imports (a ROS
+install), else with the node's own numpy/Pillow conversion (PyPI ROS has no cv_bridge).
+
+Both paths check the header first and return the same array for every supported encoding:
+the numpy path follows cv_bridge's conversions (test/ros/test_image_conversion.py).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,11 @@ from typing import Any
 
 import numpy as np
 from sensor_msgs.msg import CompressedImage, Image
+
+try:
+    from cv_bridge import CvBridge, CvBridgeError
+except ImportError:  # pragma: no cover - depends on the install
+    CvBridge = None
 
 # Channels per pixel and whether the colour order must be flipped to reach RGB.
 _RAW_LAYOUTS: dict[str, tuple[int, bool]] = {
@@ -18,6 +28,8 @@ _RAW_LAYOUTS: dict[str, tuple[int, bool]] = {
 }
 
 SUPPORTED_ENCODINGS = tuple(_RAW_LAYOUTS)
+# What converts images in this process: "cv_bridge" or "numpy".
+CONVERTER = "numpy" if CvBridge is None else "cv_bridge"
 
 
 class ImageConversionError(ValueError):
@@ -33,12 +45,8 @@ def _byte_view(data: Any) -> np.ndarray:
         return np.asarray(data, dtype=np.uint8)
 
 
-def image_to_array(msg: Image) -> np.ndarray:
-    """`sensor_msgs/Image` → (H, W, 3) RGB or (H, W) grey uint8 array.
-
-    The result is a strided view on the message's buffer wherever possible: row padding is
-    skipped through strides, BGR is reversed through a negative stride and alpha is sliced off.
-    """
+def _checked_layout(msg: Image) -> tuple[str, int, bool, np.ndarray]:
+    """(encoding, channels, flip to RGB, the data as bytes) of a well-formed Image."""
     encoding = msg.encoding.lower()
     if encoding not in _RAW_LAYOUTS:
         raise ImageConversionError(
@@ -68,6 +76,17 @@ def image_to_array(msg: Image) -> np.ndarray:
             f"Image data has {flat.size} bytes; {width}x{height} {encoding} with step {step} "
             f"needs at least {needed}"
         )
+    return encoding, channels, flip, flat
+
+
+def image_to_array(msg: Image) -> np.ndarray:
+    """`sensor_msgs/Image` → (H, W, 3) RGB or (H, W) grey uint8 array, the numpy path.
+
+    The result is a strided view on the message's buffer wherever possible: row padding is
+    skipped through strides, BGR is reversed through a negative stride and alpha is sliced off.
+    """
+    _, channels, flip, flat = _checked_layout(msg)
+    height, width, step = int(msg.height), int(msg.width), int(msg.step)
     if channels == 1:
         return np.lib.stride_tricks.as_strided(
             flat, shape=(height, width), strides=(step, 1), writeable=False
@@ -79,14 +98,21 @@ def image_to_array(msg: Image) -> np.ndarray:
     return rgb[:, :, ::-1] if flip else rgb
 
 
-def compressed_to_array(msg: CompressedImage) -> np.ndarray:
-    """`sensor_msgs/CompressedImage` (JPEG or PNG) → (H, W, 3) RGB uint8 array."""
+def _check_format(msg: CompressedImage) -> None:
     fmt = msg.format.lower()
     if "jpeg" not in fmt and "jpg" not in fmt and "png" not in fmt:
         raise ImageConversionError(
             f"CompressedImage format {msg.format!r} is not supported; expected JPEG or PNG "
             "(image_transport 'compressed')"
         )
+    if len(msg.data) == 0:
+        raise ImageConversionError("CompressedImage data is empty")
+
+
+def compressed_to_array(msg: CompressedImage) -> np.ndarray:
+    """`sensor_msgs/CompressedImage` (JPEG or PNG) → (H, W, 3) RGB uint8 array, the numpy path
+    (decoded by Pillow)."""
+    _check_format(msg)
     try:
         from PIL import Image as PILImage
     except ImportError as exc:  # pragma: no cover - Pillow is a declared dependency
@@ -94,8 +120,6 @@ def compressed_to_array(msg: CompressedImage) -> np.ndarray:
             "decoding CompressedImage needs Pillow (pip install pillow)"
         ) from exc
     raw = _byte_view(msg.data)
-    if raw.size == 0:
-        raise ImageConversionError("CompressedImage data is empty")
     try:
         with PILImage.open(io.BytesIO(memoryview(raw))) as decoded:
             return np.asarray(decoded.convert("RGB"))
@@ -105,8 +129,45 @@ def compressed_to_array(msg: CompressedImage) -> np.ndarray:
         ) from exc
 
 
+class _BridgeConverter:
+    """cv_bridge's conversions, after the same header checks as the numpy path."""
+
+    def __init__(self) -> None:
+        assert CvBridge is not None
+        self._bridge = CvBridge()
+
+    def image(self, msg: Image) -> np.ndarray:
+        encoding, channels, _, _ = _checked_layout(msg)
+        try:
+            return self._bridge.imgmsg_to_cv2(msg, "mono8" if channels == 1 else "rgb8")
+        except CvBridgeError as exc:
+            raise ImageConversionError(f"Image ({encoding}): cv_bridge: {exc}") from exc
+
+    def compressed(self, msg: CompressedImage) -> np.ndarray:
+        _check_format(msg)
+        # Decoded as stored (BGR, or one plane for a grey picture), then put in RGB order like
+        # Pillow's convert("RGB"): cv_bridge's own "rgb8" refuses grey pictures.
+        try:
+            decoded = self._bridge.compressed_imgmsg_to_cv2(msg, "passthrough")
+        except (CvBridgeError, RuntimeError, TypeError, ValueError) as exc:
+            decoded, detail = None, f": cv_bridge: {exc}"
+        else:
+            detail = ""
+        if decoded is None or decoded.ndim not in (2, 3):
+            raise ImageConversionError(
+                f"CompressedImage ({msg.format!r}, {len(msg.data)} bytes) could not be "
+                f"decoded{detail}"
+            )
+        if decoded.ndim == 2:
+            return np.repeat(decoded[:, :, None], 3, axis=2)
+        return decoded[:, :, 2::-1]
+
+
+_bridge = _BridgeConverter() if CvBridge is not None else None
+
+
 def to_array(msg: Image | CompressedImage) -> np.ndarray:
-    """Either camera message type → array."""
+    """Either camera message type → array, through `CONVERTER`."""
     if isinstance(msg, CompressedImage):
-        return compressed_to_array(msg)
-    return image_to_array(msg)
+        return _bridge.compressed(msg) if _bridge else compressed_to_array(msg)
+    return _bridge.image(msg) if _bridge else image_to_array(msg)

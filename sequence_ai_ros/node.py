@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import stat
@@ -28,7 +29,7 @@ from sequence_ai_ros import parameters
 from sequence_ai_ros.arm import ArmGate, MotionRules
 from sequence_ai_ros.commands import CommandPublisher
 from sequence_ai_ros.diagnostics import HealthRecord, build_array
-from sequence_ai_ros.goals import GoalRunner, StopCause, goal_problem
+from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
 from sequence_ai_ros.model_fit import controller_for, fit_problems
 from sequence_ai_ros.observations import ObservationCache
 from sequence_ai_ros.parameters import NodeConfig
@@ -64,7 +65,7 @@ class SequenceAiNode(LifecycleNode):
         super().__init__(node_name, **kwargs)
         parameters.declare(self)
         self.add_on_set_parameters_callback(
-            parameters.validation_callback(self._parameter_values)
+            parameters.validation_callback(self._parameter_values, self._configured_as)
         )
         self._sensor_group = ReentrantCallbackGroup()
         self._goal_group = ReentrantCallbackGroup()
@@ -77,34 +78,52 @@ class SequenceAiNode(LifecycleNode):
         # The only publisher of arm commands: it owns the CommandPublisher.
         self._gate: ArmGate | None = None
         self._policy: sequence_ai.Policy | None = None
-        self._action_server: ActionServer | None = None
         self._subscriptions: list[Subscription] = []
         self._ready_stop = threading.Event()
         self._ready_thread: threading.Thread | None = None
+        # The act server lives as long as the node, so a goal to a node that is not active is
+        # rejected at once (with the reason in the log) rather than waiting for a server.
+        self._action_server = ActionServer(
+            self,
+            Act,
+            "act",
+            execute_callback=self._execute,
+            goal_callback=self._on_goal,
+            handle_accepted_callback=self._on_accepted,
+            cancel_callback=self._on_cancel,
+            callback_group=self._goal_group,
+        )
+        # rclpy marks a goal CANCELING after the cancel callback returns and tells no one but
+        # this topic; the runner waits for that mark before it ends a goal canceled.
+        self._goal_statuses = self.create_subscription(
+            GoalStatusArray,
+            "act/_action/status",
+            self._on_goal_statuses,
+            qos_profile_action_status_default,
+            callback_group=self._sensor_group,
+        )
         # Diagnostics run in every state so a failed configure is visible too.
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._diagnostics_timer = self.create_timer(
             1.0, self._publish_diagnostics, callback_group=self._timer_group
         )
         # The hold is one volatile message: a controller that (re)connects after a goal never
-        # hears it, so an idle node sends it again (the gate decides whether it may).
-        republish_hz = self.get_parameter("hold_republish_hz").value
-        self._republish_timer = (
-            self.create_timer(
-                1.0 / republish_hz, self._republish_hold, callback_group=self._timer_group
-            )
-            if republish_hz > 0
-            else None
+        # hears it, so an idle node sends it again (the gate decides whether it may). Made for
+        # the node's life, at the rate configure reads; stopped until then.
+        self._republish_timer = self.create_timer(
+            1.0, self._republish_hold, callback_group=self._timer_group
         )
+        self._republish_timer.cancel()
 
     # ----- lifecycle -----
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
             self._configure()
-        except ConfigureError as exc:
+        except Exception as exc:  # noqa: BLE001 - every failure is logged with its reason
             self._teardown()
-            problem = f"configure failed: {exc}"
+            detail = str(exc) if isinstance(exc, ConfigureError) else f"{type(exc).__name__}: {exc}"
+            problem = f"configure failed: {detail}"
             self.health.update(problem=problem)
             self.get_logger().error(problem)
             return TransitionCallbackReturn.FAILURE
@@ -234,27 +253,9 @@ class SequenceAiNode(LifecycleNode):
         )
         with self._lock:
             self._cache, self._gate, self._runner = cache, gate, runner
-        self._action_server = ActionServer(
-            self,
-            Act,
-            "act",
-            execute_callback=runner.execute,
-            goal_callback=self._on_goal,
-            handle_accepted_callback=runner.accept,
-            cancel_callback=self._on_cancel,
-            callback_group=self._goal_group,
-        )
-        # rclpy marks a goal CANCELING after the cancel callback returns and tells no one but
-        # this topic; the runner waits for that mark before it ends a goal canceled.
-        self._subscriptions.append(
-            self.create_subscription(
-                GoalStatusArray,
-                "act/_action/status",
-                lambda _msg: runner.goal_states_changed(),
-                qos_profile_action_status_default,
-                callback_group=self._sensor_group,
-            )
-        )
+        if config.hold_republish_hz > 0:
+            self._republish_timer.timer_period_ns = round(1e9 / config.hold_republish_hz)
+            self._republish_timer.reset()
 
     def _connect(
         self, config: NodeConfig, api_key: str | None, control_hz: float | None
@@ -296,10 +297,8 @@ class SequenceAiNode(LifecycleNode):
             self._accepting = False
             gate = self._gate
             self._runner = self._cache = self._gate = None
+        self._republish_timer.cancel()
         self._stop_readiness()
-        if self._action_server is not None:
-            self._action_server.destroy()
-            self._action_server = None
         for subscription in self._subscriptions:
             self.destroy_subscription(subscription)
         self._subscriptions = []
@@ -315,13 +314,39 @@ class SequenceAiNode(LifecycleNode):
         with self._lock:
             accepting = self._accepting and self._runner is not None
         if not accepting:
-            self.get_logger().warning("act goal rejected: the node is not active")
+            state = self.health.snapshot().lifecycle
+            self.get_logger().warning(
+                f"act goal {goal.instruction!r} rejected: the node is {state}; goals are "
+                "accepted only while it is active (configure, then activate)"
+            )
             return GoalResponse.REJECT
         problem = goal_problem(goal)
         if problem:
-            self.get_logger().warning(f"act goal rejected: {problem}")
+            self.get_logger().warning(f"act goal {goal.instruction!r} rejected: {problem}")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
+
+    def _on_accepted(self, handle: ServerGoalHandle) -> None:
+        with self._lock:
+            runner = self._runner
+        if runner is not None:
+            runner.accept(handle)
+        else:
+            # Deactivated between the goal's acceptance and this call: it ends unstarted.
+            handle.execute()
+
+    def _execute(self, handle: ServerGoalHandle) -> Act.Result:
+        with self._lock:
+            runner = self._runner
+        if runner is not None:
+            return runner.execute(handle)
+        handle.abort()
+        return Act.Result(
+            reason=ResultReason.INTERRUPTED.value,
+            stopped_early=True,
+            max_seam_jump=math.nan,
+            message="the node stopped being active before the goal started",
+        )
 
     def _on_cancel(self, handle: ServerGoalHandle) -> CancelResponse:
         with self._lock:
@@ -329,6 +354,12 @@ class SequenceAiNode(LifecycleNode):
         if runner is not None:
             runner.cancel(handle)
         return CancelResponse.ACCEPT
+
+    def _on_goal_statuses(self, _msg: GoalStatusArray) -> None:
+        with self._lock:
+            runner = self._runner
+        if runner is not None:
+            runner.goal_states_changed()
 
     def _stop_goals(self, cause: StopCause) -> None:
         with self._lock:
@@ -393,11 +424,17 @@ class SequenceAiNode(LifecycleNode):
                 self.health,
                 node_name=self.get_fully_qualified_name(),
                 ages=cache.ages() if cache is not None else {},
+                missing=cache.missing() if cache is not None else [],
                 stamp_skew_s=cache.stamp_skew_s() if cache is not None else None,
                 command_rate_hz=gate.command_rate_hz() if gate is not None else 0.0,
                 stamp=self.get_clock().now().to_msg(),
             )
         )
+
+    def _configured_as(self) -> str | None:
+        """The lifecycle state while parameters read at configure are in use, else None."""
+        state = self.health.snapshot().lifecycle
+        return state if state in ("inactive", "active") else None
 
     def _parameter_values(self) -> dict[str, Any]:
         return {name: self.get_parameter(name).value for name in parameters.SPECS}

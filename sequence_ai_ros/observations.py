@@ -65,7 +65,9 @@ class ObservationCache:
         self._gripper_joint = gripper_joint
         self._wanted = set(joint_names) | ({gripper_joint} if gripper_joint else set())
         self._clock = clock
+        # Guards every field below; listeners are called after it is released.
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
         self._images: dict[str, Cached] = {}
         # joint name → (position, receive time); only the joints the model uses.
         self._joints: dict[str, tuple[float, float]] = {}
@@ -77,7 +79,30 @@ class ObservationCache:
     def store_image(self, view: str, msg: Image | CompressedImage) -> None:
         entry = Cached(msg, self._clock(), _stamp_seconds(msg))
         with self._lock:
+            first = view not in self._images
             self._images[view] = entry
+            listeners = list(self._listeners) if first else []
+        for listener in listeners:
+            listener()
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Call `listener` (on the sensor thread) whenever an input delivers its first value."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        with self._lock:
+            self._listeners.remove(listener)
+
+    def missing(self) -> list[str]:
+        """The inputs that have never delivered: cameras, joint_states, joints it lacks."""
+        with self._lock:
+            views = [f"camera {v}" for v in self._views if v not in self._images]
+            received = self._joint_state_received is not None
+            absent = [n for n in sorted(self._wanted) if n not in self._joints]
+        if not received:
+            return [*views, "joint_states"]
+        return views + ([f"joint_states {', '.join(absent)}"] if absent else [])
 
     def store_joint_state(self, msg: JointState) -> None:
         received = self._clock()
@@ -93,11 +118,15 @@ class ObservationCache:
             if name in self._wanted
         }
         with self._lock:
+            first = self._joint_state_received is None or not self._wanted <= set(self._joints)
             self._joints.update(updates)
             self._joint_state_received = received
             self._joint_state_stamp = _stamp_seconds(msg)
             self._joint_names_seen = names
             self._joint_problem = ""
+            listeners = list(self._listeners) if first else []
+        for listener in listeners:
+            listener()
 
     def ages(self) -> dict[str, float | None]:
         """Age (s) of the newest message per view and of joint state; None = never received."""

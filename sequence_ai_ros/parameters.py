@@ -34,73 +34,84 @@ SMOOTH_SEAM_MAX = 15
 
 @dataclass(frozen=True)
 class Spec:
-    """One parameter: default, meaning, whether it needs a reconfigure, accepted range."""
+    """One parameter: default, meaning, when it applies, accepted values.
+
+    `at_configure` parameters are read at configure: they can be set while the node is
+    unconfigured and are refused once it is configured (cleanup first). The others are live
+    and apply from the next goal. The type is the default's; `choices` apply to a string or to
+    each element of a string list.
+    """
 
     default: Any
     description: str
-    read_only: bool = False
+    at_configure: bool = False
     int_range: tuple[int, int] | None = None
     float_range: tuple[float, float] | None = None
     choices: tuple[str, ...] | None = None
 
+    @property
+    def type_(self) -> Parameter.Type:
+        return Parameter.Type.from_parameter_value(self.default)
+
 
 SPECS: dict[str, Spec] = {
-    "model": Spec("pi05-droid", "catalogue model id (short or full)", read_only=True),
+    "model": Spec("pi05-droid", "catalogue model id (short or full)", at_configure=True),
     "base_url": Spec(
-        "", "API base URL; empty = SEQUENCES_BASE_URL or the client default", read_only=True
+        "", "API base URL; empty = SEQUENCES_BASE_URL or the client default", at_configure=True
     ),
     "api_key_file": Spec(
         "",
         "file holding the API key; empty = SEQUENCES_API_KEY from the environment",
-        read_only=True,
+        at_configure=True,
     ),
     "validate_mode": Spec(
         "strict",
         "client pre-send check of views and state layout: warn | strict | off",
-        read_only=True,
+        at_configure=True,
         choices=VALIDATE_MODES,
     ),
     "camera_views": Spec(
-        ["exterior_1", "wrist_left"], "model view names, one per camera topic", read_only=True
+        ["exterior_1", "wrist_left"], "model view names, one per camera topic", at_configure=True
     ),
     "camera_topics": Spec(
         ["cameras/exterior_1/image_raw", "cameras/wrist_left/image_raw"],
         "camera topic for each view (same order as camera_views)",
-        read_only=True,
+        at_configure=True,
     ),
     "camera_transports": Spec(
         ["raw", "raw"],
         "per view: raw (sensor_msgs/Image) or compressed (sensor_msgs/CompressedImage)",
-        read_only=True,
+        at_configure=True,
+        choices=TRANSPORTS,
     ),
     "joint_states_topic": Spec(
-        "joint_states", "sensor_msgs/JointState topic of the arm", read_only=True
+        "joint_states", "sensor_msgs/JointState topic of the arm", at_configure=True
     ),
     "joint_names": Spec(
-        PANDA_JOINTS, "arm joints in the order of the model's state layout", read_only=True
+        PANDA_JOINTS, "arm joints in the order of the model's state layout", at_configure=True
     ),
     "gripper_joint": Spec(
-        "", "JointState name of the gripper (0 open … 1 closed); empty = none", read_only=True
+        "", "JointState name of the gripper (0 open … 1 closed); empty = none", at_configure=True
     ),
     "command_interface": Spec(
         "position",
         "position (joint targets) or velocity (joint velocities)",
-        read_only=True,
+        at_configure=True,
         choices=COMMAND_INTERFACES,
     ),
     "command_topic": Spec(
-        "forward_position_controller/commands", "topic for arm commands", read_only=True
+        "forward_position_controller/commands", "topic for arm commands", at_configure=True
     ),
     "command_type": Spec(
         FLOAT64_MULTI_ARRAY,
         "arm command message type: " + " | ".join(COMMAND_TYPES),
-        read_only=True,
+        at_configure=True,
         choices=COMMAND_TYPES,
     ),
     "gripper_command_topic": Spec(
         "gripper_controller/commands",
         "std_msgs/Float64MultiArray topic with one gripper value; empty = none",
-        read_only=True,
+        at_configure=True,
     ),
     "velocity_scale": Spec(
         3.0,
@@ -144,9 +155,24 @@ SPECS: dict[str, Spec] = {
         1.0,
         "while no goal runs and hold_between_goals is true, send the last hold again at this "
         "rate, if it still passes the safety checks (0 = off)",
-        read_only=True,
+        at_configure=True,
         float_range=(0.0, 10.0),
     ),
+    "input_wait_s": Spec(
+        5.0,
+        "how long a goal waits for every camera and the joint states to deliver a first "
+        "message before it ends StaleObservation (s)",
+        float_range=(0.0, 60.0),
+    ),
+}
+# How a type is named in a refusal.
+TYPE_NAMES = {
+    Parameter.Type.BOOL: "a bool (true or false)",
+    Parameter.Type.INTEGER: "an integer",
+    Parameter.Type.DOUBLE: "a double (with a decimal point: 3.0, not 3)",
+    Parameter.Type.STRING: "a string",
+    Parameter.Type.STRING_ARRAY: "a list of strings",
+    Parameter.Type.DOUBLE_ARRAY: "a list of doubles (with decimal points: [1.0], not [1])",
 }
 
 
@@ -181,6 +207,7 @@ class NodeConfig:
     max_step: float
     hold_between_goals: bool
     hold_republish_hz: float
+    input_wait_s: float
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> NodeConfig:
@@ -195,11 +222,30 @@ class NodeConfig:
         return cls.from_values({name: node.get_parameter(name).value for name in SPECS})
 
 
-def _descriptor(name: str, spec: Spec) -> ParameterDescriptor:
-    text = spec.description
+def constraints(spec: Spec) -> str:
+    """What a parameter accepts, in words: the descriptor's `additional_constraints`."""
+    text = TYPE_NAMES[spec.type_]
     if spec.choices:
-        text += f" (one of: {', '.join(spec.choices)})"
-    descriptor = ParameterDescriptor(name=name, description=text, read_only=spec.read_only)
+        each = "each " if spec.type_ is Parameter.Type.STRING_ARRAY else ""
+        text += f", {each}one of: {', '.join(spec.choices)}"
+    if spec.int_range is not None:
+        text += f" in {spec.int_range[0]}..{spec.int_range[1]}"
+    if spec.float_range is not None:
+        text += f" in [{spec.float_range[0]}, {spec.float_range[1]}]"
+    if spec.at_configure:
+        text += "; read at configure: set it while the node is unconfigured"
+    return text
+
+
+def _descriptor(name: str, spec: Spec) -> ParameterDescriptor:
+    # Dynamically typed so that a value of the wrong type reaches validation_callback, which
+    # names the parameter, the value and what is allowed (rclpy's own type refusal names none).
+    descriptor = ParameterDescriptor(
+        name=name,
+        description=spec.description,
+        additional_constraints=constraints(spec),
+        dynamic_typing=True,
+    )
     if spec.int_range is not None:
         descriptor.integer_range = [
             IntegerRange(from_value=spec.int_range[0], to_value=spec.int_range[1], step=1)
@@ -208,8 +254,6 @@ def _descriptor(name: str, spec: Spec) -> ParameterDescriptor:
         descriptor.floating_point_range = [
             FloatingPointRange(from_value=spec.float_range[0], to_value=spec.float_range[1])
         ]
-    if spec.choices:
-        descriptor.additional_constraints = f"one of: {', '.join(spec.choices)}"
     return descriptor
 
 
@@ -219,28 +263,38 @@ def declare(node: Node) -> None:
         node.declare_parameter(name, spec.default, _descriptor(name, spec))
 
 
+def _shown(value: Any) -> str:
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "array":
+        return repr(list(value))
+    return repr(value)
+
+
 def check_value(name: str, value: Any) -> str | None:
     """Why `value` is not acceptable for parameter `name`, or None."""
     spec = SPECS.get(name)
     if spec is None:
         return f"{name} is not a parameter of this node"
-    if spec.choices is not None and value not in spec.choices:
-        return f"{name}={value!r} is not accepted; expected one of {', '.join(spec.choices)}"
+    given = Parameter.Type.from_parameter_value(value) if value is not None else None
+    empty_list = isinstance(value, (list, tuple)) and not value
+    if given is not spec.type_ and not (empty_list and spec.type_.name.endswith("_ARRAY")):
+        kind = TYPE_NAMES.get(given, given.name.lower() if given else "not set")
+        return f"{name}={_shown(value)} ({kind}) is refused; expected {constraints(spec)}"
+    refused = f"{name}={_shown(value)} is refused; expected {constraints(spec)}"
+    if spec.choices is not None:
+        values = value if spec.type_ is Parameter.Type.STRING_ARRAY else [value]
+        if any(v not in spec.choices for v in values):
+            return refused
     if spec.int_range is not None:
         lo, hi = spec.int_range
         if not lo <= value <= hi:
-            return f"{name}={value} is outside the accepted range {lo}..{hi}"
+            return refused
     if spec.float_range is not None:
         lo, hi = spec.float_range
         if not (math.isfinite(value) and lo <= value <= hi):
-            return f"{name}={value} is outside the accepted range {lo}..{hi}"
+            return refused
     if name in ("joint_lower_limits", "joint_upper_limits"):
         if not all(math.isfinite(v) for v in value):
-            return f"{name}={list(value)} has a non-finite value; expected finite radians"
-    if name == "camera_transports":
-        bad = [t for t in value if t not in TRANSPORTS]
-        if bad:
-            return f"camera_transports has {bad}; expected each to be raw or compressed"
+            return f"{name}={_shown(value)} has a non-finite value; expected finite radians"
     return None
 
 
@@ -297,20 +351,32 @@ def _limit_problems(config: NodeConfig) -> list[str]:
 
 def validation_callback(
     current: Callable[[], dict[str, Any]],
+    configured_as: Callable[[], str | None],
 ) -> Callable[[list[Parameter]], SetParametersResult]:
     """An on-set-parameters callback that accepts a change only if the result stays valid.
 
-    Validation only: the node reads live values when a goal starts, so nothing is applied here
-    (Humble has no post-set callback).
+    `configured_as()` is the lifecycle state while the node is configured (then parameters
+    read at configure are refused), else None. Validation only: the node reads live values
+    when a goal starts, so nothing is applied here (Humble has no post-set callback).
     """
 
     def on_set(params: list[Parameter]) -> SetParametersResult:
         merged = dict(current())
+        state = configured_as()
         for param in params:
-            reason = check_value(param.name, param.value) if param.name in SPECS else None
+            spec = SPECS.get(param.name)
+            if spec is None:
+                continue
+            value = None if param.type_ is Parameter.Type.NOT_SET else param.value
+            reason = check_value(param.name, value)
+            if reason is None and spec.at_configure and state is not None:
+                reason = (
+                    f"{param.name}={_shown(value)} is refused while the node is {state}: it is "
+                    "read at configure (deactivate and cleanup, set it, then configure)"
+                )
             if reason:
                 return SetParametersResult(successful=False, reason=reason)
-            merged[param.name] = param.value
+            merged[param.name] = value
         if any(p.name in ("joint_lower_limits", "joint_upper_limits") for p in params):
             problems = _limit_problems(NodeConfig.from_values(merged))
             if problems:

@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence
 
 import httpx
@@ -30,6 +31,46 @@ GATEWAY_PACKAGE = "sequence_ai_gateway"
 TEST_API_KEY = "seq_test_local_gateway"
 TEST_BROKE_KEY = "seq_test_out_of_credit"
 START_TIMEOUT_S = 60.0
+# The timing and warmth options, as Gateway keywords and as the command line's flags.
+_TIMING_FLAGS = {
+    "latency_ms": "--latency-ms", "jitter_ms": "--jitter-ms", "scale": "--scale",
+    "network_ms": "--network-ms", "per_kb_ms": "--per-kb-ms", "spread": "--spread",
+    "workers": "--workers", "cold_start_s": "--cold-start-s", "keep_warm_s": "--keep-warm-s",
+}
+
+
+@dataclass(frozen=True)
+class GatewayOptions:
+    """What ``run_gateway`` starts. A timing option left None is the gateway's own default
+    (PROTOCOL-calibrated latency model; see docs/gateway.md); ``scale`` 0 switches all
+    simulated time off, as tests want."""
+
+    latency_ms: Optional[float] = None
+    jitter_ms: float = 0.0
+    scale: float = 0.0
+    network_ms: Optional[float] = None
+    per_kb_ms: Optional[float] = None
+    spread: Optional[float] = None
+    workers: int = 1
+    cold_start_s: float = 0.0
+    keep_warm_s: float = 600.0
+    tls: bool = False
+    api_keys: Sequence[str] = (TEST_API_KEY,)
+    broke_keys: Sequence[str] = (TEST_BROKE_KEY,)
+    policies: Sequence[str] = ()
+
+    def timing(self) -> Dict[str, Any]:
+        """The timing and warmth options that are set, by name."""
+        values = {name: getattr(self, name) for name in _TIMING_FLAGS}
+        return {name: value for name, value in values.items() if value is not None}
+
+
+def _options(api_keys: Optional[Sequence[str]] = None, broke_keys: Optional[Sequence[str]] = None,
+             policies: Sequence[str] = (), **given: Any) -> GatewayOptions:
+    # None or empty keys: the fixture's own.
+    return GatewayOptions(api_keys=tuple(api_keys or (TEST_API_KEY,)),
+                          broke_keys=tuple(broke_keys or (TEST_BROKE_KEY,)),
+                          policies=tuple(policies), **given)
 
 
 class GatewayHandle:
@@ -70,7 +111,15 @@ class GatewayHandle:
         latency_ms: Optional[float] = None,
         jitter_ms: Optional[float] = None,
         scale: Optional[float] = None,
+        network_ms: Optional[float] = None,
+        per_kb_ms: Optional[float] = None,
+        spread: Optional[float] = None,
     ) -> None:
+        """Change the given timing settings (None: unchanged); ``reset`` undoes them all."""
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        """Back to the start state: no faults, zero counters, the initial timing and warmth."""
         raise NotImplementedError
 
     def force_cold(self, model: str) -> None:
@@ -107,24 +156,20 @@ def gateway_source() -> Optional[str]:
 
 
 class _InProcessGateway(GatewayHandle):
-    def __init__(self, options: Dict[str, Any]) -> None:
+    def __init__(self, options: GatewayOptions) -> None:
         from sequence_ai_gateway.core import Gateway
         from sequence_ai_gateway.policies import load_policy
         from sequence_ai_gateway.server import GatewayServer
 
         self._gateway = Gateway(
-            extra_policies=[load_policy(spec) for spec in options["policies"]],
-            api_keys=options["api_keys"],
-            broke_keys=options["broke_keys"],
-            latency_ms=options["latency_ms"],
-            jitter_ms=options["jitter_ms"],
-            scale=options["scale"],
-            cold_start_s=options["cold_start_s"],
-            keep_warm_s=options["keep_warm_s"],
+            extra_policies=[load_policy(spec) for spec in options.policies],
+            api_keys=options.api_keys,
+            broke_keys=options.broke_keys,
+            **options.timing(),
         )
-        self._server = GatewayServer(self._gateway, tls=options["tls"], log_level="warning")
-        self.api_key = options["api_keys"][0]
-        self.broke_key = options["broke_keys"][0]
+        self._server = GatewayServer(self._gateway, tls=options.tls, log_level="warning")
+        self.api_key = options.api_keys[0]
+        self.broke_key = options.broke_keys[0]
         self._running = False
         try:
             self._server.start()
@@ -147,9 +192,11 @@ class _InProcessGateway(GatewayHandle):
     def counters(self) -> Dict[str, Any]:
         return self._gateway.counters()
 
-    def set_latency(self, *, latency_ms: Optional[float] = None, jitter_ms: Optional[float] = None,
-                    scale: Optional[float] = None) -> None:
-        self._gateway.set_latency(latency_ms=latency_ms, jitter_ms=jitter_ms, scale=scale)
+    def set_latency(self, **settings: Optional[float]) -> None:
+        self._gateway.set_latency(**settings)
+
+    def reset(self) -> None:
+        self._gateway.reset()
 
     def force_cold(self, model: str) -> None:
         self._gateway.force_cold(model)
@@ -173,11 +220,11 @@ class _InProcessGateway(GatewayHandle):
 
 
 class _SubprocessGateway(GatewayHandle):
-    def __init__(self, options: Dict[str, Any], python: str) -> None:
+    def __init__(self, options: GatewayOptions, python: str) -> None:
         self._python = python
         self._options = options
-        self.api_key = options["api_keys"][0]
-        self.broke_key = options["broke_keys"][0]
+        self.api_key = options.api_keys[0]
+        self.broke_key = options.broke_keys[0]
         self._tmp = tempfile.mkdtemp(prefix="sequence-ai-gateway-")
         self._proc: Optional[sp.Popen] = None
         self._port = 0
@@ -190,18 +237,16 @@ class _SubprocessGateway(GatewayHandle):
     def _command(self) -> List[str]:
         o = self._options
         cmd = [self._python, "-m", GATEWAY_PACKAGE, "--host", "127.0.0.1",
-               "--port", str(self._port), "--log-level", "warning",
-               "--jitter-ms", str(o["jitter_ms"]), "--scale", str(o["scale"]),
-               "--cold-start-s", str(o["cold_start_s"]), "--keep-warm-s", str(o["keep_warm_s"])]
-        if o["latency_ms"] is not None:
-            cmd += ["--latency-ms", str(o["latency_ms"])]
-        if o["tls"]:
+               "--port", str(self._port), "--log-level", "warning"]
+        for name, value in o.timing().items():
+            cmd += [_TIMING_FLAGS[name], str(value)]
+        if o.tls:
             cmd += ["--tls", "--tls-dir", os.path.join(self._tmp, "tls")]
-        for key in o["api_keys"] or []:
+        for key in o.api_keys:
             cmd += ["--api-key", key]
-        for key in o["broke_keys"] or []:
+        for key in o.broke_keys:
             cmd += ["--broke-key", key]
-        for spec in o["policies"]:
+        for spec in o.policies:
             cmd += ["--policy", spec]
         return cmd
 
@@ -259,10 +304,8 @@ class _SubprocessGateway(GatewayHandle):
     def counters(self) -> Dict[str, Any]:
         return self._call("GET", "/_control/counters")
 
-    def set_latency(self, *, latency_ms: Optional[float] = None, jitter_ms: Optional[float] = None,
-                    scale: Optional[float] = None) -> None:
-        self._call("POST", "/_control/latency",
-                   {"latency_ms": latency_ms, "jitter_ms": jitter_ms, "scale": scale})
+    def set_latency(self, **settings: Optional[float]) -> None:
+        self._call("POST", "/_control/latency", settings)
 
     def force_cold(self, model: str) -> None:
         self._call("POST", "/_control/cold", {"model": model})
@@ -326,59 +369,26 @@ def _wait_healthy(url: str, ca_bundle: Optional[str], deadline: float) -> None:
 
 
 @contextlib.contextmanager
-def run_gateway(
-    *,
-    latency_ms: Optional[float] = None,
-    jitter_ms: float = 0.0,
-    scale: float = 0.0,
-    cold_start_s: float = 0.0,
-    keep_warm_s: float = 600.0,
-    tls: bool = False,
-    api_keys: Optional[Sequence[str]] = None,
-    broke_keys: Optional[Sequence[str]] = None,
-    subprocess: Optional[bool] = None,
-    policies: Sequence[str] = (),
-) -> Iterator[GatewayHandle]:
+def run_gateway(*, subprocess: Optional[bool] = None, **options: Any) -> Iterator[GatewayHandle]:
     """Serve a local gateway on an ephemeral loopback port for the duration of the block.
 
-    ``policies`` adds plug-in policies (``"package.module:factory"``) to the built-in models.
+    ``options`` are those of ``GatewayOptions`` (an unknown one is a TypeError); ``policies``
+    adds plug-in policies (``"package.module:factory"``) to the built-in models. ``subprocess``
+    None runs it in-process where FastAPI is importable.
     """
-    options = _options(latency_ms, jitter_ms, scale, cold_start_s, keep_warm_s, tls, api_keys,
-                       broke_keys, policies)
+    checked = _options(**options)
     in_process = fastapi_available() if subprocess is None else not subprocess
-    handle = _InProcessGateway(options) if in_process else _start_subprocess(options)
+    handle = _InProcessGateway(checked) if in_process else _start_subprocess(checked)
     try:
         yield handle
     finally:
         handle.stop()
 
 
-def _options(
-    latency_ms: Optional[float] = None,
-    jitter_ms: float = 0.0,
-    scale: float = 0.0,
-    cold_start_s: float = 0.0,
-    keep_warm_s: float = 600.0,
-    tls: bool = False,
-    api_keys: Optional[Sequence[str]] = None,
-    broke_keys: Optional[Sequence[str]] = None,
-    policies: Sequence[str] = (),
-) -> Dict[str, Any]:
-    return {
-        "latency_ms": latency_ms,
-        "jitter_ms": jitter_ms,
-        "scale": scale,
-        "cold_start_s": cold_start_s,
-        "keep_warm_s": keep_warm_s,
-        "tls": tls,
-        "api_keys": list(api_keys) if api_keys else [TEST_API_KEY],
-        "broke_keys": list(broke_keys) if broke_keys else [TEST_BROKE_KEY],
-        "policies": list(policies),
-    }
-
-
-def _start_subprocess(options: Dict[str, Any]) -> _SubprocessGateway:
+def _start_subprocess(options: GatewayOptions) -> _SubprocessGateway:
     python = os.environ.get(PYTHON_ENV) or sys.executable
+    # The child runs in its own temporary directory: a relative path must not change meaning.
+    python = os.path.abspath(python) if os.sep in python else shutil.which(python) or python
     if python == sys.executable and not fastapi_available():
         raise RuntimeError(
             f"the gateway needs fastapi, uvicorn and Pillow; set {PYTHON_ENV} to a Python "

@@ -20,6 +20,7 @@ ACTION_TESTS = 3
 SIM_ROBOT_TESTS = 4
 DEMO_TESTS = 5
 CONFIG_TESTS = 6
+LAUNCH_TESTS = 7
 
 
 def domain(offset: int) -> int:

@@ -17,7 +17,7 @@ from sequence_ai_gateway.policies import PolicyObservation
 class HoldStill:
     """Catalogue row + ``steps``: the whole plug-in interface."""
 
-    latency_ms = 120.0  # median simulated inference time (scaled by --scale)
+    inference_ms = 120.0  # median simulated inference time on its worker (times --scale)
 
     def __init__(self) -> None:
         self.row: Dict[str, Any] = {

@@ -30,6 +30,9 @@ class LatencyIn(BaseModel):
     latency_ms: Optional[float] = None
     jitter_ms: Optional[float] = None
     scale: Optional[float] = None
+    network_ms: Optional[float] = None
+    per_kb_ms: Optional[float] = None
+    spread: Optional[float] = None
 
 
 class ColdIn(BaseModel):
@@ -62,8 +65,7 @@ async def counters(gateway: GatewayDep) -> Dict[str, Any]:
 @router.post("/latency")
 async def latency(spec: LatencyIn, gateway: GatewayDep) -> Dict[str, Any]:
     try:
-        gateway.set_latency(latency_ms=spec.latency_ms, jitter_ms=spec.jitter_ms,
-                            scale=spec.scale)
+        gateway.set_latency(**spec.model_dump())
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
     return dict(gateway.latency.__dict__)

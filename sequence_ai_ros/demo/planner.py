@@ -105,15 +105,23 @@ class LifecycleClient:
         self.target = target
         self._change = node.create_client(ChangeState, f"{target}/change_state")
         self._get = node.create_client(GetState, f"{target}/get_state")
+        self._answered = False
 
     def transition(self, transition: str | int, timeout_s: float = DEADLINE_S) -> bool:
         """Ask for one transition ('configure', … or its id); True when the node made it."""
         number = TRANSITIONS[transition] if isinstance(transition, str) else transition
+        if not self._answered:
+            # A transition cannot be re-sent if its reply is lost to a node that has not yet
+            # discovered this client; an answered (re-sendable) state query first makes sure
+            # it has.
+            self.state(timeout_s)
         request = ChangeState.Request(transition=Transition(id=number))
         return bool(call(self._change, request, timeout_s).success)
 
     def state(self, timeout_s: float = DEADLINE_S) -> str:
-        return str(call(self._get, GetState.Request(), timeout_s, resend_s=1.0).current_state.label)
+        reply = call(self._get, GetState.Request(), timeout_s, resend_s=1.0)
+        self._answered = True
+        return str(reply.current_state.label)
 
     def bring_up(self, timeout_s: float = DEADLINE_S) -> None:
         """Configure, then activate; PlannerError naming the transition that failed."""

@@ -107,6 +107,19 @@ class Robot:
             self.chunks.append(prediction)
             self.installed_at.append(len(self.acts))
 
+    def after_first_chunk(
+        self, action: Callable[[], object]
+    ) -> Callable[[sequence_ai.Prediction], None]:
+        """An on_chunk that records like ``on_chunk`` and runs ``action`` once the first chunk
+        arrived (the usual moment to inject a fault: the run is moving when it hits)."""
+
+        def on_chunk(prediction: sequence_ai.Prediction) -> None:
+            self.on_chunk(prediction)
+            if len(self.chunks) == 1:
+                action()
+
+        return on_chunk
+
     def rows_due(self, index: int) -> int:
         """Rows of chunk ``index`` whose time passed while it was in flight (skipped)."""
         return self.installed_at[index] - self.observed_at[index]

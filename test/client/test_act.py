@@ -34,9 +34,10 @@ def test_instruction_overrides_every_request_and_the_latch_is_cleared(gw) -> Non
     assert outcome.reason == "until" and robot.holds == 1
     assert outcome.chunks == 3
     assert all(p.observation.instruction == "stack the blocks" for p in robot.chunks)
-    assert outcome.instruction_swaps == 1
-    assert outcome.max_instruction_lag_s is not None
-    assert "1 instruction swaps" in repr(outcome)
+    # The instruction the call starts with is not a swap.
+    assert outcome.instruction_swaps == 0
+    assert outcome.max_instruction_lag_s is None
+    assert "instruction swap" not in repr(outcome)
 
 
 def test_set_instruction_mid_act_reaches_the_next_request(gw) -> None:
@@ -56,7 +57,9 @@ def test_set_instruction_mid_act_reaches_the_next_request(gw) -> None:
     texts = [p.observation.instruction for p in robot.chunks]
     assert texts[:2] == ["pick it up", "pick it up"]
     assert texts[2:] == ["put it back", "put it back"]
-    assert outcome.instruction_swaps == 2
+    assert outcome.instruction_swaps == 1
+    assert outcome.max_instruction_lag_s is not None
+    assert "1 instruction swaps" in repr(outcome)
 
 
 def test_act_ends_at_max_seconds_with_one_hold(gw) -> None:

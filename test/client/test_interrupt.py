@@ -67,10 +67,7 @@ def test_interrupt_cuts_through_a_stalled_fetch(gw) -> None:
     robot = Robot()
     waiting = threading.Event()
 
-    def on_chunk(prediction) -> None:
-        robot.on_chunk(prediction)
-        if len(robot.chunks) == 1:
-            gw.inject("stall", seconds=None)
+    on_chunk = robot.after_first_chunk(lambda: gw.inject("stall", seconds=None))
 
     def on_status(state: str) -> None:
         robot.on_status(state)
@@ -298,10 +295,7 @@ def test_a_late_interrupt_of_a_finished_call_never_stops_the_next_one(gw) -> Non
     first, second = Robot(), Robot()
     handle_a, handle_b = sequence_ai.CallHandle(), sequence_ai.CallHandle()
 
-    def on_chunk(prediction) -> None:
-        second.on_chunk(prediction)
-        if len(second.chunks) == 1:
-            handle_a.interrupt()
+    on_chunk = second.after_first_chunk(handle_a.interrupt)
 
     with open_policy(gw, control_hz=60) as policy:
         done = policy.run(first.observe, first.act, max_actions=8, call=handle_a,

@@ -230,10 +230,7 @@ def test_ready_and_spec_are_safe_from_another_thread_while_a_run_drives(gw) -> N
 
     helper = threading.Thread(target=monitor)
 
-    def on_chunk(prediction) -> None:
-        robot.on_chunk(prediction)
-        if len(robot.chunks) == 1:
-            helper.start()
+    on_chunk = robot.after_first_chunk(helper.start)
 
     with open_policy(gw, control_hz=60) as policy:
         outcome = policy.run(robot.observe, robot.act, max_actions=1000,

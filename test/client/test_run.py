@@ -16,6 +16,7 @@ from policy_support import (
     fetch_threads,
     make_observation,
     open_policy,
+    wait_for,
 )
 
 import sequence_ai
@@ -201,10 +202,7 @@ def test_max_seconds_bounds_an_unwaited_first_fill_that_stalls(gw) -> None:
 def test_max_seconds_bounds_a_fetch_stalled_mid_run(gw) -> None:
     robot = Robot()
 
-    def stall_after_first(prediction) -> None:
-        robot.on_chunk(prediction)
-        if len(robot.chunks) == 1:
-            gw.inject("stall", seconds=None)
+    stall_after_first = robot.after_first_chunk(lambda: gw.inject("stall", seconds=None))
 
     with open_policy(gw, control_hz=60) as policy:
         outcome = run(policy, robot, max_actions=100, max_seconds=1.0, on_chunk=stall_after_first)
@@ -217,10 +215,7 @@ def test_max_seconds_bounds_a_fetch_stalled_mid_run(gw) -> None:
 def test_mid_run_warming_raises_unavailable_and_holds(gateway) -> None:
     robot = Robot()
 
-    def go_cold(prediction) -> None:
-        robot.on_chunk(prediction)
-        if len(robot.chunks) == 1:
-            gateway.inject("warming", seconds=30)
+    go_cold = robot.after_first_chunk(lambda: gateway.inject("warming", seconds=30))
 
     with open_policy(gateway, control_hz=60) as policy:
         with pytest.raises(Unavailable) as info:
@@ -244,10 +239,7 @@ def test_service_errors_mid_run_are_raised_with_outcome_after_hold(
 ) -> None:
     robot = Robot()
 
-    def fail_next(prediction) -> None:
-        robot.on_chunk(prediction)
-        if len(robot.chunks) == 1:
-            gw.inject(fault, status=status)
+    fail_next = robot.after_first_chunk(lambda: gw.inject(fault, status=status))
 
     with open_policy(gw, control_hz=60) as policy:
         with pytest.raises(error) as info:
@@ -263,10 +255,7 @@ def test_service_errors_mid_run_are_raised_with_outcome_after_hold(
 def test_a_chunk_failing_sanity_checks_never_reaches_act(gw, fault: str) -> None:
     robot = Robot()
 
-    def corrupt_next(prediction) -> None:
-        robot.on_chunk(prediction)
-        if len(robot.chunks) == 1:
-            gw.inject(fault)
+    corrupt_next = robot.after_first_chunk(lambda: gw.inject(fault))
 
     with open_policy(gw, control_hz=60) as policy:
         with pytest.raises(InvalidResponse) as info:
@@ -555,3 +544,57 @@ def test_an_unlisted_model_needs_control_hz_from_connect(gw) -> None:
             run(policy, robot, max_actions=8)
     assert len(robot.observations) == 1 and robot.holds == 1
 
+
+
+# -- the catalogue sets rate and horizon; every request ends; 429 --------------------------------
+
+
+def test_predict_refuses_a_chunk_disagreeing_with_a_known_catalogue_row(gw) -> None:
+    with open_policy(gw) as policy:
+        assert policy.spec().control_hz == 15.0
+        gw.inject("chunk_fields", fields={"control_frequency_hz": 1000.0})
+        with pytest.raises(InvalidResponse, match="frequency_hz is 1000, expected control_hz = 15"):
+            policy.predict(make_observation())
+        assert policy.buffered == 0
+        gw.inject("rows", rows=16)
+        with pytest.raises(InvalidResponse, match="16 rows, expected at most action_horizon = 15"):
+            policy.next_action(make_observation())
+        assert len(policy.predict(make_observation()).action_chunk) == 15
+
+
+def test_no_fetch_thread_outlives_its_run_by_more_than_its_deadline(gw) -> None:
+    # The prefetch trickles (a byte every 0.2 s, for minutes); the run ends at max_seconds,
+    # and the request it abandoned ends at its own deadline, half a second later.
+    robot = Robot()
+
+    trickle_next = robot.after_first_chunk(lambda: gw.inject("trickle", seconds=0.2))
+
+    with open_policy(gw, control_hz=60) as policy:
+        outcome = run(policy, robot, max_actions=1000, max_seconds=1.0, on_chunk=trickle_next)
+        assert outcome.reason == "timeout" and robot.holds == 1
+        # A hang guard, not a timer: without the whole-request deadline it never ends.
+        assert wait_for(lambda: fetch_threads() == [])
+        gw.clear_faults()
+
+
+def test_a_rate_limit_before_the_first_action_is_waited_out(gw) -> None:
+    robot = Robot()
+    gw.inject("status", status=429, seconds=1)
+    with open_policy(gw, control_hz=60) as policy:
+        with pytest.warns(UserWarning, match="rate limited"):
+            outcome = run(policy, robot, max_actions=16)
+    assert outcome.reason == "completed" and robot.holds == 0
+    # The limited attempt and the retry were both taken before the first action.
+    assert robot.observed_at[:2] == [0, 0]
+    assert gw.act_requests() == outcome.chunks + 1
+
+
+def test_a_rate_limit_without_startup_budget_raises_with_hold(gw) -> None:
+    robot = Robot()
+    gw.inject("status", status=429, seconds=1)
+    with open_policy(gw, control_hz=60) as policy:
+        with pytest.raises(sequence_ai.RateLimited) as info:
+            run(policy, robot, max_actions=16, startup_timeout_s=0)
+    assert info.value.retry_after_s == 1.0
+    assert info.value.outcome.reason == "raised:RateLimited" and robot.acts == []
+    assert robot.holds == 1

@@ -14,11 +14,13 @@ from sequence_ai.errors import (
     InvalidRequest,
     InvalidResponse,
     OutOfCredit,
+    RateLimited,
     SequencesError,
     Unavailable,
 )
 from sequence_ai.transport import (
     DEFAULT_BASE_URL,
+    MAX_BODY_BYTES,
     Transport,
     parse_retry_after,
     resolve_api_key,
@@ -133,6 +135,35 @@ def test_injected_statuses_map_to_their_error_class(shared_gateway, transport, s
     assert info.value.status == status
     if isinstance(info.value, Unavailable):
         assert info.value.warming is False
+
+
+def test_429_is_rate_limited_carrying_retry_after(shared_gateway, transport):
+    # Retry-After carries whole seconds (HTTP delay-seconds).
+    shared_gateway.inject("status", status=429, seconds=2)
+    with pytest.raises(RateLimited) as info:
+        transport.post("/v1/act", act_body())
+    assert isinstance(info.value, Unavailable) and info.value.status == 429
+    assert info.value.retry_after_s == 2.0 and info.value.warming is False
+    assert repr(info.value).startswith("RateLimited(")
+
+
+def test_a_trickled_body_ends_at_the_whole_request_deadline(shared_gateway, no_env):
+    # httpx's timeout is per read: a byte every 0.2 s would never trip a 1 s read timeout.
+    with Transport(base_url=shared_gateway.url, api_key=shared_gateway.api_key,
+                   timeout_s=1.0) as transport:
+        shared_gateway.inject("trickle", seconds=0.2)
+        with pytest.raises(Unavailable, match=r"timed out after 1s \(reading the response body"):
+            transport.post("/v1/act", act_body())
+        # The connection it abandoned is not reused half-read: the next call is whole.
+        assert len(transport.post("/v1/act", act_body())["action_chunk"]["steps"]) == 15
+
+
+def test_a_body_over_the_cap_is_refused_unread(shared_gateway, transport):
+    rows = 20_000  # about 3 MB of JSON: over the cap, far over any real chunk
+    shared_gateway.inject("rows", rows=rows)
+    with pytest.raises(InvalidResponse, match=f"expected at most {MAX_BODY_BYTES} bytes"):
+        transport.post("/v1/act", act_body())
+    assert len(transport.post("/v1/act", act_body())["action_chunk"]["steps"]) == 15
 
 
 def test_a_warming_model_gives_unavailable_with_eta_and_job(gateway_factory, no_env):

@@ -112,7 +112,7 @@ def test_example_plug_in_loads_and_holds_the_pose():
 @pytest.mark.parametrize(("spec", "message"), [
     ("no_colon", "package.module:factory"),
     ("sequence_ai_gateway.examples.hold_still:nothing", "no callable"),
-    ("sequence_ai_gateway.examples.hold_still:HoldStill.latency_ms", "no callable"),
+    ("sequence_ai_gateway.examples.hold_still:HoldStill.inference_ms", "no callable"),
 ])
 def test_bad_plug_in_spec_is_refused(spec, message):
     with pytest.raises(ValueError, match=message):

@@ -77,7 +77,7 @@ def _server(cold_start_s: float, keep_warm_s: float) -> ModelServer:
 
 class _EchoPolicy:
     row = simulated_row("pi05-droid")
-    latency_ms = 0.0
+    inference_ms = 0.0
 
     def steps(self, observation: PolicyObservation):
         return [[float(observation.seed or 0)] * 8]

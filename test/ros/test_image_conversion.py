@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 
 import numpy as np
 import pytest
 from sensor_msgs.msg import CompressedImage, Image
 
+from sequence_ai_ros import image_conversion
 from sequence_ai_ros.image_conversion import (
     ImageConversionError,
     compressed_to_array,
     image_to_array,
+    to_array,
 )
 
 
@@ -126,3 +129,91 @@ def test_corrupt_jpeg_is_refused() -> None:
     msg.data = b"not a jpeg at all"
     with pytest.raises(ImageConversionError, match="could not be decoded"):
         compressed_to_array(msg)
+
+
+# ----- the numpy path against cv_bridge (vision_opencv, humble: cv_bridge/python/core.py) -----
+
+# cv_bridge's cvtColor2(image, msg encoding, desired encoding) for the pairs the node asks for,
+# as OpenCV's colour codes define them (BGR2RGB, RGBA2RGB, BGRA2RGB; same encoding = copy).
+_CV_BRIDGE_CONVERSIONS = {
+    ("rgb8", "rgb8"): lambda a: a,
+    ("bgr8", "rgb8"): lambda a: a[:, :, ::-1],
+    ("rgba8", "rgb8"): lambda a: a[:, :, :3],
+    ("bgra8", "rgb8"): lambda a: a[:, :, 2::-1],
+    ("mono8", "mono8"): lambda a: a,
+}
+_CHANNELS = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "mono8": 1}
+
+
+def _cv_bridge_imgmsg_to_cv2(msg: Image, desired: str) -> np.ndarray:
+    """What cv_bridge's imgmsg_to_cv2 documents and does for 8-bit encodings: view the buffer
+    as rows of step bytes, crop each row to width pixels, then cvtColor2 to `desired`."""
+    channels = _CHANNELS[msg.encoding]
+    buffer = np.frombuffer(bytes(msg.data), dtype=np.uint8)
+    if channels == 1:
+        image = buffer.reshape(msg.height, msg.step)[:, : msg.width]
+    else:
+        image = buffer.reshape(msg.height, msg.step // channels, channels)[:, : msg.width, :]
+    return np.ascontiguousarray(_CV_BRIDGE_CONVERSIONS[(msg.encoding, desired)](image))
+
+
+def _random_pixels(rng: np.random.Generator, height: int, width: int, channels: int) -> np.ndarray:
+    shape = (height, width) if channels == 1 else (height, width, channels)
+    return rng.integers(0, 256, size=shape, dtype=np.uint8)
+
+
+@pytest.mark.parametrize("encoding", sorted(_CHANNELS))
+@pytest.mark.parametrize("padding_pixels", [0, 3])
+def test_the_numpy_path_gives_cv_bridges_array_for_every_encoding(
+    encoding: str, padding_pixels: int
+) -> None:
+    rng = np.random.default_rng(len(encoding) * 31 + padding_pixels)
+    channels = _CHANNELS[encoding]
+    msg = _image(_random_pixels(rng, 37, 53, channels), encoding, padding_pixels * channels)
+    desired = "mono8" if channels == 1 else "rgb8"
+    np.testing.assert_array_equal(image_to_array(msg), _cv_bridge_imgmsg_to_cv2(msg, desired))
+
+
+def test_a_depth_image_is_refused_on_either_path() -> None:
+    msg = Image(height=2, width=2, encoding="16UC1", step=4, data=bytes(8))
+    with pytest.raises(ImageConversionError, match="16UC1.*not supported"):
+        image_to_array(msg)
+    with pytest.raises(ImageConversionError, match="16UC1.*not supported"):
+        to_array(msg)
+
+
+def test_png_decodes_to_the_exact_pixels() -> None:
+    from PIL import Image as PILImage
+
+    rgb = _random_pixels(np.random.default_rng(7), 24, 40, 3)
+    encoded = io.BytesIO()
+    PILImage.fromarray(rgb).save(encoded, format="PNG")
+    msg = CompressedImage(format="png", data=encoded.getvalue())
+    np.testing.assert_array_equal(to_array(msg), rgb)
+
+
+def test_the_path_in_use_is_reported() -> None:
+    expected = "numpy" if importlib.util.find_spec("cv_bridge") is None else "cv_bridge"
+    assert image_conversion.CONVERTER == expected
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("cv_bridge") is None,
+    reason="cv_bridge is not importable here (PyPI ROS); it runs where ROS is installed",
+)
+@pytest.mark.parametrize("encoding", sorted(_CHANNELS))
+def test_cv_bridge_and_numpy_paths_agree(encoding: str) -> None:
+    from PIL import Image as PILImage
+
+    rng = np.random.default_rng(3)
+    channels = _CHANNELS[encoding]
+    msg = _image(_random_pixels(rng, 37, 53, channels), encoding, 2 * channels)
+    converter = image_conversion._BridgeConverter()
+    np.testing.assert_array_equal(converter.image(msg), image_to_array(msg))
+    for fmt in ("PNG", "JPEG"):
+        encoded = io.BytesIO()
+        PILImage.fromarray(_random_pixels(rng, 24, 40, 3)).save(encoded, format=fmt)
+        compressed = CompressedImage(format=fmt.lower(), data=encoded.getvalue())
+        np.testing.assert_array_equal(
+            converter.compressed(compressed), compressed_to_array(compressed)
+        )

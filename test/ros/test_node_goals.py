@@ -152,8 +152,13 @@ def test_set_parameters_changes_the_next_goal(active: tuple[Any, ArmHarness]) ->
     (too_low,) = arm.set_parameters(jpeg_quality=80)
     assert not too_low.successful
     assert "jpeg_quality" in too_low.reason and "90" in too_low.reason
-    (read_only,) = arm.set_parameters(command_topic="elsewhere")
-    assert not read_only.successful and "command_topic" in read_only.reason
+    (at_configure,) = arm.set_parameters(command_topic="elsewhere")
+    assert not at_configure.successful
+    assert "command_topic='elsewhere'" in at_configure.reason and "active" in at_configure.reason
+    # What `ros2 param set <node> prefetch banana` sends: a string, refused by name.
+    banana = arm.parameters.set_text("prefetch", "banana")
+    assert not banana.successful
+    assert "prefetch='banana'" in banana.reason and "expected a bool" in banana.reason
     values = arm.all_parameter_values()
     assert values["smooth_seam"].integer_value == 3
     assert values["jpeg_quality"].integer_value == 95
@@ -276,3 +281,53 @@ def test_canceling_a_preempted_goal_never_stops_the_goal_that_preempted_it(
     second_status, second_result = arm.result(second)
     assert (second_status, second_result.reason) == (GoalStatus.STATUS_SUCCEEDED, "completed")
     assert second_result.actions == 12, second_result.message
+
+
+def _active_without(arm: ArmHarness, view: str) -> None:
+    """Configure and activate while `view` has never published; wait for the model."""
+    arm.paused_views.add(view)
+    assert arm.transition(Transition.TRANSITION_CONFIGURE), arm.log_text()
+    assert arm.transition(Transition.TRANSITION_ACTIVATE)
+    wait_for(
+        lambda: (v := arm.node_status())
+        and v["ready"] == "true"
+        and v["inputs_not_arrived"] == f"camera {view}",
+        what=f"diagnostics naming camera {view} as not arrived",
+    )
+
+
+def test_a_goal_before_the_first_frame_waits_for_it_then_runs(
+    ros_system: Any, gateway: Any, key_file: str
+) -> None:
+    _, arm = ros_system(**node_parameters(gateway.url, key_file, input_wait_s=30.0))
+    _active_without(arm, "wrist_left")
+    handle, feedback = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=8)
+    assert handle.accepted
+    wait_for(lambda: any(f.status == "waiting" for f in list(feedback)), what="waiting feedback")
+    arm.paused_views.discard("wrist_left")
+    status, result = arm.result(handle)
+    assert (status, result.reason) == (GoalStatus.STATUS_SUCCEEDED, "completed"), result.message
+    wait_for(lambda: arm.node_status()["inputs_not_arrived"] == "none", what="all inputs in")
+
+
+def test_an_input_that_never_arrives_ends_the_goal_naming_it(
+    ros_system: Any, gateway: Any, key_file: str
+) -> None:
+    _, arm = ros_system(**node_parameters(gateway.url, key_file, input_wait_s=0.5))
+    _active_without(arm, "wrist_left")
+    handle, feedback = arm.send_goal(INSTRUCTION, max_seconds=30.0)
+    status, result = arm.result(handle)
+    assert status == GoalStatus.STATUS_ABORTED, result.message
+    assert result.reason == "raised:StaleObservation" and result.actions == 0
+    assert "camera wrist_left never arrived within input_wait_s" in result.message
+    assert any(f.status == "waiting" for f in feedback)
+
+
+def test_a_one_instruction_goal_reports_no_instruction_swap(
+    active: tuple[Any, ArmHarness],
+) -> None:
+    _, arm = active
+    handle, _ = arm.send_goal(INSTRUCTION, max_seconds=1.0)
+    status, result = arm.result(handle)
+    assert result.reason == "timeout", result.message
+    assert "instruction swap" not in result.message, result.message

@@ -11,6 +11,9 @@ from node_harness import node_parameters, wait_for
 def test_transitions_and_goal_gating(ros_system: Any, gateway: Any, key_file: str) -> None:
     node, arm = ros_system(**node_parameters(gateway.url, key_file))
     assert arm.state() == "unconfigured"
+    # Unconfigured: the action server already exists and refuses goals at once.
+    handle, _ = arm.send_goal("pick up the cup", max_seconds=2.0)
+    assert not handle.accepted
     assert arm.transition(Transition.TRANSITION_CONFIGURE), arm.log_text()
     assert arm.state() == "inactive"
 
@@ -33,6 +36,8 @@ def test_transitions_and_goal_gating(ros_system: Any, gateway: Any, key_file: st
 
     assert arm.transition(Transition.TRANSITION_CLEANUP)
     assert arm.state() == "unconfigured"
+    handle, _ = arm.send_goal("pick up the cup", max_seconds=2.0)
+    assert not handle.accepted
     # A cleaned-up node configures again from scratch.
     assert arm.transition(Transition.TRANSITION_CONFIGURE)
     assert arm.transition(Transition.TRANSITION_INACTIVE_SHUTDOWN)

@@ -77,6 +77,13 @@ def test_node_process_runs_a_goal_from_a_params_file(
     spinner.start()
     try:
         assert arm.state() == "unconfigured"
+        # The act server exists before configure: a goal is rejected at once, with the reason.
+        rejected, _ = arm.send_goal("pick up the cup", max_seconds=5.0)
+        assert not rejected.accepted
+        wait_for(
+            lambda: "rejected: the node is unconfigured" in arm.log_text(),
+            what="the rejection's reason in /rosout",
+        )
         values = arm.all_parameter_values()
         assert values["smooth_seam"].integer_value == 2
         assert list(values["joint_names"].string_array_value) == JOINTS

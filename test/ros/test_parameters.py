@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import rclpy
@@ -13,15 +14,27 @@ from sequence_ai_ros import parameters
 from sequence_ai_ros.parameters import NodeConfig, check_config
 
 
+class Lifecycle:
+    """What the node's validation asks: the state while configured, else None."""
+
+    state: str | None = None
+
+
 @pytest.fixture
-def node() -> Iterator[Node]:
+def lifecycle() -> Lifecycle:
+    return Lifecycle()
+
+
+@pytest.fixture
+def node(lifecycle: Lifecycle) -> Iterator[Node]:
     context = rclpy.Context()
     rclpy.init(context=context)
     node = Node("parameter_check", context=context)
     parameters.declare(node)
     node.add_on_set_parameters_callback(
         parameters.validation_callback(
-            lambda: {n: node.get_parameter(n).value for n in parameters.SPECS}
+            lambda: {n: node.get_parameter(n).value for n in parameters.SPECS},
+            lambda: lifecycle.state,
         )
     )
     yield node
@@ -37,15 +50,76 @@ def test_every_contract_parameter_is_declared_with_a_description(node: Node) -> 
         "velocity_scale", "prefetch", "smooth_seam", "startup_timeout_s", "jpeg_quality",
         "max_goal_seconds", "max_state_age_s", "max_image_age_s", "joint_lower_limits",
         "joint_upper_limits", "max_step", "hold_between_goals", "hold_republish_hz",
+        "input_wait_s",
     }
     assert set(parameters.SPECS) == expected
     for name in expected:
         descriptor = node.describe_parameter(name)
-        assert descriptor.description, name
-    assert node.describe_parameter("model").read_only
-    assert not node.describe_parameter("prefetch").read_only
-    assert not node.describe_parameter("smooth_seam").read_only
+        assert descriptor.description and descriptor.additional_constraints, name
+    assert "read at configure" in node.describe_parameter("model").additional_constraints
+    assert "read at configure" not in node.describe_parameter("prefetch").additional_constraints
     assert not any("key" in name and name != "api_key_file" for name in expected)
+
+
+@pytest.mark.parametrize(
+    ("name", "allowed"),
+    [
+        ("validate_mode", "one of: warn, strict, off"),
+        ("command_interface", "one of: position, velocity"),
+        ("camera_transports", "each one of: raw, compressed"),
+        ("command_type", "one of: std_msgs/msg/Float64MultiArray, "
+                         "trajectory_msgs/msg/JointTrajectory, sensor_msgs/msg/JointState"),
+    ],
+)
+def test_choice_parameters_list_their_values_in_the_descriptor(
+    node: Node, name: str, allowed: str
+) -> None:
+    assert allowed in node.describe_parameter(name).additional_constraints
+
+
+def test_choice_parameters_list_their_values_in_docs_node_md() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "node.md").read_text()
+    for name, spec in parameters.SPECS.items():
+        if spec.choices:
+            row = next(line for line in text.splitlines() if line.startswith(f"| `{name}`"))
+            assert all(f"`{choice}`" in row for choice in spec.choices), name
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "words"),
+    [
+        ("prefetch", "banana", ["prefetch='banana'", "a string", "expected a bool"]),
+        ("smooth_seam", 2.5, ["smooth_seam=2.5", "expected an integer in 0..15"]),
+        ("velocity_scale", 3, ["velocity_scale=3", "a double"]),
+        ("command_interface", "torque", ["command_interface='torque'", "position, velocity"]),
+        ("camera_transports", ["raw", "h264"], ["['raw', 'h264']", "raw, compressed"]),
+        # rclpy's own range check runs first; it names parameter, range and value too.
+        ("jpeg_quality", 80, ["jpeg_quality", "Min: 90, Max: 100, value: 80"]),
+    ],
+)
+def test_every_refusal_names_the_parameter_the_value_and_what_is_allowed(
+    node: Node, name: str, value: object, words: list[str]
+) -> None:
+    (result,) = node.set_parameters([Parameter(name, value=value)])
+    assert not result.successful
+    for word in words:
+        assert word in result.reason, result.reason
+    # A refused value of another type does not change the parameter's type.
+    assert type(node.get_parameter(name).value) is type(parameters.SPECS[name].default)
+
+
+def test_parameters_read_at_configure_change_only_while_unconfigured(
+    node: Node, lifecycle: Lifecycle
+) -> None:
+    (result,) = node.set_parameters([Parameter("model", value="cosmos3-edge-policy-droid")])
+    assert result.successful, result.reason
+    lifecycle.state = "active"
+    (result,) = node.set_parameters([Parameter("model", value="pi05-droid")])
+    assert not result.successful
+    assert "model='pi05-droid'" in result.reason and "active" in result.reason
+    assert "cleanup" in result.reason
+    (live,) = node.set_parameters([Parameter("prefetch", value=False)])
+    assert live.successful
 
 
 def test_defaults_are_consistent() -> None:
@@ -79,9 +153,6 @@ def test_out_of_range_values_are_rejected_with_a_reason(
         assert word in result.reason
 
 
-def test_read_only_parameters_cannot_change(node: Node) -> None:
-    (result,) = node.set_parameters([Parameter("model", value="other")])
-    assert not result.successful and "model" in result.reason
 
 
 def test_limits_must_stay_one_per_joint(node: Node) -> None:

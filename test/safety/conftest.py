@@ -45,7 +45,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     shared = {cell.name for cell in safety_support.CELLS}
     wanted = {
         "client run()": shared,
-        "node act goal": shared | {cell.name for cell in safety_support.NODE_CELLS},
+        "node act goal": shared | {
+            cell.name for cell in safety_support.NODE_FAULT_CELLS + safety_support.NODE_CELLS
+        },
     }
     complete = all(
         names <= {row["cell"] for row in rows if row["side"] == side}

@@ -29,10 +29,6 @@ PATIENCE_S = 30.0
 STALL_BEYOND_RUNWAY_S = 1.0
 # A body sent one byte per this many seconds never completes within a cell's run.
 TRICKLE_BYTE_S = 0.5
-# A chunk declaring this rate (pi05-droid's catalogue says 15 Hz) must not set the arm's speed.
-LYING_RATE_HZ = 1000.0
-# Far more rows than pi05-droid's action_horizon (15).
-LONG_CHUNK_ROWS = 600
 # Threads the test process runs for the in-process gateway (server loop and its executor).
 GATEWAY_THREAD_PREFIXES = ("gateway:", "asyncio_")
 
@@ -75,8 +71,6 @@ CELLS: tuple[Cell, ...] = (
          _fault("stall", seconds=STALL_BEYOND_RUNWAY_S)),
     Cell("stall_forever", "request stalls until cleared", None, "timeout", "timeout",
          _fault("stall", seconds=None), ends_at_deadline=True),
-    Cell("trickle", f"body sent one byte every {TRICKLE_BYTE_S:g} s", None, "timeout", "timeout",
-         _fault("trickle", seconds=TRICKLE_BYTE_S), ends_at_deadline=True),
     Cell("reset", "connection reset mid-response", Unavailable,
          _raised(Unavailable), _raised(Unavailable), _fault("reset")),
     Cell("status_500", "HTTP 500", SequencesError,
@@ -101,16 +95,26 @@ CELLS: tuple[Cell, ...] = (
          _raised(AuthError), _raised(AuthError), _status(401)),
     Cell("status_402", "HTTP 402 mid-run", OutOfCredit,
          _raised(OutOfCredit), _raised(OutOfCredit), _status(402)),
-    Cell("status_429", "HTTP 429, Retry-After 1 s, mid-run", RateLimited,
+    Cell("status_429", "HTTP 429 mid-run, Retry-After 1 s", RateLimited,
          _raised(RateLimited), _raised(RateLimited), _fault("status", status=429, seconds=1.0)),
-    Cell("lying_rate", f"chunk declares control_frequency_hz {LYING_RATE_HZ:g}", InvalidResponse,
-         _raised(InvalidResponse), _raised(InvalidResponse),
-         _fault("chunk_fields", fields={"control_frequency_hz": LYING_RATE_HZ})),
-    Cell("long_chunk", f"chunk of {LONG_CHUNK_ROWS} rows (horizon 15)", InvalidResponse,
-         _raised(InvalidResponse), _raised(InvalidResponse),
-         _fault("rows", rows=LONG_CHUNK_ROWS)),
+    # The catalogue sets the rate and the horizon, whatever a chunk says (pi05-droid: 15 Hz,
+    # action_horizon 15).
+    Cell("chunk_rate", "chunk says control_frequency_hz 1000.0 (catalogue 15.0)",
+         InvalidResponse, _raised(InvalidResponse), _raised(InvalidResponse),
+         _fault("chunk_fields", fields={"control_frequency_hz": 1000.0})),
+    Cell("rows_over_horizon", "16-row chunk (catalogue action_horizon 15)", InvalidResponse,
+         _raised(InvalidResponse), _raised(InvalidResponse), _fault("rows", rows=16)),
     Cell("killed", "gateway killed mid-run, then restarted", Unavailable,
          _raised(Unavailable), _raised(Unavailable), lambda gw: gw.kill(), _restart),
+)
+NODE_ONLY = "(node only)"
+# Gateway faults only the node's matrix runs: the client's has its own version of each
+# (trickle: a Transport whose short timeout_s ends the request; a node's connection keeps the
+# default, so its goal is ended by max_seconds and the request must not outlive it).
+NODE_FAULT_CELLS: tuple[Cell, ...] = (
+    Cell("trickle", f"body sent one byte every {TRICKLE_BYTE_S:g} s (goal max_seconds 2)", None,
+         NODE_ONLY, "timeout", _fault("trickle", seconds=TRICKLE_BYTE_S),
+         ends_at_deadline=True),
 )
 
 

@@ -44,7 +44,7 @@ def tag_of(target: Sequence[float]) -> int:
 class TaggedDroidReach:
     def __init__(self) -> None:
         self.row = dict(catalogue.simulated_row("pi05-droid"), id=catalogue.MODEL_PREFIX + MODEL)
-        self.latency_ms = 0.0
+        self.inference_ms = 0.0
 
     def steps(self, observation: PolicyObservation) -> list[list[float]]:
         tag = tag_number(observation.instruction) * TAG_UNIT

@@ -1,5 +1,9 @@
 """The fault matrix through ``Policy.run``: every cell ends as documented, holds once, acts on
-nothing invalid, leaves no thread or process behind, and the same Policy runs fine afterwards."""
+nothing invalid, leaves no thread or process behind, and the same Policy runs fine afterwards.
+
+``CELLS`` are shared with the node's matrix (the catalogue's rate and horizon and 429 among
+them); ``CLIENT_CELLS`` are more faults the client itself refuses or bounds: other chunk fields
+that disagree with the catalogue, an oversized body, a body trickled past ``timeout_s``."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from gateway_fixture import run_gateway
 from policy_support import Robot, open_policy, wait_for
 from safety_support import CELLS, PATIENCE_S, Cell, child_pids, invalid_rows, new_threads, record
 
-from sequence_ai import Unavailable
+from sequence_ai import InvalidResponse, Unavailable
 
 SIDE = "client run()"
 ACTION_DIM = 8
@@ -24,6 +28,36 @@ MAX_ACTIONS = 600
 MAX_SECONDS_GUARD = 60.0
 # stall_forever and trickle must be ended by max_seconds, well after the first chunk played.
 STALL_FOREVER_MAX_SECONDS = 1.5
+# The trickle cell's whole-request deadline: short, so the cell is; far above a real request
+# to the local gateway.
+TRICKLE_TIMEOUT_S = 2.0
+CLIENT_ONLY = "(client only)"
+
+
+def _client_cell(name: str, fault: str, error: type[BaseException], kind: str,
+                 **kwargs: Any) -> Cell:
+    return Cell(name, fault, error, f"raised:{error.__name__}", CLIENT_ONLY,
+                lambda gw: gw.inject(kind, **kwargs))
+
+
+def _chunk_says(name: str, field: str, value: Any, catalogue: Any) -> Cell:
+    return _client_cell(name, f"chunk says {field} {value!r} (catalogue {catalogue!r})",
+                        InvalidResponse, "chunk_fields", fields={field: value})
+
+
+# chunk_rate, rows_over_horizon and status_429 run on both sides (safety_support.CELLS).
+CLIENT_CELLS: tuple[Cell, ...] = (
+    _chunk_says("chunk_open_loop_horizon", "open_loop_horizon", 15, 8),
+    _chunk_says("chunk_no_open_loop_horizon", "open_loop_horizon", None, 8),
+    _chunk_says("chunk_action_space", "action_space", "joint_absolute", "joint_delta"),
+    _chunk_says("chunk_action_dim", "action_dim", 7, 8),
+    _client_cell("rows_huge", "20,000-row chunk, about 3 MB (body cap 2 MiB)",
+                 InvalidResponse, "rows", rows=20_000),
+    _client_cell("trickle", f"body sent a byte every 0.5 s (timeout_s {TRICKLE_TIMEOUT_S:g})",
+                 Unavailable, "trickle", seconds=0.5),
+)
+# Connection options a cell needs beyond the matrix's own.
+CONNECT: dict[str, dict[str, float]] = {"trickle": {"timeout_s": TRICKLE_TIMEOUT_S}}
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +78,16 @@ def _fetches_since(before: list[threading.Thread]) -> list[threading.Thread]:
 
 @pytest.mark.parametrize("cell", CELLS, ids=[c.name for c in CELLS])
 def test_client_fault_cell(matrix_gateway: Any, cell: Cell) -> None:
-    gw = matrix_gateway
+    run_cell(matrix_gateway, cell)
+
+
+@pytest.mark.parametrize("cell", CLIENT_CELLS, ids=[c.name for c in CLIENT_CELLS])
+def test_client_only_fault_cell(matrix_gateway: Any, cell: Cell) -> None:
+    run_cell(matrix_gateway, cell)
+
+
+def run_cell(gw: Any, cell: Cell) -> None:
+    """Run one cell's fault through ``Policy.run``, record its row, assert the row passes."""
     row = record(SIDE, cell, cell.client_reason)
     threads_before = threading.enumerate()
     children_before = child_pids()
@@ -67,7 +110,7 @@ def test_client_fault_cell(matrix_gateway: Any, cell: Cell) -> None:
 
     error: BaseException | None = None
     recovered = False
-    policy = open_policy(gw, control_hz=CONTROL_HZ)
+    policy = open_policy(gw, control_hz=CONTROL_HZ, **CONNECT.get(cell.name, {}))
     try:
         try:
             outcome = policy.run(robot.observe, robot.act, max_actions=MAX_ACTIONS, **options)

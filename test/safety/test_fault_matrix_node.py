@@ -30,6 +30,7 @@ from ros_support import (
 from safety_support import (
     CELLS,
     NODE_CELLS,
+    NODE_FAULT_CELLS,
     Cell,
     MatrixRow,
     NodeCell,
@@ -187,7 +188,7 @@ def _assert_row(row: MatrixRow, next_status: int, next_result: Any) -> None:
     assert next_result.actions == NEXT_GOAL_ACTIONS
 
 
-# ----- the cells shared with the client -----
+# ----- the cells shared with the client, and gateway faults only the node runs -----
 
 
 def _goal_bounds(cell: Cell) -> tuple[float, int]:
@@ -198,7 +199,9 @@ def _goal_bounds(cell: Cell) -> tuple[float, int]:
     return GOAL_GUARD_S, 0
 
 
-@pytest.mark.parametrize("cell", CELLS, ids=[c.name for c in CELLS])
+@pytest.mark.parametrize(
+    "cell", CELLS + NODE_FAULT_CELLS, ids=[c.name for c in CELLS + NODE_FAULT_CELLS]
+)
 def test_node_fault_cell(matrix_system: System, cell: Cell) -> None:
     gw, arm = matrix_system.gw, matrix_system.arm
     row = record(SIDE, cell, cell.node_reason)
