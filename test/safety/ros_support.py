@@ -120,3 +120,10 @@ def holds_until_next_goal(arm: ArmHarness, start: int, next_start: int) -> int:
         None,
     )
     return len(hold_events(arm, start, stop))
+
+
+def new_commands(arm: ArmHarness, start: int) -> list[Command]:
+    """Commands since ``start`` other than the command in force before it sent again (an idle
+    node republishes its hold once a second)."""
+    in_force = {c.values for c in arm.commands_since(start - 1)[:1]} if start else set()
+    return [c for c in arm.commands_since(start) if c.values not in in_force]
