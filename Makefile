@@ -78,7 +78,7 @@ BENCH_SMOKE ?= 1
 BUILD_STAMP := $(ROOT)/build/.colcon-stamp
 BUILD_INPUTS := package.xml setup.py setup.cfg resource/sequence_ai_ros \
 	interfaces/package.xml interfaces/CMakeLists.txt $(wildcard interfaces/action/*.action) \
-	$(wildcard launch launch/*.launch.py config config/*.yaml) \
+	$(wildcard launch launch/*.launch.py config config/*.yaml config/*.xml) \
 	$(shell find sequence_ai sequence_ai_gateway sequence_ai_ros -name '*.py' 2>/dev/null)
 
 # The built workspace over the venv: what `source install/setup.bash` gives a ROS user, with the

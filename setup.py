@@ -35,7 +35,7 @@ setup(
         ("share/" + PACKAGE, ["package.xml"]),
         # Globbed so the package builds whether or not launch and config files exist yet.
         ("share/" + PACKAGE + "/launch", sorted(glob("launch/*.launch.py"))),
-        ("share/" + PACKAGE + "/config", sorted(glob("config/*.yaml"))),
+        ("share/" + PACKAGE + "/config", sorted(glob("config/*.yaml") + glob("config/*.xml"))),
     ],
     install_requires=["setuptools"] + INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,

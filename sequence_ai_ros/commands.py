@@ -1,7 +1,12 @@
-"""Arm and gripper command publishers for the three controller message types, and the hold."""
+"""The output stage of the arm gate: arm and gripper commands in the controller's message type.
+
+Only `sequence_ai_ros.arm.ArmGate` holds a `CommandPublisher`; everything that commands the arm
+goes through the gate's checks first.
+"""
 
 from __future__ import annotations
 
+import enum
 import threading
 import time
 from collections import deque
@@ -31,13 +36,24 @@ _MESSAGE_TYPES = {
 }
 
 
+class Interface(str, enum.Enum):
+    """What an arm command carries (the `command_interface` parameter)."""
+
+    POSITION = "position"
+    VELOCITY = "velocity"
+
+
 def _duration(seconds: float) -> Duration:
     whole = int(seconds)
     return Duration(sec=whole, nanosec=int(round((seconds - whole) * 1e9)))
 
 
 class CommandPublisher:
-    """Publishes joint commands in the configured message type and counts the command rate."""
+    """Publishes joint commands in the configured message type and counts the command rate.
+
+    `period_s` is the catalogue's control period, fixed at configure: a JointTrajectory point
+    is reached one period after its message, whatever a response says about its own rate.
+    """
 
     def __init__(
         self,
@@ -48,11 +64,13 @@ class CommandPublisher:
         command_topic: str,
         command_type: str,
         gripper_topic: str,
+        period_s: float,
     ) -> None:
         self._node = node
         self._joint_names = list(joint_names)
-        self._interface = interface
+        self._interface = Interface(interface)
         self._command_type = command_type
+        self._period_s = period_s
         self._arm = node.create_lifecycle_publisher(
             _MESSAGE_TYPES[command_type], command_topic, COMMAND_QOS
         )
@@ -65,33 +83,19 @@ class CommandPublisher:
         self._sent: deque[float] = deque(maxlen=256)
 
     @property
-    def interface(self) -> str:
+    def interface(self) -> Interface:
         return self._interface
 
-    def publish_arm(self, values: Sequence[float], period_s: float) -> None:
+    def publish_arm(self, values: Sequence[float]) -> None:
         """One arm command: positions or velocities in joint_names order."""
         values = [float(v) for v in values[: len(self._joint_names)]]
-        self._arm.publish(self._message(values, period_s))
+        self._arm.publish(self._message(values))
         with self._lock:
             self._sent.append(time.monotonic())
 
     def publish_gripper(self, value: float) -> None:
         if self._gripper is not None:
             self._gripper.publish(Float64MultiArray(data=[float(value)]))
-
-    def hold(self, measured: Sequence[float] | None, period_s: float) -> bool:
-        """Command the arm to stay where it is; False if a position hold has no measurement.
-
-        Position interface: the last measured joints (not the last target, which the arm may
-        not have reached). Velocity interface: zeros. The gripper keeps its last command.
-        """
-        if self._interface == "velocity":
-            self.publish_arm([0.0] * len(self._joint_names), period_s)
-            return True
-        if measured is None:
-            return False
-        self.publish_arm(measured, period_s)
-        return True
 
     def command_rate_hz(self, window_s: float = 2.0) -> float:
         """Arm commands per second over the last `window_s`."""
@@ -105,15 +109,13 @@ class CommandPublisher:
         if self._gripper is not None:
             self._node.destroy_lifecycle_publisher(self._gripper)
 
-    def _message(
-        self, values: list[float], period_s: float
-    ) -> Float64MultiArray | JointTrajectory | JointState:
+    def _message(self, values: list[float]) -> Float64MultiArray | JointTrajectory | JointState:
         if self._command_type == FLOAT64_MULTI_ARRAY:
             return Float64MultiArray(data=values)
-        velocity = self._interface == "velocity"
+        velocity = self._interface is Interface.VELOCITY
         if self._command_type == JOINT_TRAJECTORY:
             # A zero header stamp means "start now"; one point reached after one control period.
-            point = JointTrajectoryPoint(time_from_start=_duration(period_s))
+            point = JointTrajectoryPoint(time_from_start=_duration(self._period_s))
             if velocity:
                 point.velocities = values
             else:

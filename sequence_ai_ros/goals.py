@@ -17,8 +17,8 @@ from rclpy.impl.rcutils_logger import RcutilsLogger
 import sequence_ai
 from sequence_ai import CallHandle, Ending, RunStatus
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros import safety
-from sequence_ai_ros.commands import CommandPublisher
+from sequence_ai_ros.arm import ArmGate, MotionRules
+from sequence_ai_ros.commands import Interface
 from sequence_ai_ros.diagnostics import HealthRecord
 from sequence_ai_ros.observations import ObservationCache, StaleObservation
 from sequence_ai_ros.parameters import NodeConfig
@@ -150,14 +150,14 @@ class GoalRun:
     phase: GoalPhase = GoalPhase.PENDING
     stop: StopCause | None = None
     held: bool = False
+    # Why the end's hold could not be published ("" when it was, or was not asked for).
+    unheld: str = ""
     validate_reason: str = ""
     actions: int = 0
     chunks: int = 0
     underruns: int = 0
     status: RunStatus = RunStatus.STARTING
     warming_eta_s: float = math.nan
-    last_target: list[float] | None = None
-    reference: list[float] | None = None
     last_feedback_s: float = 0.0
 
     def request_stop(self, cause: StopCause) -> bool:
@@ -183,7 +183,8 @@ def goal_problem(goal: Act.Goal) -> str | None:
 
 
 class GoalRunner:
-    """Runs goals through `Policy.act`, publishing each validated step and holding at every end.
+    """Runs goals through `Policy.act`; every step and hold goes through the arm gate, and every
+    end holds.
 
     Every field is set here and never reassigned, except `_goals` and `_current`, which
     `_cond` guards together with the mutable fields of each `GoalRun`.
@@ -196,23 +197,19 @@ class GoalRunner:
         model: sequence_ai.Model,
         controller: str,
         cache: ObservationCache,
-        commands: CommandPublisher,
+        gate: ArmGate,
         health: HealthRecord,
         live_config: Callable[[], NodeConfig],
         log: RcutilsLogger,
     ) -> None:
-        if not model.control_hz or model.control_hz <= 0:
-            raise ValueError(f"model {model.short_id} has no control_hz in its catalogue row")
         self._policy = policy
         self._model = model
         self._controller = controller
         self._cache = cache
-        self._commands = commands
+        self._gate = gate
         self._health = health
         self._live_config = live_config
         self._log = log
-        # The catalogue's rate: the velocity check and trajectory timing use it.
-        self._period_s = 1.0 / model.control_hz
         self._cond = threading.Condition()
         self._goals: dict[bytes, GoalRun] = {}  # every goal not yet ended, by goal id
         self._current: GoalRun | None = None  # the goal whose run drives the arm
@@ -294,14 +291,9 @@ class GoalRunner:
         config = self._live_config()
         goal = run.handle.request
         max_seconds = min(goal.max_seconds, config.max_goal_seconds)
-        # Built from this goal's parameter snapshot: a change applies from the next goal.
-        limits = safety.SafetyLimits(
-            config.joint_names, config.joint_lower_limits, config.joint_upper_limits,
-            config.max_step,
-        )
         options: dict[str, Any] = {
             "max_seconds": max_seconds,
-            "validate": lambda step: self._validate(run, config, limits, step),
+            "validate": lambda step: self._validate(run, step),
             "hold": lambda: self._hold(run, config),
             "prefetch": config.prefetch,
             "smooth_seam": config.smooth_seam,
@@ -327,34 +319,38 @@ class GoalRunner:
 
         outcome: sequence_ai.RunOutcome | None = None
         error: Exception | None = None
-        missing = self._wait_for_inputs(run, config.input_wait_s)
-        with self._cond:
-            stopped = run.phase is GoalPhase.STOPPING
-        if not missing:
-            outcome, error = self._run_policy(run, config, observe, options)
-        elif not stopped:
-            error = StaleObservation(
-                f"{', '.join(missing)} never arrived within input_wait_s "
-                f"({config.input_wait_s:g} s)"
-            )
-        with self._cond:
-            held = run.held
-        if not held:
-            # A completed run does not call hold; a velocity arm must still be stopped.
-            self._hold(run, config, force=True)
+        # Built from this goal's parameter snapshot: a change applies from the next goal.
+        self._gate.begin_goal(MotionRules.from_config(config))
+        try:
+            missing = self._wait_for_inputs(run, config.input_wait_s)
+            with self._cond:
+                stopped = run.phase is GoalPhase.STOPPING
+            if not missing:
+                outcome, error = self._run_policy(run, observe, options)
+            elif not stopped:
+                error = StaleObservation(
+                    f"{', '.join(missing)} never arrived within input_wait_s "
+                    f"({config.input_wait_s:g} s)"
+                )
+            with self._cond:
+                held = run.held
+            if not held:
+                # A completed run does not call hold; its arm must still be held.
+                self._hold(run, config, force=True)
+        finally:
+            self._gate.end_goal()
         return self._end(run, outcome, error, ran=True)
 
     def _run_policy(
         self,
         run: GoalRun,
-        config: NodeConfig,
         observe: Callable[[], sequence_ai.Observation],
         options: dict[str, Any],
     ) -> tuple[sequence_ai.RunOutcome | None, Exception | None]:
         goal = run.handle.request
 
         def act(step: list[float]) -> None:
-            self._act(run, config, step)
+            self._act(run, step)
 
         try:
             if goal.max_actions > 0:
@@ -417,14 +413,18 @@ class GoalRunner:
         with self._cond:
             cause = run.stop
             counts = (run.actions, run.chunks, run.underruns)
+            unheld = run.unheld
         row = goal_ending(cause, run_ending).value
         reason = row.reason.value
         if row.reason is ResultReason.RAISED:
             reason += f":{outcome.error if outcome and outcome.error else type(error).__name__}"
+        message = row.message.format(detail=detail, cause=cause.value if cause else "")
+        if unheld:
+            message += f"; the arm could not be held: {unheld}"
         result = Act.Result(
             reason=reason,
             stopped_early=row.terminal is not Terminal.SUCCEEDED,
-            message=row.message.format(detail=detail, cause=cause.value if cause else ""),
+            message=message,
         )
         if outcome is not None:
             result.actions, result.chunks = outcome.actions, outcome.chunks
@@ -477,27 +477,9 @@ class GoalRunner:
             quality=config.jpeg_quality,
         )
 
-    def _validate(
-        self, run: GoalRun, config: NodeConfig, limits: safety.SafetyLimits, step: list[float]
-    ) -> bool:
-        n = len(config.joint_names)
-        measured = self._cache.last_joints()
-        with self._cond:
-            previous = run.last_target or run.reference
-        if measured is None:
-            reason = "no joint state to compare the step with"
-        elif self._commands.interface == "velocity":
-            reason = safety.check_velocity_command(
-                _velocities(config, step), measured.positions, self._period_s, limits
-            )
-        else:
-            # The first step of a goal is measured from the joints its chunk was computed
-            # from; later steps from the target published one step earlier.
-            reason = safety.check_position_target(
-                step[:n], previous or measured.positions, limits
-            )
-        if reason is None and config.gripper_command_topic and len(step) > n:
-            reason = safety.check_gripper(step[n])
+    def _validate(self, run: GoalRun, step: list[float]) -> bool:
+        # A stale joint state or camera raises StaleObservation: the goal ends with it, held.
+        reason = self._gate.check(step)
         if reason is not None:
             with self._cond:
                 run.validate_reason = reason
@@ -505,19 +487,9 @@ class GoalRunner:
             return False
         return True
 
-    def _act(self, run: GoalRun, config: NodeConfig, step: list[float]) -> None:
-        n = len(config.joint_names)
-        target = None
-        if self._commands.interface == "velocity":
-            self._commands.publish_arm(_velocities(config, step), self._period_s)
-        else:
-            target = list(step[:n])
-            self._commands.publish_arm(target, self._period_s)
-        if len(step) > n:
-            self._commands.publish_gripper(step[n])
+    def _act(self, run: GoalRun, step: list[float]) -> None:
+        self._gate.publish(step)
         with self._cond:
-            if target is not None:
-                run.last_target = target
             run.actions += 1
             run.status = RunStatus.RUNNING
             run.warming_eta_s = math.nan
@@ -527,30 +499,31 @@ class GoalRunner:
         with self._cond:
             run.held = True
             preempted = run.stop is StopCause.PREEMPTED
-        if preempted and not config.hold_between_goals and not force:
+        # A position arm left at its last target is still; a velocity arm never is.
+        if (
+            preempted and not config.hold_between_goals and not force
+            and self._gate.interface is Interface.POSITION
+        ):
             return
-        measured = self._cache.last_joints()
-        positions = measured.positions if measured is not None else None
-        if not self._commands.hold(positions, self._period_s):
-            self._log.error("cannot hold: no joint state has been received to hold at")
+        problem = self._gate.hold()
+        if problem is not None:
+            with self._cond:
+                run.unheld = problem
 
     def _on_status(self, run: GoalRun, state: RunStatus) -> None:
         if state is RunStatus.DONE:
             return
         with self._cond:
             run.status = state
-        if state is RunStatus.WAITING and self._commands.interface == "velocity":
-            # A velocity controller keeps applying its last command: while the next chunk is
-            # late the arm must not keep moving on a step validated for one period only.
-            self._commands.hold(None, self._period_s)
+        if state is RunStatus.WAITING:
+            # The step after the wait is checked against the arm as it is then; a velocity
+            # arm is stopped meanwhile (its controller keeps applying the last command).
+            self._gate.pause()
         self._feedback(run, force=True)
 
     def _on_chunk(self, run: GoalRun, prediction: sequence_ai.Prediction) -> None:
-        observation = prediction.observation
         with self._cond:
             run.chunks += 1
-            if run.reference is None and observation is not None:
-                run.reference = list(observation.proprioception.joint_positions)
         latency = _request_latency_s(prediction)
         if latency is not None:
             self._health.add_latency(latency)
@@ -575,11 +548,6 @@ class GoalRunner:
                 warming_eta_s=run.warming_eta_s,
             )
         run.handle.publish_feedback(feedback)
-
-
-def _velocities(config: NodeConfig, step: list[float]) -> list[float]:
-    """Joint velocities (rad/s) of a normalised velocity step."""
-    return [v * config.velocity_scale for v in step[: len(config.joint_names)]]
 
 
 def _request_latency_s(prediction: sequence_ai.Prediction) -> float | None:

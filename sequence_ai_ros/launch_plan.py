@@ -7,10 +7,12 @@ it imports neither launch nor rclpy.
 
 from __future__ import annotations
 
+import os
 import secrets
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 PACKAGE = "sequence_ai_ros"
 NODE_NAME = "sequence_ai"
@@ -21,6 +23,12 @@ GATEWAY_HOST = "127.0.0.1"
 GATEWAY_READY_PREFIX = "SEQUENCES_BASE_URL="
 # Where the gateway takes its accepted keys from (its --api-key flag would show the key in logs).
 GATEWAY_KEYS_ENV = "SEQUENCES_GATEWAY_KEYS"
+# The Fast DDS profile every ROS process of the plan gets (docs/node.md "Large camera frames"):
+# the default shared-memory segment is smaller than one camera frame. Humble's and Jazzy's
+# Fast DDS (2.x) read the first variable, Fast DDS 3 the second; a profile the environment
+# already names (say, the robot's camera drivers' own) is left alone.
+DDS_PROFILE_FILE = "config/fastdds_large_frames.xml"
+DDS_PROFILE_ENVS = ("FASTRTPS_DEFAULT_PROFILES_FILE", "FASTDDS_DEFAULT_PROFILES_FILE")
 _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
 
@@ -125,6 +133,28 @@ def node_path(namespace: str, name: str = NODE_NAME) -> str:
     return f"/{namespace}/{name}" if namespace else f"/{name}"
 
 
+def share_file(relative: str) -> Path:
+    """A file of the package: this checkout's when run from source, else the installed one."""
+    source = Path(__file__).resolve().parents[1] / relative
+    if source.is_file():
+        return source
+    try:
+        from ament_index_python.packages import get_package_share_directory
+    except ImportError as exc:
+        raise PlanError(f"{relative}: not next to the package and no ament index") from exc
+    return Path(get_package_share_directory(PACKAGE)) / relative
+
+
+def dds_profile_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment giving a ROS process the large-frames transport; {} if `environ` (default:
+    this process's) already names a Fast DDS profile."""
+    environ = os.environ if environ is None else environ
+    if any(environ.get(name) for name in DDS_PROFILE_ENVS):
+        return {}
+    profile = str(share_file(DDS_PROFILE_FILE))
+    return {name: profile for name in DDS_PROFILE_ENVS}
+
+
 def free_port(host: str = GATEWAY_HOST) -> int:
     """A TCP port nothing listens on now, for this launch's own gateway."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -145,7 +175,8 @@ def plan(
     namespace = values["namespace"].strip("/")
     base_url = values["base_url"]
     processes: list[Process] = []
-    node_env: dict[str, str] = {}
+    transport = dds_profile_env()
+    node_env: dict[str, str] = dict(transport)
     if is_true("sim", values["sim"]):
         if not base_url:
             port = free_port() if gateway_port is None else gateway_port
@@ -162,7 +193,9 @@ def plan(
                 )
             )
             node_env["SEQUENCES_API_KEY"] = key
-        processes.append(Process("sim_robot", "sim_robot", node_name="sim_robot"))
+        processes.append(
+            Process("sim_robot", "sim_robot", node_name="sim_robot", env=dict(transport))
+        )
     parameters = {"model": values["model"]}
     if base_url:
         parameters["base_url"] = base_url

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import signal
+import stat
 import sys
 import threading
 from typing import Any
@@ -25,6 +26,7 @@ from sensor_msgs.msg import CompressedImage, Image, JointState
 import sequence_ai
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros import parameters
+from sequence_ai_ros.arm import ArmGate, MotionRules
 from sequence_ai_ros.commands import CommandPublisher
 from sequence_ai_ros.diagnostics import HealthRecord, build_array
 from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
@@ -50,7 +52,13 @@ class SequenceAiNode(LifecycleNode):
 
     Lifecycle callbacks run one at a time (the node's default, mutually exclusive group) and
     own every field. `_lock` guards the ones other threads read: `_accepting`, `_runner`,
-    `_cache`, `_commands` (the goal, sensor, cancel and diagnostics callbacks).
+    `_cache`, `_gate` (the goal, sensor, cancel, diagnostics and idle-hold callbacks).
+
+    The readiness thread (from activate until the model is loaded) shares the goals' Policy:
+    it reads only its `policy` argument, calling `Policy.ready()`, which the client makes safe
+    from any thread beside a running goal (the Session keeps its state under its own lock,
+    the transport's connection pool is thread-safe); it writes only `health` (own lock) and
+    waits on `_ready_stop`. `_ready_thread` belongs to the lifecycle callbacks.
     """
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
@@ -67,7 +75,8 @@ class SequenceAiNode(LifecycleNode):
         self._accepting = False
         self._runner: GoalRunner | None = None
         self._cache: ObservationCache | None = None
-        self._commands: CommandPublisher | None = None
+        # The only publisher of arm commands: it owns the CommandPublisher.
+        self._gate: ArmGate | None = None
         self._policy: sequence_ai.Policy | None = None
         self._subscriptions: list[Subscription] = []
         self._ready_stop = threading.Event()
@@ -98,6 +107,13 @@ class SequenceAiNode(LifecycleNode):
         self._diagnostics_timer = self.create_timer(
             1.0, self._publish_diagnostics, callback_group=self._timer_group
         )
+        # The hold is one volatile message: a controller that (re)connects after a goal never
+        # hears it, so an idle node sends it again (the gate decides whether it may). Made for
+        # the node's life, at the rate configure reads; stopped until then.
+        self._republish_timer = self.create_timer(
+            1.0, self._republish_hold, callback_group=self._timer_group
+        )
+        self._republish_timer.cancel()
 
     # ----- lifecycle -----
 
@@ -178,6 +194,8 @@ class SequenceAiNode(LifecycleNode):
         controller, _ = controller_for(config, model)
         if problems or controller is None:
             raise ConfigureError("; ".join(problems))
+        if not model.control_hz or model.control_hz <= 0:
+            raise ConfigureError(f"model {model.short_id} has no control_hz in its catalogue row")
         # Played at the catalogue's rate, the rate every step is checked at, whatever a chunk
         # says about itself.
         self._policy = self._connect(config, api_key, control_hz=model.control_hz)
@@ -206,26 +224,38 @@ class SequenceAiNode(LifecycleNode):
                 callback_group=self._sensor_group,
             )
         )
-        commands = CommandPublisher(
-            self,
-            joint_names=config.joint_names,
-            interface=config.command_interface,
-            command_topic=config.command_topic,
-            command_type=config.command_type,
-            gripper_topic=config.gripper_command_topic,
+        # The catalogue's period, fixed here: the step check and trajectory timing use it.
+        period_s = 1.0 / model.control_hz
+        gate = ArmGate(
+            CommandPublisher(
+                self,
+                joint_names=config.joint_names,
+                interface=config.command_interface,
+                command_topic=config.command_topic,
+                command_type=config.command_type,
+                gripper_topic=config.gripper_command_topic,
+                period_s=period_s,
+            ),
+            cache,
+            joints=len(config.joint_names),
+            period_s=period_s,
+            log=self.get_logger(),
         )
         runner = GoalRunner(
             policy=self._policy,
             model=model,
             controller=controller,
             cache=cache,
-            commands=commands,
+            gate=gate,
             health=self.health,
             live_config=lambda: NodeConfig.from_node(self),
             log=self.get_logger(),
         )
         with self._lock:
-            self._cache, self._commands, self._runner = cache, commands, runner
+            self._cache, self._gate, self._runner = cache, gate, runner
+        if config.hold_republish_hz > 0:
+            self._republish_timer.timer_period_ns = round(1e9 / config.hold_republish_hz)
+            self._republish_timer.reset()
 
     def _connect(
         self, config: NodeConfig, api_key: str | None, control_hz: float | None
@@ -241,11 +271,20 @@ class SequenceAiNode(LifecycleNode):
         )
 
     def _read_api_key(self, path: str) -> str | None:
-        """The key from api_key_file; None lets the client read SEQUENCES_API_KEY."""
+        """The key from api_key_file; None lets the client read SEQUENCES_API_KEY.
+
+        Like ssh with a private key, a file that group or others may access is refused.
+        """
         if not path:
             return None
         try:
             with open(os.path.expanduser(path), encoding="utf-8") as handle:
+                mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
+                if mode & 0o077:
+                    raise ConfigureError(
+                        f"api_key_file {path!r} is accessible by group or others (mode "
+                        f"{mode:04o}); the key must be private to its owner: chmod 600 {path}"
+                    )
                 key = handle.read().strip()
         except OSError as exc:
             raise ConfigureError(f"api_key_file {path!r} cannot be read: {exc.strerror}") from exc
@@ -256,14 +295,15 @@ class SequenceAiNode(LifecycleNode):
     def _teardown(self) -> None:
         with self._lock:
             self._accepting = False
-            commands = self._commands
-            self._runner = self._cache = self._commands = None
+            gate = self._gate
+            self._runner = self._cache = self._gate = None
+        self._republish_timer.cancel()
         self._stop_readiness()
         for subscription in self._subscriptions:
             self.destroy_subscription(subscription)
         self._subscriptions = []
-        if commands is not None:
-            commands.destroy()
+        if gate is not None:
+            gate.destroy()
         if self._policy is not None:
             self._policy.close()
             self._policy = None
@@ -339,7 +379,10 @@ class SequenceAiNode(LifecycleNode):
     # ----- readiness and diagnostics -----
 
     def _watch_readiness(self, policy: sequence_ai.Policy | None) -> None:
-        """Bring the model up in the background once active; progress goes to diagnostics."""
+        """Bring the model up in the background once active; progress goes to diagnostics.
+
+        The readiness thread; it may run beside a goal on the same Policy (see the class).
+        """
         last_problem = ""
         while policy is not None and not self._ready_stop.is_set():
             try:
@@ -364,9 +407,18 @@ class SequenceAiNode(LifecycleNode):
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=_STOP_TIMEOUT_S)
 
+    def _republish_hold(self) -> None:
+        with self._lock:
+            gate = self._gate if self._accepting else None
+        if gate is None:
+            return
+        config = NodeConfig.from_node(self)
+        if config.hold_between_goals:
+            gate.republish_hold(MotionRules.from_config(config))
+
     def _publish_diagnostics(self) -> None:
         with self._lock:
-            cache, commands = self._cache, self._commands
+            cache, gate = self._cache, self._gate
         self._diagnostics.publish(
             build_array(
                 self.health,
@@ -374,7 +426,7 @@ class SequenceAiNode(LifecycleNode):
                 ages=cache.ages() if cache is not None else {},
                 missing=cache.missing() if cache is not None else [],
                 stamp_skew_s=cache.stamp_skew_s() if cache is not None else None,
-                command_rate_hz=commands.command_rate_hz() if commands is not None else 0.0,
+                command_rate_hz=gate.command_rate_hz() if gate is not None else 0.0,
                 stamp=self.get_clock().now().to_msg(),
             )
         )

@@ -184,13 +184,6 @@ class ObservationCache:
             )
         return snapshot
 
-    def last_joints(self) -> JointSnapshot | None:
-        """The newest joint positions regardless of age (for a hold), or None if unusable."""
-        try:
-            return self._snapshot()
-        except StaleObservation:
-            return None
-
     def _snapshot(self) -> JointSnapshot:
         now = self._clock()
         with self._lock:

@@ -147,7 +147,16 @@ SPECS: dict[str, Spec] = {
         float_range=(0.001, 3.2),
     ),
     "hold_between_goals": Spec(
-        True, "command a hold when a goal is preempted, before the next goal starts"
+        True,
+        "command a hold when a goal is preempted, before the next goal starts (position; a "
+        "velocity arm gets zeros at every goal end)",
+    ),
+    "hold_republish_hz": Spec(
+        1.0,
+        "while no goal runs and hold_between_goals is true, send the last hold again at this "
+        "rate, if it still passes the safety checks (0 = off)",
+        at_configure=True,
+        float_range=(0.0, 10.0),
     ),
     "input_wait_s": Spec(
         5.0,
@@ -197,6 +206,7 @@ class NodeConfig:
     joint_upper_limits: tuple[float, ...]
     max_step: float
     hold_between_goals: bool
+    hold_republish_hz: float
     input_wait_s: float
 
     @classmethod

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO
 
 from sequence_ai_ros import launch_plan
-from sequence_ai_ros.launch_plan import GATEWAY_READY_PREFIX, PACKAGE, Plan, PlanError
+from sequence_ai_ros.launch_plan import GATEWAY_READY_PREFIX, Plan, PlanError
 
 # The console scripts of setup.py: the launcher runs exactly these functions.
 ENTRY_POINTS = {
@@ -62,14 +62,10 @@ def parse_arguments(argv: Sequence[str]) -> dict[str, str]:
 
 def default_params_file() -> Path:
     """config/droid.yaml of this checkout when run from source, else the installed share/ copy."""
-    source = Path(__file__).resolve().parents[2] / launch_plan.PARAMS_FILE
-    if source.is_file():
-        return source
     try:
-        from ament_index_python.packages import get_package_share_directory
-    except ImportError as exc:
-        raise LaunchError("no config/droid.yaml next to the package and no ament index") from exc
-    return Path(get_package_share_directory(PACKAGE)) / launch_plan.PARAMS_FILE
+        return launch_plan.share_file(launch_plan.PARAMS_FILE)
+    except PlanError as exc:
+        raise LaunchError(str(exc)) from None
 
 
 def ros_arguments(

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sequence_ai_ros.sim.render import IMAGE_SIZE
+
 JOINTS = 7
 GOAL_COLOURS = ("#2a9d4b", "#8e44ad")  # per instruction: its target line and its time span
 
@@ -52,10 +54,11 @@ def _series(demo: Any) -> Series:
         )
     preempt = None if math.isnan(demo.preempt_t) else demo.preempt_t - t0
     args = demo.args
+    width, height = IMAGE_SIZE
     title = (
         "sequence_ai demo: pi05-droid (local gateway) driving the simulated DROID arm\n"
         f"prefetch {args.prefetch}, goals of max_seconds {args.max_seconds:g}, preemption after "
-        f"{args.preempt_after:g} s of goal 1, cameras {args.image_size[0]}x{args.image_size[1]}"
+        f"{args.preempt_after:g} s of goal 1, cameras {width}x{height}, config/droid.yaml limits"
     )
     return Series(joint_t, joints, target_t, targets, goals, preempt, title)
 

@@ -4,7 +4,8 @@ Starts the local gateway, `sim_robot` and the `sequence_ai` node (droid.launch.p
 sequence_ai_ros.demo.launcher: both read sequence_ai_ros.launch_plan), activates the node, then
 plays planner: an `act` goal "pick up the cup", preempted part-way by a second instruction.
 It prints both results and how much closer the arm got to each instruction's target,
-draws the run into demo.png and stops what it started.
+draws the run into demo.png and stops what it started. The cameras are 1280x720 like DROID's,
+and the node runs with config/droid.yaml's limits.
 
     python -m sequence_ai_ros.demo [--max-seconds 20] [--headless] [--out demo.png]
 """
@@ -29,10 +30,6 @@ if TYPE_CHECKING:
     from sequence_ai_ros.demo.launcher import Launcher
     from sequence_ai_ros.demo.planner import ActClient, GoalRun, Planner
 
-# The node's staleness limits (0.25 s joints, 0.5 s images) suit a robot with its own cores;
-# here the arm, the node and the gateway share two busy cores with other work, and a scheduling
-# stall of a few tenths of a second would end a goal. The checks stay on, with room for that.
-SHARED_MACHINE_AGES = ("max_state_age_s=0.5", "max_image_age_s=1.0")
 FIRST_INSTRUCTION = "pick up the cup"
 SECOND_INSTRUCTION = "put the cup on the blue block"
 # Generous bounds for a shared 2-core machine; the demo itself usually needs well under them.
@@ -49,13 +46,6 @@ def _seconds(text: str) -> float:
         return float(text)
     except ValueError:
         return math.inf
-
-
-def _size(text: str) -> tuple[int, int]:
-    width, sep, height = text.lower().partition("x")
-    if not (sep and width.isdigit() and height.isdigit() and int(width) > 0 and int(height) > 0):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected WIDTHxHEIGHT, e.g. 640x360")
-    return int(width), int(height)
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -102,15 +92,6 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         metavar="NAME=VALUE",
         help="set a live node parameter before the goals, as `ros2 param set` would "
         "(e.g. --set smooth_seam=3); repeatable",
-    )
-    parser.add_argument(
-        "--image-size",
-        type=_size,
-        default=(320, 180),
-        metavar="WxH",
-        help="camera image size of the simulated arm (default 320x180, still above the 224x126 "
-        "the model sees: larger raw frames travel as many UDP fragments on loopback, and a busy "
-        "machine drops enough of them to trip the node's max_image_age_s)",
     )
     parser.add_argument(
         "--prefetch",
@@ -308,9 +289,6 @@ class Demo:
                 launcher.default_params_file()
             )
             specs = launcher.specs_for(launch_plan.plan(values), params_file)
-            for spec in specs:
-                if spec.executable == "sim_robot":
-                    spec.arguments += self._sim_overrides()
             self.via = (
                 "python -m sequence_ai_ros.demo.launcher sim:=true (no ros2 launch here)"
             )
@@ -320,10 +298,6 @@ class Demo:
         print(f"started via {self.via}")
         print("processes: " + " ".join(f"{name}={pid}" for name, pid in self.pids.items()))
         print(f"logs: {self.log_dir}", flush=True)
-
-    def _sim_overrides(self) -> list[str]:
-        width, height = self.args.image_size
-        return ["-p", f"image_width:={width}", "-p", f"image_height:={height}"]
 
     def stop_processes(self) -> list[int]:
         """Stop everything started; the pids still alive afterwards (expected: none)."""
@@ -401,7 +375,7 @@ class Demo:
         self.status.end()
         print(f"{target}: configured and active")
         parameters = self.planner.parameters(target)
-        overrides = [*SHARED_MACHINE_AGES, f"prefetch={self.args.prefetch}", *self.args.overrides]
+        overrides = [f"prefetch={self.args.prefetch}", *self.args.overrides]
         for override in overrides:
             name, _, value = override.partition("=")
             # What `ros2 param set` sends; the node's refusal is an error.

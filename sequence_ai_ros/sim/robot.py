@@ -1,15 +1,20 @@
 """`sim_robot`: a simulated DROID Franka with three cameras, speaking the topics a real one does.
 
-Joint states and the position/velocity/gripper command topics match ros2_control's
-joint_state_broadcaster and forward command controllers, so the node cannot tell it from a robot.
+Joint states and the command topics match ros2_control's joint_state_broadcaster, forward command
+controllers and joint_trajectory_controller, so the node cannot tell it from a robot.
 
     ros2 run sequence_ai_ros sim_robot --ros-args -p image_width:=640 -p image_height:=360
+    ros2 run sequence_ai_ros sim_robot --ros-args -p camera_frames:=premade -p fps:=30.0 \
+        -p "views:=[exterior_1, wrist_left]"          # the benchmarks' light camera feed
 
-Publishes `joint_states` (panda_joint1..7 + panda_finger_joint1, gripper 0 open .. 1 closed) and
+Publishes `joint_states` (panda_joint1..7 + panda_finger_joint1, gripper 0 open .. 1 closed),
 `cameras/{exterior_1,exterior_2,wrist_left}/image_raw` (rgb8; `.../compressed` JPEG with
-image_transport compressed|both); subscribes `forward_position_controller/commands`,
-`forward_velocity_controller/commands` (7 values) and `gripper_controller/commands` (1 value).
-Its read-only parameters describe themselves (`ros2 param describe /sim_robot <name>`).
+image_transport compressed|both) and, while a trajectory drives the arm,
+`joint_trajectory_controller/reference` (the desired state, a JointState). Subscribes
+`forward_position_controller/commands`, `forward_velocity_controller/commands` (7 values),
+`gripper_controller/commands` (1 value) and `joint_trajectory_controller/joint_trajectory`
+(sim/trajectory.py plays it like joint_trajectory_controller). docs/sim.md has the details; the
+read-only parameters describe themselves (`ros2 param describe /sim_robot <name>`).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import rclpy
+from builtin_interfaces.msg import Time as TimeMsg
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -31,27 +37,73 @@ from rclpy.publisher import Publisher
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
 
 from sequence_ai_ros.sim.arm import GRIPPER_JOINT, HOME, JOINT_NAMES, SimArm
-from sequence_ai_ros.sim.render import VIEWS, SceneRenderer
+from sequence_ai_ros.sim.render import IMAGE_SIZE, VIEWS, SceneRenderer
+from sequence_ai_ros.sim.trajectory import (
+    Replacement,
+    Trajectory,
+    TrajectoryController,
+    TrajectoryPoint,
+    TrajectoryRejected,
+)
 
 TRANSPORTS = ("raw", "compressed", "both")
+# rendered: drawn from the arm's state (when it moved); premade: drawn once at start, so the
+# frames cost only their publishing (the benchmarks' light feed: the load is the subscriber's).
+CAMERA_FRAMES = ("rendered", "premade")
+# Premade frames get a sensor's noise so that their JPEG weighs what a real camera's does
+# (about 100 kB at 1280x720, quality 90; the clean render compresses to a fifth of that).
+PREMADE_NOISE_SIGMA = 3.0
+TRAJECTORY_TOPIC = "joint_trajectory_controller/joint_trajectory"
+REFERENCE_TOPIC = "joint_trajectory_controller/reference"
 RATE_LOG_PERIOD_S = 10.0
+# Smaller joint or gripper changes leave every pixel at 1/4 resolution where it was.
+_MOVED_RAD = 1e-4
 _STATE_NAMES = (*JOINT_NAMES, GRIPPER_JOINT)
+_ARM_NAMES = list(JOINT_NAMES)
+
+
+def light_feed_overrides(
+    transport: str = "raw", fps: float = 30.0, views: tuple[str, ...] = ("exterior_1", "wrist_left")
+) -> dict[str, str]:
+    """`-p name:=value` overrides that make sim_robot the benchmarks' light camera feed.
+
+    Two 1280x720 cameras at 30 Hz of premade frames (JPEG encoded once with `compressed`),
+    joint states at 100 Hz; pass to `demo.launcher.ros_arguments(..., overrides=...)`.
+    """
+    return {
+        "camera_frames": "premade",
+        "fps": f"{fps:g}",
+        "views": "[" + ",".join(views) + "]",
+        "image_transport": transport,
+        "image_width": str(IMAGE_SIZE[0]),
+        "image_height": str(IMAGE_SIZE[1]),
+    }
 
 
 class _CameraOutput:
-    """One view: its renderer, a reusable message buffer and its publishers."""
+    """One view: its renderer, one reused message whose data it draws into, its publishers.
+
+    Used by the camera thread only.
+    """
 
     def __init__(
         self, node: Node, view: str, width: int, height: int, transport: str, scale: int
     ) -> None:
         self.view = view
-        self.frame_id = f"{view}_optical_frame"
         self.renderer = SceneRenderer(view, width, height, scale)
-        # The frame buffer is an array.array so the message takes it without a per-element check.
-        self.buffer = array.array("B", bytes(width * height * 3))
-        self.pixels = np.frombuffer(self.buffer, dtype=np.uint8).reshape(height, width, 3)
+        # The renderer draws straight into the message's own array.array (taken by one copy
+        # at first), so a new frame costs no copy before publishing.
+        self.image = Image(height=height, width=width, encoding="rgb8", step=width * 3)
+        self.image.header.frame_id = f"{view}_optical_frame"
+        self.image.data = array.array("B", bytes(width * height * 3))
+        self.pixels = np.frombuffer(self.image.data, dtype=np.uint8).reshape(height, width, 3)
+        self.jpeg = CompressedImage(format="rgb8; jpeg compressed bgr8")
+        self.jpeg.header.frame_id = self.image.header.frame_id
+        self.drawn: np.ndarray | None = None  # joints + gripper of the frame in `pixels`
+        self.encoded = False  # the JPEG holds the frame in `pixels`
         topic = f"cameras/{view}/image_raw"
         self.raw = (
             node.create_publisher(Image, topic, qos_profile_sensor_data)
@@ -71,23 +123,65 @@ class _CameraOutput:
             for pub in (self.raw, self.compressed)
         )
 
+    def draw(self, state: np.ndarray) -> None:
+        """Render the scene for joints + gripper `state` unless the frame already shows it."""
+        if self.drawn is not None and np.max(np.abs(state - self.drawn)) < _MOVED_RAD:
+            return
+        self.renderer.render(state[:7], float(state[7]), out=self.pixels)
+        self.drawn = state
+        self.encoded = False
+
+    def add_sensor_noise(self, sigma: float, seed: int) -> None:
+        """Gaussian noise on the frame, as a camera's sensor adds."""
+        noise = np.random.default_rng(seed).normal(0.0, sigma, self.pixels.shape)
+        self.pixels[:] = np.clip(self.pixels + noise, 0, 255).astype(np.uint8)
+        self.encoded = False
+
+    def encode(self, quality: int) -> None:
+        if self.encoded:
+            return
+        from PIL import Image as PilImage  # Pillow only when someone asked for JPEG
+
+        out = io.BytesIO()
+        PilImage.fromarray(self.pixels).save(out, format="JPEG", quality=quality)
+        self.jpeg.data = array.array("B", out.getvalue())
+        self.encoded = True
+
 
 class SimRobot(Node):
-    """Integrates the arm at `rate_hz`, publishes joint states, renders cameras at `fps`."""
+    """Integrates the arm at `rate_hz`, publishes joint states, renders cameras at `fps`.
+
+    Threads: `sim-joints` (the arm's loop: trajectory sample, integration, joint states),
+    `sim-cameras` (frames) and the executor's (command subscriptions, the rate log). `_lock`
+    guards `arm` and `_trajectory`; `_counts` is written by the loops and swapped by the log.
+    """
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__("sim_robot", **kwargs)  # type: ignore[arg-type]
         rate_hz = self._param("rate_hz", 100.0, "joint_states rate and integration rate (Hz)")
-        width = self._param("image_width", 1280, "camera image width (px)")
-        height = self._param("image_height", 720, "camera image height (px)")
+        width = self._param("image_width", IMAGE_SIZE[0], "camera image width (px)")
+        height = self._param("image_height", IMAGE_SIZE[1], "camera image height (px)")
         fps = self._param("fps", 15.0, "camera frame rate (Hz), 15..30 like DROID's cameras")
         transport = self._param("image_transport", "raw", "raw | compressed | both")
         views = self._param("views", list(VIEWS), "camera views to publish")
+        frames = self._param(
+            "camera_frames", "rendered",
+            "rendered (from the arm's state) | premade (drawn once: a light feed for benchmarks)",
+        )  # fmt: skip
         initial = self._param("initial_positions", HOME.tolist(), "start pose, 7 joints (rad)")
         gripper = self._param("initial_gripper", 0.0, "start gripper, 0 open .. 1 closed")
         timeout = self._param("velocity_timeout_s", 0.2, "hold once velocities are this old (s)")
         self._jpeg_quality = self._param("jpeg_quality", 90, "quality of the compressed images")
         scale = self._param("render_scale", 4, "render at 1/scale of the image size, then upscale")
+        replacement = self._param(
+            "trajectory_replacement", Replacement.SPLICE.value,
+            "splice (a new trajectory takes over at its start time) | restart (Humble's "
+            "joint_trajectory_controller: from the measured state at once)",
+        )  # fmt: skip
+        nonzero_end = self._param(
+            "allow_nonzero_velocity_at_trajectory_end", True,
+            "accept trajectories ending with a velocity (Humble's default; Jazzy's is false)",
+        )  # fmt: skip
         self._check(rate_hz > 0, "rate_hz", rate_hz, "a positive rate")
         self._check(0 < fps <= 60, "fps", fps, "a rate in (0, 60]")
         self._check(
@@ -95,8 +189,14 @@ class SimRobot(Node):
         )
         self._check(transport in TRANSPORTS, "image_transport", transport, " | ".join(TRANSPORTS))
         self._check(all(v in VIEWS for v in views), "views", views, f"names from {VIEWS}")
+        self._check(frames in CAMERA_FRAMES, "camera_frames", frames, " | ".join(CAMERA_FRAMES))
         self._check(len(initial) == 7, "initial_positions", initial, "7 joint positions")
         self._check(scale >= 1, "render_scale", scale, "an integer >= 1")
+        replacements = [r.value for r in Replacement]
+        self._check(
+            replacement in replacements, "trajectory_replacement", replacement,
+            " | ".join(replacements),
+        )  # fmt: skip
 
         self._lock = threading.Lock()
         self.arm = SimArm(
@@ -104,32 +204,32 @@ class SimRobot(Node):
             gripper=float(gripper),
             velocity_timeout_s=float(timeout),
         )
-        self._last_step = time.monotonic()
+        self._trajectory = TrajectoryController(
+            JOINT_NAMES,
+            replacement=Replacement(replacement),
+            allow_nonzero_velocity_at_trajectory_end=bool(nonzero_end),
+        )
+        self._premade = frames == "premade"
+        self._last_step = self._now_s()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         # Reliable, like ros2_control's joint_state_broadcaster; best-effort readers still match.
         self._joint_pub = self.create_publisher(JointState, "joint_states", 10)
+        self._reference_pub = self.create_publisher(JointState, REFERENCE_TOPIC, 10)
         self._cameras = [
             _CameraOutput(self, view, width, height, transport, scale) for view in views
         ]
+        if self._premade:
+            for seed, camera in enumerate(self._cameras):
+                camera.draw(np.array([*self.arm.q, self.arm.gripper]))
+                camera.add_sensor_noise(PREMADE_NOISE_SIGMA, seed)
         commands = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        self.create_subscription(
-            Float64MultiArray,
-            "forward_position_controller/commands",
-            self._on_positions,
-            commands,
-        )
-        self.create_subscription(
-            Float64MultiArray,
-            "forward_velocity_controller/commands",
-            self._on_velocities,
-            commands,
-        )
-        self.create_subscription(
-            Float64MultiArray,
-            "gripper_controller/commands",
-            self._on_gripper,
-            commands,
-        )
+        for msg_type, topic, callback in (
+            (Float64MultiArray, "forward_position_controller/commands", self._on_positions),
+            (Float64MultiArray, "forward_velocity_controller/commands", self._on_velocities),
+            (Float64MultiArray, "gripper_controller/commands", self._on_gripper),
+            (JointTrajectory, TRAJECTORY_TOPIC, self._on_trajectory),
+        ):
+            self.create_subscription(msg_type, topic, callback, commands)
         # Achieved rates, logged now and then: a starved machine shows here first.
         self._counts = {"joint_states": 0, "frames": 0}
         self._counted_since = time.monotonic()
@@ -148,7 +248,7 @@ class SimRobot(Node):
             loop.start()
         self.get_logger().info(
             f"simulated arm up: joints at {rate_hz:g} Hz, {len(views)} cameras {width}x{height} "
-            f"at {fps:g} Hz ({transport})"
+            f"at {fps:g} Hz ({transport}, {frames} frames), trajectories: {replacement}"
         )
 
     def _every(self, period_s: float, work: Callable[[], None]) -> None:
@@ -177,6 +277,11 @@ class SimRobot(Node):
         if not ok:
             raise ValueError(f"parameter {name}: got {value!r}, expected {expected}")
 
+    def _now_s(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    # ----- commands (executor thread) -----
+
     def _on_positions(self, msg: Float64MultiArray) -> None:
         self._command(msg, "forward_position_controller/commands", self.arm.command_positions)
 
@@ -189,6 +294,9 @@ class SimRobot(Node):
         try:
             with self._lock:
                 apply(np.array(msg.data, dtype=float))
+                # A forward command takes the arm from the trajectory controller, as switching
+                # ros2_control controllers would.
+                self._trajectory.stop()
         except ValueError as err:
             # A bad command is dropped, like ros2_control does with a wrong-sized one.
             self.get_logger().warning(f"{topic}: {err}", throttle_duration_sec=1.0)
@@ -208,43 +316,75 @@ class SimRobot(Node):
                 f"gripper_controller/commands: {err}", throttle_duration_sec=1.0
             )
 
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        trajectory = Trajectory(
+            joint_names=list(msg.joint_names),
+            start_s=msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9,
+            points=[
+                TrajectoryPoint(
+                    p.time_from_start.sec + p.time_from_start.nanosec * 1e-9,
+                    p.positions, p.velocities, p.accelerations, p.effort,
+                )
+                for p in msg.points
+            ],
+        )  # fmt: skip
+        try:
+            with self._lock:
+                self._trajectory.receive(trajectory, self._now_s(), self.arm.q, self.arm.qd)
+        except TrajectoryRejected as err:
+            # Refused like joint_trajectory_controller does: logged, the running one goes on.
+            self.get_logger().error(f"{TRAJECTORY_TOPIC}: rejected: {err}")
+
+    # ----- the loops -----
+
     def _on_tick(self) -> None:
-        now = time.monotonic()
-        # Integrate over the real elapsed time (capped) so a late tick does not slow the arm.
-        dt = min(0.1, now - self._last_step)
+        stamp = self.get_clock().now()
+        now = stamp.nanoseconds * 1e-9
+        # Integrate over the elapsed time on the clock of the stamps (capped; 0 if the clock
+        # stepped back), so a late tick does not slow the arm and velocities match positions.
+        dt = min(0.1, max(0.0, now - self._last_step))
         self._last_step = now
         with self._lock:
+            # The trajectory is sampled here, at the arm's own rate, whatever its sender's pace.
+            desired = self._trajectory.sample(now)
+            if desired is not None:
+                self.arm.command_positions(desired.positions)
             self.arm.step(dt)
             q, qd, gripper = self.arm.q.copy(), self.arm.qd.copy(), self.arm.gripper
-        msg = JointState()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.name = _STATE_NAMES
-        msg.position = [*q.tolist(), gripper]
+        stamp_msg = stamp.to_msg()
+        msg = JointState(name=_STATE_NAMES, position=[*q.tolist(), gripper])
+        msg.header.stamp = stamp_msg
         msg.velocity = [*qd.tolist(), 0.0]
         self._publish(self._joint_pub, msg)
         self._counts["joint_states"] += 1
+        if desired is not None and self._reference_pub.get_subscription_count() > 0:
+            reference = JointState(
+                name=_ARM_NAMES,
+                position=desired.positions.tolist(),
+                velocity=desired.velocities.tolist(),
+            )
+            reference.header.stamp = stamp_msg
+            self._publish(self._reference_pub, reference)
 
     def _on_frame(self) -> None:
         with self._lock:
-            q, gripper = self.arm.q.copy(), self.arm.gripper
-        stamp = self.get_clock().now().to_msg()
-        rendered = False
+            state = np.array([*self.arm.q, self.arm.gripper])
+        stamp: TimeMsg = self.get_clock().now().to_msg()
+        published = False
         for camera in self._cameras:
             if not camera.wanted():
                 continue
-            rendered = True
-            camera.renderer.render(q, gripper, out=camera.pixels)
+            published = True
+            if not self._premade:
+                camera.draw(state)
             if camera.raw is not None:
-                msg = Image()
-                msg.header.stamp, msg.header.frame_id = stamp, camera.frame_id
-                msg.height, msg.width = camera.pixels.shape[:2]
-                msg.encoding = "rgb8"
-                msg.step = msg.width * 3
-                msg.data = camera.buffer
-                self._publish(camera.raw, msg)
+                camera.image.header.stamp = stamp
+                self._publish(camera.raw, camera.image)
             if camera.compressed is not None:
-                self._publish(camera.compressed, self._compress(camera, stamp))
-        self._counts["frames"] += rendered
+                camera.encode(self._jpeg_quality)
+                camera.jpeg.header.stamp = stamp
+                self._publish(camera.compressed, camera.jpeg)
+        self._counts["frames"] += published
 
     def _log_rates(self) -> None:
         now = time.monotonic()
@@ -262,18 +402,6 @@ class SimRobot(Node):
             # Ctrl+C shuts the context down while a timer may be mid-publish: that is not an error.
             if self.context.ok():
                 raise
-
-    def _compress(self, camera: _CameraOutput, stamp: object) -> CompressedImage:
-        from PIL import Image as PilImage  # Pillow only when someone asked for JPEG
-
-        out = io.BytesIO()
-        PilImage.fromarray(camera.pixels).save(out, format="JPEG", quality=self._jpeg_quality)
-        msg = CompressedImage()
-        msg.header.stamp, msg.header.frame_id = stamp, camera.frame_id
-        # The string image_transport writes for colour JPEG, so consumers treat it as a camera's.
-        msg.format = "rgb8; jpeg compressed bgr8"
-        msg.data = array.array("B", out.getvalue())
-        return msg
 
 
 def main(args: list[str] | None = None) -> None:

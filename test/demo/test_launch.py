@@ -211,7 +211,8 @@ def test_real_robot_plan_is_the_node_alone_with_droid_yaml() -> None:
     assert [p.label for p in plan.processes] == ["node"]
     assert plan.node.params_file and plan.node.lifecycle
     assert plan.node.parameters == {"model": "pi05-droid"}
-    assert plan.node.env == {} and plan.gateway is None and plan.autostart
+    assert plan.node.env == launch_plan.dds_profile_env() and plan.gateway is None
+    assert plan.autostart
 
 
 def test_each_sim_launch_gets_a_gateway_of_its_own_and_tells_its_node() -> None:
@@ -238,7 +239,7 @@ def test_sim_with_a_base_url_shares_that_service() -> None:
     assert [p.label for p in plan.processes] == ["sim_robot", "node"]
     assert plan.node.parameters["base_url"] == "http://127.0.0.1:8787"
     # Its key is the caller's SEQUENCES_API_KEY, inherited from the environment.
-    assert plan.node.env == {}
+    assert plan.node.env == launch_plan.dds_profile_env()
 
 
 def test_node_path_in_a_namespace() -> None:

@@ -142,3 +142,27 @@ def test_wrist_view_sees_the_gripper_close() -> None:
 def test_renderer_refuses_an_unknown_view() -> None:
     with pytest.raises(ValueError, match="view: got 'top'"):
         SceneRenderer("top")
+
+
+@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("size", [(1280, 720), (1000, 563)])
+def test_redrawing_only_what_moved_gives_the_frame_a_full_render_gives(
+    view: str, size: tuple[int, int]
+) -> None:
+    # One renderer redraws into the same frame (it upscales only what moved); another draws
+    # each pose into a fresh frame. Sizes that 4 divides and that it does not.
+    width, height = size
+    redrawn, fresh = SceneRenderer(view, width, height), SceneRenderer(view, width, height)
+    frame = np.zeros((height, width, 3), dtype=np.uint8)
+    swing = np.array([0.6, 0.3, 0.0, 0.4, 0.0, -0.3, 0.5])
+    for k in range(6):
+        q, gripper = HOME + swing * np.sin(k), 0.2 * k
+        redrawn.render(q, gripper, out=frame)
+        expected = fresh.render(q, gripper, out=np.zeros_like(frame))
+        np.testing.assert_array_equal(frame, expected)
+
+
+def test_render_refuses_a_frame_of_another_size() -> None:
+    renderer = SceneRenderer("exterior_1", 320, 180)
+    with pytest.raises(ValueError, match="out: got a"):
+        renderer.render(HOME, 0.0, out=np.zeros((90, 160, 3), dtype=np.uint8))

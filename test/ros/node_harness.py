@@ -179,6 +179,13 @@ class ArmHarness(Node):
         with self._lock:
             self.logs.append(f"{msg.name}: {msg.msg}")
 
+    def move_joint(self, index: int, delta: float) -> None:
+        """Move one joint as an outside force would (a push, another controller); the arm
+        reports the new pose from its next joint state on."""
+        with self._lock:
+            self.positions[index] += delta
+            self._states.append(tuple(self.positions))
+
     def command_count(self) -> int:
         with self._lock:
             return len(self.commands)
@@ -235,7 +242,8 @@ class ArmHarness(Node):
         if not values or values.get("ready") != "true":
             return False
         ages = [v for k, v in values.items() if k.endswith("_age_s")]
-        return len(ages) == 3 and all(v != "never received" for v in ages)
+        # Every camera the node subscribes to, and joint states.
+        return len(ages) >= 2 and all(v != "never received" for v in ages)
 
     def set_parameters(self, **values: Any) -> list[SetParametersResult]:
         return self.parameters.set(**values)

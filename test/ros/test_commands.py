@@ -1,4 +1,4 @@
-"""Command messages for each controller type, and what a hold publishes."""
+"""Command messages for each controller type (the arm gate's output stage)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from trajectory_msgs.msg import JointTrajectory
 from sequence_ai_ros.commands import CommandPublisher
 
 JOINTS = ["a", "b", "c"]
+# The catalogue's period: a trajectory point is reached one period after its message.
+PERIOD_S = 1 / 15
 TYPES = {
     "std_msgs/msg/Float64MultiArray": Float64MultiArray,
     "trajectory_msgs/msg/JointTrajectory": JointTrajectory,
@@ -49,6 +51,7 @@ def _publisher(owner: LifecycleNode, interface: str, command_type: str) -> Comma
         command_topic="arm",
         command_type=command_type,
         gripper_topic="gripper",
+        period_s=PERIOD_S,
     )
     owner.trigger_configure()
     owner.trigger_activate()
@@ -66,7 +69,7 @@ def test_each_message_type_carries_the_step(
     commands = _publisher(owner, interface, command_type)
     wait_for(lambda: owner.count_subscribers("arm") >= 1, what="the subscriber")
 
-    commands.publish_arm([0.1, 0.2, 0.3, 0.9], period_s=1 / 15)
+    commands.publish_arm([0.1, 0.2, 0.3, 0.9])
     msg = wait_for(lambda: received and received[-1], what="the command")
     if command_type.endswith("Float64MultiArray"):
         values = list(msg.data)
@@ -74,38 +77,9 @@ def test_each_message_type_carries_the_step(
         assert list(msg.joint_names) == JOINTS and len(msg.points) == 1
         point = msg.points[0]
         values = list(point.velocities if interface == "velocity" else point.positions)
-        assert point.time_from_start.nanosec == pytest.approx(1e9 / 15, rel=1e-3)
+        assert point.time_from_start.nanosec == pytest.approx(PERIOD_S * 1e9, rel=1e-3)
     else:
         assert list(msg.name) == JOINTS
         values = list(msg.velocity if interface == "velocity" else msg.position)
     # Only the arm joints: the gripper value goes to its own topic.
     assert values == [0.1, 0.2, 0.3]
-
-
-def test_hold_is_measured_joints_or_zero_velocity(pair: tuple[LifecycleNode, Node]) -> None:
-    owner, listener = pair
-    received: list[Float64MultiArray] = []
-    listener.create_subscription(Float64MultiArray, "arm", received.append, 10)
-    position = _publisher(owner, "position", "std_msgs/msg/Float64MultiArray")
-    wait_for(lambda: owner.count_subscribers("arm") >= 1, what="the subscriber")
-
-    assert not position.hold(None, 0.1)
-    assert position.hold([0.5, 0.6, 0.7], 0.1)
-    wait_for(lambda: received, what="the position hold")
-    assert list(received[-1].data) == [0.5, 0.6, 0.7]
-
-    position.destroy()
-    velocity = CommandPublisher(
-        owner,
-        joint_names=JOINTS,
-        interface="velocity",
-        command_topic="arm",
-        command_type="std_msgs/msg/Float64MultiArray",
-        gripper_topic="",
-    )
-    # A publisher made after activation is activated with the node's next activation.
-    owner.trigger_deactivate()
-    owner.trigger_activate()
-    assert velocity.hold(None, 0.1)
-    wait_for(lambda: len(received) >= 2, what="the velocity hold")
-    assert list(received[-1].data) == [0.0, 0.0, 0.0]

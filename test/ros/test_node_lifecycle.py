@@ -99,6 +99,7 @@ def test_a_cold_model_warms_up_in_the_background(
     gateway = gateway_factory(cold_start_s=3.0)
     key_file = tmp_path / "cold.key"
     key_file.write_text(gateway.api_key, encoding="utf-8")
+    key_file.chmod(0o600)
     _, arm = ros_system(**node_parameters(gateway.url, str(key_file)))
     assert arm.transition(Transition.TRANSITION_CONFIGURE)
     assert arm.transition(Transition.TRANSITION_ACTIVATE)

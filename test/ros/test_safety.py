@@ -1,11 +1,19 @@
-"""The per-step safety check: finite, within limits, bounded change."""
+"""The per-step safety check (finite, within limits, bounded change) and the arm gate that
+applies it, with fresh measurements, to every command."""
 
 from __future__ import annotations
 
+import ast
 import math
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
+import sequence_ai_ros
+from sequence_ai_ros.arm import ArmGate, CommandRefused, MotionRules
+from sequence_ai_ros.commands import Interface
+from sequence_ai_ros.observations import JointSnapshot, StaleObservation
 from sequence_ai_ros.safety import (
     SafetyLimits,
     check_gripper,
@@ -65,3 +73,259 @@ def test_limits_are_checked_for_consistency() -> None:
         SafetyLimits(("a",), (1.0,), (0.0,), 0.1)
     with pytest.raises(ValueError, match="max_step"):
         SafetyLimits(("a",), (0.0,), (1.0,), 0.0)
+
+
+# ----- the arm gate: the one path to the motors -----
+
+
+class _Output:
+    """Records what the gate publishes."""
+
+    def __init__(self, interface: Interface) -> None:
+        self.interface = interface
+        self.arm: list[list[float]] = []
+        self.gripper: list[float] = []
+
+    def publish_arm(self, values: Sequence[float]) -> None:
+        self.arm.append(list(values))
+
+    def publish_gripper(self, value: float) -> None:
+        self.gripper.append(value)
+
+    def command_rate_hz(self) -> float:
+        return 0.0
+
+    def destroy(self) -> None:
+        pass
+
+
+class _Arm:
+    """The gate's measurements: joint positions and input ages the test sets."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.positions = [0.0, 0.0]
+        self.joint_age_s = 0.0
+        # Receive time of each camera's newest frame.
+        self.frames = {"front": self.now}
+        self.age_lookups = 0
+
+    def joints(self, max_age_s: float) -> JointSnapshot:
+        if self.joint_age_s > max_age_s:
+            raise StaleObservation(
+                f"joint_states: newest positions are {self.joint_age_s:.3f} s old (a is the "
+                f"oldest); max_state_age_s is {max_age_s:.3f}"
+            )
+        return JointSnapshot(list(self.positions), None, self.joint_age_s, "a")
+
+    def ages(self) -> dict[str, float | None]:
+        self.age_lookups += 1
+        return {view: self.now - received for view, received in self.frames.items()}
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+
+    def error(self, message: str) -> None:
+        self.errors.append(message)
+
+    def warning(self, message: str) -> None:
+        self.warnings.append(message)
+
+
+RULES = MotionRules(
+    limits=LIMITS, max_state_age_s=0.25, max_image_age_s=0.5, camera_views=("front",),
+    velocity_scale=1.0, gripper=True,
+)
+PERIOD_S = 1 / 15
+
+
+def _gate(interface: Interface = Interface.POSITION) -> tuple[ArmGate, _Output, _Arm, _Log]:
+    output, arm, log = _Output(interface), _Arm(), _Log()
+    gate = ArmGate(output, arm, joints=2, period_s=PERIOD_S, log=log, clock=lambda: arm.now)
+    return gate, output, arm, log
+
+
+def _play(gate: ArmGate, row: list[float]) -> None:
+    assert gate.check(row) is None
+    gate.publish(row)
+
+
+def test_the_first_step_of_a_goal_is_checked_against_the_arm_not_the_last_target() -> None:
+    gate, output, arm, _ = _gate()
+    gate.begin_goal(RULES)
+    _play(gate, [0.0, 0.0])
+    gate.end_goal()
+    # Between goals the arm was pushed 0.6 rad: a step near the old target is a jump now.
+    arm.positions = [0.6, 0.0]
+    gate.begin_goal(RULES)
+    reason = gate.check([0.05, 0.0])
+    assert reason is not None and "joint a" in reason and "max_step" in reason
+    with pytest.raises(CommandRefused):
+        gate.publish([0.05, 0.0])
+    assert gate.check([0.62, 0.0]) is None
+    assert output.arm == [[0.0, 0.0]]
+
+
+def test_later_steps_continue_from_the_last_target() -> None:
+    gate, output, arm, _ = _gate()
+    gate.begin_goal(RULES)
+    _play(gate, [0.2, 0.0])
+    _play(gate, [0.4, 0.0])
+    # The arm lags its target; continuity is measured from the target, not the lagging arm.
+    assert gate.check([0.6, 0.0]) is None
+    assert "max_step" in (gate.check([0.7, 0.0]) or "")
+    assert output.arm == [[0.2, 0.0], [0.4, 0.0]]
+
+
+def test_the_first_step_after_a_wait_is_checked_against_a_fresh_measurement() -> None:
+    gate, _, arm, _ = _gate()
+    gate.begin_goal(RULES)
+    _play(gate, [0.1, 0.0])
+    gate.pause()
+    arm.positions = [0.7, 0.0]
+    assert "max_step" in (gate.check([0.2, 0.0]) or "")
+    assert gate.check([0.72, 0.0]) is None
+
+
+def test_a_stale_joint_state_stops_any_step() -> None:
+    gate, output, arm, _ = _gate()
+    gate.begin_goal(RULES)
+    _play(gate, [0.1, 0.0])
+    arm.joint_age_s = 0.3
+    with pytest.raises(StaleObservation, match="max_state_age_s"):
+        gate.check([0.1, 0.0])
+    with pytest.raises(StaleObservation):
+        gate.publish([0.1, 0.0])
+    assert output.arm == [[0.1, 0.0]]
+
+
+def test_a_camera_is_watched_by_its_age_without_a_lookup_per_step() -> None:
+    gate, _, arm, _ = _gate()
+    gate.begin_goal(RULES)
+    arm.frames["front"] = arm.now - 0.1
+    steps_before_due = 0
+    while arm.now < 100.0 + 0.4 - 1e-9:
+        gate.check([0.0, 0.0])
+        steps_before_due += 1
+        arm.now += PERIOD_S
+    # One lookup at the first step; none until the newest frame could be too old.
+    assert arm.age_lookups == 1 and steps_before_due > 1
+    arm.now = 100.0 + 0.45
+    with pytest.raises(StaleObservation, match="camera front.*max_image_age_s"):
+        gate.check([0.0, 0.0])
+    # A newer frame arrived in time: the next look finds it and playing goes on.
+    arm.frames["front"] = arm.now - 0.01
+    assert gate.check([0.0, 0.0]) is None
+
+
+def test_a_hold_is_the_fresh_measurement() -> None:
+    gate, output, arm, log = _gate()
+    gate.begin_goal(RULES)
+    _play(gate, [0.2, 0.0])
+    arm.positions = [0.21, 0.01]
+    assert gate.hold() is None
+    assert output.arm[-1] == [0.21, 0.01] and not log.errors
+
+
+def test_with_stale_joints_mid_goal_the_hold_is_the_last_target() -> None:
+    gate, output, arm, _ = _gate()
+    gate.begin_goal(RULES)
+    _play(gate, [0.2, 0.0])
+    arm.positions = [-0.8, 0.0]  # an old pose the node still has
+    arm.joint_age_s = 1.8
+    assert gate.hold() is None
+    assert output.arm[-1] == [0.2, 0.0]
+
+
+def test_a_goal_refused_for_stale_joints_commands_nothing() -> None:
+    gate, output, arm, log = _gate()
+    arm.joint_age_s = 1.8
+    gate.begin_goal(RULES)
+    problem = gate.hold()
+    assert problem is not None and "max_state_age_s" in problem
+    assert output.arm == [] and log.errors and "cannot hold" in log.errors[0]
+
+
+def test_a_hold_passes_the_limit_and_step_checks() -> None:
+    gate, output, arm, _ = _gate()
+    arm.positions = [0.85, 0.0]
+    gate.begin_goal(RULES)
+    _play(gate, [0.9, 0.0])
+    # Measured beyond the configured limit: not a command the gate sends; the target is.
+    arm.positions = [1.05, 0.0]
+    assert gate.hold() is None and output.arm[-1] == [0.9, 0.0]
+    # After a wait, the last target must be within max_step of a fresh measurement too.
+    gate.begin_goal(RULES)
+    arm.positions = [0.3, 1.9]
+    arm.joint_age_s = 0.0
+    assert gate.hold() is None and output.arm[-1] == [0.3, 1.9]
+    arm.positions = [0.3, 2.5]
+    gate.begin_goal(RULES)
+    problem = gate.hold()
+    assert problem is not None and "limits" in problem and "max_step" in problem
+
+
+def test_a_velocity_arm_is_held_with_zeros_and_stopped_while_waiting() -> None:
+    gate, output, arm, log = _gate(Interface.VELOCITY)
+    gate.begin_goal(RULES)
+    _play(gate, [1.0, -1.0])
+    gate.pause()
+    assert output.arm[-1] == [0.0, 0.0]
+    arm.joint_age_s = 5.0
+    assert gate.hold() is None and output.arm[-1] == [0.0, 0.0] and not log.errors
+    assert "moves" in (check_velocity_command([4.5, 0.0], [0.0, 0.0], PERIOD_S, LIMITS) or "")
+
+
+def test_the_gripper_is_checked_and_published_with_its_step() -> None:
+    gate, output, _, _ = _gate()
+    gate.begin_goal(RULES)
+    assert "outside [0, 1]" in (gate.check([0.0, 0.0, 1.5]) or "")
+    _play(gate, [0.0, 0.0, 1.0])
+    assert output.gripper == [1.0]
+
+
+def test_an_idle_gate_republishes_only_a_hold_that_still_passes() -> None:
+    gate, output, arm, log = _gate()
+    gate.begin_goal(RULES)
+    _play(gate, [0.2, 0.0])
+    gate.republish_hold(RULES)
+    assert len(output.arm) == 1  # a goal runs: nothing but its steps
+    arm.positions = [0.21, 0.0]
+    gate.hold()
+    gate.end_goal()
+    gate.republish_hold(RULES)
+    gate.republish_hold(RULES)
+    assert output.arm[-3:] == [[0.21, 0.0]] * 3
+    # Joints stale, or the arm moved away since: the hold is not sent again.
+    arm.joint_age_s = 1.0
+    gate.republish_hold(RULES)
+    arm.joint_age_s, arm.positions = 0.0, [0.9, 0.0]
+    gate.republish_hold(RULES)
+    gate.republish_hold(RULES)
+    assert len(output.arm) == 4
+    assert len(log.warnings) == 2  # once per distinct reason
+    # A goal that ended without a hold leaves nothing to republish.
+    gate.begin_goal(RULES)
+    _play(gate, [0.9, 0.0])
+    gate.end_goal()
+    gate.republish_hold(RULES)
+    assert output.arm[-1] == [0.9, 0.0] and len(output.arm) == 5
+
+
+def test_nothing_but_the_gate_holds_a_command_publisher() -> None:
+    """A CommandPublisher is made in one place, straight into the gate, so that no path can
+    command the arm around the gate's checks."""
+    package = Path(sequence_ai_ros.__file__).parent
+    made_in: list[str] = []
+    for source in package.rglob("*.py"):
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        for call in ast.walk(tree):
+            if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "CommandPublisher":
+                outer = parents.get(call)
+                assert isinstance(outer, ast.Call) and getattr(outer.func, "id", "") == "ArmGate"
+                made_in.append(source.name)
+    assert made_in == ["node.py"]

@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from node_harness import ArmHarness, wait_for
+from node_harness import ArmHarness, Command, wait_for
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
 
@@ -88,18 +88,42 @@ def wait_commands(arm: ArmHarness, at_least: int, what: str) -> None:
     wait_for(lambda: arm.command_count() >= at_least, what=what)
 
 
+def hold_events(arm: ArmHarness, start: int, stop: int | None = None) -> list[Command]:
+    """The holds at a measured pose among the commands from ``start`` (up to ``stop``), each
+    counted once: the same hold sent again (the node republishes its hold while idle) is not a
+    new one."""
+    first = max(0, start - 1)
+    commands = arm.commands_since(first)
+    if stop is not None:
+        commands = commands[: max(0, stop - first)]
+    measured = set(arm.holds(first))
+    events = []
+    for index, command in enumerate(commands):
+        previous = commands[index - 1] if index else None
+        again = previous is not None and previous in measured and previous.values == command.values
+        if first + index >= start and command in measured and not again:
+            events.append(command)
+    return events
+
+
 def holds_until_next_goal(arm: ArmHarness, start: int, next_start: int) -> int:
-    """Holds among the commands from ``start`` up to the next goal's first policy target.
+    """Hold events from ``start`` up to the next goal's first policy target.
 
     A late hold of the earlier goal would still arrive before that target (one publisher,
     reliable, in order), so nothing the earlier goal published is missed.
     """
     commands = arm.commands_since(start)
-    holds = arm.holds(start)
-    count = 0
-    for index, command in enumerate(commands):
-        is_hold = command in holds
-        if start + index >= next_start and not is_hold:
-            break
-        count += is_hold
-    return count
+    measured = set(arm.holds(start))
+    stop = next(
+        (start + i for i, c in enumerate(commands)
+         if start + i >= next_start and c not in measured),
+        None,
+    )
+    return len(hold_events(arm, start, stop))
+
+
+def new_commands(arm: ArmHarness, start: int) -> list[Command]:
+    """Commands since ``start`` other than the command in force before it sent again (an idle
+    node republishes its hold once a second)."""
+    in_force = {c.values for c in arm.commands_since(start - 1)[:1]} if start else set()
+    return [c for c in arm.commands_since(start) if c.values not in in_force]

@@ -13,13 +13,22 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sequence_ai import AuthError, InvalidResponse, OutOfCredit, SequencesError, Unavailable
+from sequence_ai import (
+    AuthError,
+    InvalidResponse,
+    OutOfCredit,
+    RateLimited,
+    SequencesError,
+    Unavailable,
+)
 from sequence_ai_gateway.catalogue import PANDA_LOWER, PANDA_UPPER
 
 # Generous bound for waiting on a condition: a hang guard, never a measurement.
 PATIENCE_S = 30.0
 # Longer than a pi05 chunk's runway at either rate the matrices play (8 steps at 15 or 60 Hz).
 STALL_BEYOND_RUNWAY_S = 1.0
+# A body sent one byte per this many seconds never completes within a cell's run.
+TRICKLE_BYTE_S = 0.5
 # Threads the test process runs for the in-process gateway (server loop and its executor).
 GATEWAY_THREAD_PREFIXES = ("gateway:", "asyncio_")
 
@@ -35,6 +44,8 @@ class Cell:
     node_reason: str
     inject: Callable[[Any], None]
     recover: Callable[[Any], None] = field(default=lambda gw: gw.clear_faults())
+    # The fault never lets the run end by itself: it is given a short max_seconds.
+    ends_at_deadline: bool = False
 
 
 def _status(code: int) -> Callable[[Any], None]:
@@ -59,7 +70,7 @@ CELLS: tuple[Cell, ...] = (
          "until", "completed",
          _fault("stall", seconds=STALL_BEYOND_RUNWAY_S)),
     Cell("stall_forever", "request stalls until cleared", None, "timeout", "timeout",
-         _fault("stall", seconds=None)),
+         _fault("stall", seconds=None), ends_at_deadline=True),
     Cell("reset", "connection reset mid-response", Unavailable,
          _raised(Unavailable), _raised(Unavailable), _fault("reset")),
     Cell("status_500", "HTTP 500", SequencesError,
@@ -84,8 +95,55 @@ CELLS: tuple[Cell, ...] = (
          _raised(AuthError), _raised(AuthError), _status(401)),
     Cell("status_402", "HTTP 402 mid-run", OutOfCredit,
          _raised(OutOfCredit), _raised(OutOfCredit), _status(402)),
+    Cell("status_429", "HTTP 429 mid-run, Retry-After 1 s", RateLimited,
+         _raised(RateLimited), _raised(RateLimited), _fault("status", status=429, seconds=1.0)),
+    # The catalogue sets the rate and the horizon, whatever a chunk says (pi05-droid: 15 Hz,
+    # action_horizon 15).
+    Cell("chunk_rate", "chunk says control_frequency_hz 1000.0 (catalogue 15.0)",
+         InvalidResponse, _raised(InvalidResponse), _raised(InvalidResponse),
+         _fault("chunk_fields", fields={"control_frequency_hz": 1000.0})),
+    Cell("rows_over_horizon", "16-row chunk (catalogue action_horizon 15)", InvalidResponse,
+         _raised(InvalidResponse), _raised(InvalidResponse), _fault("rows", rows=16)),
     Cell("killed", "gateway killed mid-run, then restarted", Unavailable,
          _raised(Unavailable), _raised(Unavailable), lambda gw: gw.kill(), _restart),
+)
+NODE_ONLY = "(node only)"
+# Gateway faults only the node's matrix runs: the client's has its own version of each
+# (trickle: a Transport whose short timeout_s ends the request; a node's connection keeps the
+# default, so its goal is ended by max_seconds and the request must not outlive it).
+NODE_FAULT_CELLS: tuple[Cell, ...] = (
+    Cell("trickle", f"body sent one byte every {TRICKLE_BYTE_S:g} s (goal max_seconds 2)", None,
+         NODE_ONLY, "timeout", _fault("trickle", seconds=TRICKLE_BYTE_S),
+         ends_at_deadline=True),
+)
+
+
+@dataclass(frozen=True)
+class NodeCell:
+    """A row of the matrix only the node has: a sensor, the arm or a second goal misbehaves.
+
+    ``holds`` is how many hold commands the row expects: 0 where no command is provably still
+    (no fresh joint state), 2 where two goals end.
+    """
+
+    name: str
+    fault: str
+    expected: str
+    holds: int = 1
+
+
+NODE_CELLS: tuple[NodeCell, ...] = (
+    NodeCell("arm_moved_first_request", "arm pushed 0.6 rad while the first request stalls",
+             "validate"),
+    NodeCell("arm_moved_in_underrun", "arm pushed 0.6 rad during an underrun", "validate"),
+    NodeCell("stale_joints_at_start", "joint_states stop and the arm moves 1 rad, then a goal",
+             "raised:StaleObservation", holds=0),
+    NodeCell("joints_stop_mid_chunk", "joint_states stop while a 32-row chunk plays",
+             "raised:StaleObservation"),
+    NodeCell("camera_dies_mid_chunk", "a camera stops while a 32-row chunk plays",
+             "raised:StaleObservation"),
+    NodeCell("velocity_preempted", "velocity arm, hold_between_goals false: goal preempted, the "
+             "new goal cancelled in its first request", "preempted, then interrupted", holds=2),
 )
 
 
@@ -134,6 +192,16 @@ def invalid_rows(rows: Iterable[Sequence[float]], width: int) -> list[Sequence[f
     return [r for r in rows if len(r) != width or not all(math.isfinite(v) for v in r)]
 
 
+def jumps(commands: Iterable[Any], max_step: float, sag: float) -> list[Any]:
+    """Commands (``node_harness.Command``) more than ``max_step`` from where the arm was when
+    they arrived; the test arm settles ``sag`` off each target, so that much more is allowed."""
+    bound = max_step + sag + 1e-9
+    return [
+        c for c in commands
+        if any(abs(v - m) > bound for v, m in zip(c.values, c.measured))
+    ]
+
+
 def invalid_arm_commands(commands: Iterable[Sequence[float]]) -> list[Sequence[float]]:
     """Published arm targets that are not 7 finite values inside the Panda limits."""
     bad = []
@@ -161,11 +229,12 @@ class MatrixRow:
     invalid_steps: int = -1
     leaked: int = -1
     next_run: str = "(not reached)"
+    expected_holds: int = 1
 
     @property
     def verdict(self) -> str:
-        ok = (self.observed == self.expected and self.holds == 1 and self.invalid_steps == 0
-              and self.leaked == 0 and self.next_run == "completed")
+        ok = (self.observed == self.expected and self.holds == self.expected_holds
+              and self.invalid_steps == 0 and self.leaked == 0 and self.next_run == "completed")
         return "pass" if ok else "FAIL"
 
     def as_dict(self) -> dict[str, Any]:
@@ -175,7 +244,9 @@ class MatrixRow:
 ROWS: list[MatrixRow] = []
 
 
-def record(side: str, cell: Cell, expected: str) -> MatrixRow:
-    row = MatrixRow(side=side, cell=cell.name, fault=cell.fault, expected=expected)
+def record(side: str, cell: Cell | NodeCell, expected: str) -> MatrixRow:
+    holds = cell.holds if isinstance(cell, NodeCell) else 1
+    row = MatrixRow(side=side, cell=cell.name, fault=cell.fault, expected=expected,
+                    expected_holds=holds)
     ROWS.append(row)
     return row

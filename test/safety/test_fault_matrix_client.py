@@ -1,8 +1,9 @@
 """The fault matrix through ``Policy.run``: every cell ends as documented, holds once, acts on
 nothing invalid, leaves no thread or process behind, and the same Policy runs fine afterwards.
 
-``CELLS`` are shared with the node's matrix; ``CLIENT_CELLS`` are faults the client itself
-refuses or bounds: chunks that disagree with the catalogue, oversized and trickled bodies, 429."""
+``CELLS`` are shared with the node's matrix (the catalogue's rate and horizon and 429 among
+them); ``CLIENT_CELLS`` are more faults the client itself refuses or bounds: other chunk fields
+that disagree with the catalogue, an oversized body, a body trickled past ``timeout_s``."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from gateway_fixture import run_gateway
 from policy_support import Robot, open_policy, wait_for
 from safety_support import CELLS, PATIENCE_S, Cell, child_pids, invalid_rows, new_threads, record
 
-from sequence_ai import InvalidResponse, RateLimited, Unavailable
+from sequence_ai import InvalidResponse, Unavailable
 
 SIDE = "client run()"
 ACTION_DIM = 8
@@ -25,7 +26,7 @@ CONTROL_HZ = 60.0
 # Hang guards only: every cell ends long before these through its own fault.
 MAX_ACTIONS = 600
 MAX_SECONDS_GUARD = 60.0
-# stall_forever must be ended by max_seconds, well after the first chunk has played.
+# stall_forever and trickle must be ended by max_seconds, well after the first chunk played.
 STALL_FOREVER_MAX_SECONDS = 1.5
 # The trickle cell's whole-request deadline: short, so the cell is; far above a real request
 # to the local gateway.
@@ -44,20 +45,16 @@ def _chunk_says(name: str, field: str, value: Any, catalogue: Any) -> Cell:
                         InvalidResponse, "chunk_fields", fields={field: value})
 
 
+# chunk_rate, rows_over_horizon and status_429 run on both sides (safety_support.CELLS).
 CLIENT_CELLS: tuple[Cell, ...] = (
-    _chunk_says("chunk_rate", "control_frequency_hz", 1000.0, 15.0),
     _chunk_says("chunk_open_loop_horizon", "open_loop_horizon", 15, 8),
     _chunk_says("chunk_no_open_loop_horizon", "open_loop_horizon", None, 8),
     _chunk_says("chunk_action_space", "action_space", "joint_absolute", "joint_delta"),
     _chunk_says("chunk_action_dim", "action_dim", 7, 8),
-    _client_cell("rows_over_horizon", "16-row chunk (catalogue action_horizon 15)",
-                 InvalidResponse, "rows", rows=16),
     _client_cell("rows_huge", "20,000-row chunk, about 3 MB (body cap 2 MiB)",
                  InvalidResponse, "rows", rows=20_000),
     _client_cell("trickle", f"body sent a byte every 0.5 s (timeout_s {TRICKLE_TIMEOUT_S:g})",
                  Unavailable, "trickle", seconds=0.5),
-    _client_cell("status_429", "HTTP 429 mid-run, Retry-After 1 s", RateLimited,
-                 "status", status=429, seconds=1.0),
 )
 # Connection options a cell needs beyond the matrix's own.
 CONNECT: dict[str, dict[str, float]] = {"trickle": {"timeout_s": TRICKLE_TIMEOUT_S}}
@@ -70,7 +67,7 @@ def matrix_gateway() -> Iterator[Any]:
 
 
 def _ending(cell: Cell) -> dict[str, Any]:
-    if cell.name == "stall_forever":
+    if cell.ends_at_deadline:
         return {"max_seconds": STALL_FOREVER_MAX_SECONDS}
     return {"max_seconds": MAX_SECONDS_GUARD}
 

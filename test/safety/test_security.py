@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import warnings
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -284,3 +285,29 @@ def test_the_node_refuses_an_unsafe_service_address(
     err = capfd.readouterr().err
     expected = "base_url" if where == "plain_http_remote" else "certificate"
     assert "configure failed" in err and expected in err.lower(), err[-2000:]
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o604, 0o620, 0o644])
+def test_a_key_file_others_may_access_is_refused_at_configure(
+    safety_ros_context: Any, tmp_path: Any, capfd: pytest.CaptureFixture[str], mode: int
+) -> None:
+    """As ssh refuses a private key others can read: configure fails and says how to fix it."""
+    from lifecycle_msgs.msg import Transition
+    from node_harness import node_parameters
+    from ros_support import NodeSystem, key_file_for
+
+    with run_gateway() as gw:
+        key_file = key_file_for(tmp_path, gw.api_key)
+        Path(key_file).chmod(mode)
+        nodes = NodeSystem(safety_ros_context, "safety_key_mode")
+        try:
+            _, arm = nodes.start(**node_parameters(gw.url, key_file))
+            assert not arm.transition(Transition.TRANSITION_CONFIGURE)
+            assert arm.state() == "unconfigured"
+            Path(key_file).chmod(0o600)
+            arm.configure_and_activate()
+        finally:
+            nodes.close()
+    err = capfd.readouterr().err
+    assert "configure failed" in err and f"chmod 600 {key_file}" in err, err[-2000:]
+    assert f"mode {mode:04o}" in err and gw.api_key not in err

@@ -1,0 +1,312 @@
+"""The arm gate: the one path from the node to the arm's motors.
+
+Every arm command — a policy step, the first step of a goal or after a wait, a hold, the hold
+republished while idle — is checked here against a fresh measurement and the configured limits,
+then published or refused. The gate owns the node's `CommandPublisher` (its output stage), so
+no path can publish around it. See docs/safety.md for the rules.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from sequence_ai_ros import safety
+from sequence_ai_ros.commands import Interface
+from sequence_ai_ros.observations import JointSnapshot, StaleObservation
+from sequence_ai_ros.parameters import NodeConfig
+
+
+class Measurements(Protocol):
+    """The arm's joints and the cameras' ages, as the node's input cache keeps them."""
+
+    def joints(self, max_age_s: float) -> JointSnapshot:
+        """Joint positions no older than `max_age_s`, or StaleObservation."""
+        ...
+
+    def ages(self) -> Mapping[str, float | None]:
+        """Seconds since the newest message of each camera view (None: never received)."""
+        ...
+
+
+class CommandOutput(Protocol):
+    """Where checked commands go (`CommandPublisher`)."""
+
+    @property
+    def interface(self) -> Interface: ...
+
+    def publish_arm(self, values: Sequence[float]) -> None: ...
+
+    def publish_gripper(self, value: float) -> None: ...
+
+    def command_rate_hz(self) -> float: ...
+
+    def destroy(self) -> None: ...
+
+
+class Logger(Protocol):
+    def warning(self, message: str) -> object: ...
+
+    def error(self, message: str) -> object: ...
+
+
+class CommandRefused(RuntimeError):
+    """A step that passed `ArmGate.check` failed the same check when it was to be published."""
+
+
+@dataclass(frozen=True)
+class MotionRules:
+    """What commands are checked against: one parameter snapshot (a goal's, or the idle
+    node's for a republished hold)."""
+
+    limits: safety.SafetyLimits
+    max_state_age_s: float
+    max_image_age_s: float
+    camera_views: tuple[str, ...]
+    # rad/s per unit of a normalised velocity row.
+    velocity_scale: float
+    # The gripper value of a row is checked (and published) only with a gripper topic.
+    gripper: bool
+
+    @classmethod
+    def from_config(cls, config: NodeConfig) -> MotionRules:
+        return cls(
+            limits=safety.SafetyLimits(
+                tuple(config.joint_names),
+                tuple(config.joint_lower_limits),
+                tuple(config.joint_upper_limits),
+                config.max_step,
+            ),
+            max_state_age_s=config.max_state_age_s,
+            max_image_age_s=config.max_image_age_s,
+            camera_views=tuple(config.camera_views),
+            velocity_scale=config.velocity_scale,
+            gripper=bool(config.gripper_command_topic),
+        )
+
+
+class ArmGate:
+    """Checks each arm command against fresh measurements and the rules in force, then
+    publishes or refuses it.
+
+    Safe from any thread: every field below `_lock` is read and written under it, and the lock
+    is held while publishing, so commands leave in the order they were checked. The goal's
+    driving thread calls `begin_goal` … `check`/`publish`/`pause` … `hold`, `end_goal`; an idle
+    timer calls `republish_hold`.
+    """
+
+    def __init__(
+        self,
+        output: CommandOutput,
+        measurements: Measurements,
+        *,
+        joints: int,
+        period_s: float,
+        log: Logger,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        # Set here, never rebound. period_s is the catalogue's control period (configure);
+        # joints the number of arm joints (joint_names is read-only).
+        self._output = output
+        self._joints = joints
+        self._measurements = measurements
+        self._period_s = period_s
+        self._log = log
+        self._clock = clock
+        self._lock = threading.Lock()
+        # The running goal's rules; None while no goal runs.
+        self._rules: MotionRules | None = None
+        # Position interface: the target the arm was last commanded to, by any command.
+        self._target: list[float] | None = None
+        # The next step continues from _target; False at a goal's start and after a wait,
+        # when the next step is checked against a fresh measurement instead.
+        self._continuous = False
+        # Monotonic time at which the oldest camera's newest frame crosses max_image_age_s.
+        self._cameras_due_s = -math.inf
+        # The last arm command was a hold: what an idle node republishes.
+        self._held = False
+        # The last reason an idle republish was refused (logged once per distinct reason).
+        self._idle_refusal = ""
+
+    @property
+    def interface(self) -> Interface:
+        return self._output.interface
+
+    def command_rate_hz(self) -> float:
+        """Arm commands per second lately (diagnostics)."""
+        return self._output.command_rate_hz()
+
+    def destroy(self) -> None:
+        """Release the output stage (the node's teardown)."""
+        with self._lock:
+            self._output.destroy()
+
+    # ----- a goal -----
+
+    def begin_goal(self, rules: MotionRules) -> None:
+        """A goal starts: its first step is checked against a fresh measurement."""
+        with self._lock:
+            self._rules = rules
+            self._continuous = False
+            self._cameras_due_s = -math.inf
+
+    def end_goal(self) -> None:
+        with self._lock:
+            self._rules = None
+
+    def check(self, row: Sequence[float]) -> str | None:
+        """Why `row` must not be played now, or None. Raises StaleObservation when the joints
+        or a camera are older than the rules allow."""
+        with self._lock:
+            return self._verdict(row)[0]
+
+    def publish(self, row: Sequence[float]) -> None:
+        """Check `row` again and publish it (StaleObservation or CommandRefused if it fails)."""
+        with self._lock:
+            reason, arm = self._verdict(row)
+            if reason is not None:
+                raise CommandRefused(reason)
+            self._output.publish_arm(arm)
+            if len(row) > self._joints:
+                self._output.publish_gripper(row[self._joints])
+            if self.interface is Interface.POSITION:
+                self._target = arm
+            self._continuous = True
+            self._held = False
+
+    def pause(self) -> None:
+        """The run waits for a late chunk: the next step starts from a fresh measurement, and a
+        velocity arm is stopped meanwhile (its controller keeps applying the last command)."""
+        with self._lock:
+            self._continuous = False
+            if self.interface is Interface.VELOCITY:
+                self._publish_zeros()
+
+    def hold(self) -> str | None:
+        """Command the arm to stay still; None when held, else why it could not be (logged at
+        ERROR: nothing was published and the arm keeps its last command)."""
+        with self._lock:
+            if self.interface is Interface.VELOCITY:
+                self._publish_zeros()
+                return None
+            rules = self._rules
+            if rules is None:
+                problem = "no goal is running"
+            else:
+                problem = self._hold_position(rules)
+        if problem is not None:
+            self._log.error(f"cannot hold the arm: {problem}")
+        return problem
+
+    # ----- between goals -----
+
+    def republish_hold(self, rules: MotionRules) -> None:
+        """While idle, send the last hold again (a controller that connected since never heard
+        it) — only if it still passes: checked like a first step, against a fresh measurement."""
+        with self._lock:
+            target = self._target
+            if self._rules is not None or not self._held:
+                return
+            if self.interface is Interface.VELOCITY:
+                self._publish_zeros()
+                return
+            if target is None:  # a position hold always sets it
+                return
+            problem = self._idle_problem(rules, target)
+            if problem is None:
+                self._output.publish_arm(target)
+            refusal, self._idle_refusal = self._idle_refusal, problem or ""
+        if problem is not None and problem != refusal:
+            self._log.warning(f"the idle hold is not republished: {problem}")
+
+    # ----- checks (under _lock) -----
+
+    def _verdict(self, row: Sequence[float]) -> tuple[str | None, list[float]]:
+        """(why not, the arm command) for a policy row; raises StaleObservation."""
+        rules = self._rules
+        if rules is None:
+            return "no goal is running", []
+        limits = rules.limits
+        n = len(limits.joint_names)
+        measured = self._measurements.joints(rules.max_state_age_s).positions
+        self._check_cameras(rules)
+        if self.interface is Interface.VELOCITY:
+            arm = [float(v) * rules.velocity_scale for v in row[:n]]
+            reason = safety.check_velocity_command(arm, measured, self._period_s, limits)
+        else:
+            arm = [float(v) for v in row[:n]]
+            reference = (
+                self._target if self._continuous and self._target is not None else measured
+            )
+            reason = safety.check_position_target(arm, reference, limits)
+        if reason is None and rules.gripper and len(row) > n:
+            reason = safety.check_gripper(row[n])
+        return reason, arm
+
+    def _check_cameras(self, rules: MotionRules) -> None:
+        """Raise StaleObservation once a camera's newest frame is older than max_image_age_s.
+
+        Only ages are read, never an image, and only when the moment computed at the last look
+        has passed (about once per max_image_age_s while frames arrive); every step in between
+        just compares the clock with that moment.
+        """
+        now = self._clock()
+        if now < self._cameras_due_s:
+            return
+        ages = self._measurements.ages()
+        due = math.inf
+        for view in rules.camera_views:
+            age = ages.get(view)
+            if age is None:
+                raise StaleObservation(f"camera {view}: no image received yet")
+            if age > rules.max_image_age_s:
+                raise StaleObservation(
+                    f"camera {view}: newest image is {age:.3f} s old; max_image_age_s is "
+                    f"{rules.max_image_age_s:.3f}"
+                )
+            due = min(due, now + rules.max_image_age_s - age)
+        self._cameras_due_s = due
+
+    def _hold_position(self, rules: MotionRules) -> str | None:
+        """Publish a provably still position command — the fresh measurement, else the last
+        target — that passes the same checks as a step; or say why there is none."""
+        measured, stale = self._fresh_joints(rules)
+        # Like a step: from the last target while the motion is continuous, else from the arm.
+        reference = self._target if self._continuous and self._target is not None else measured
+        if reference is None:
+            return f"no fresh joint state to hold at or to check the last target against: {stale}"
+        problems = []
+        for candidate in (measured, self._target):
+            if candidate is None:
+                continue
+            problem = safety.check_position_target(candidate, reference, rules.limits)
+            if problem is None:
+                self._output.publish_arm(candidate)
+                self._target = list(candidate)
+                self._held = True
+                return None
+            problems.append(problem)
+        return "; ".join(problems)
+
+    def _idle_problem(self, rules: MotionRules, target: list[float]) -> str | None:
+        """Why the last position hold must not be sent again now: like a first step, it must be
+        within limits and within max_step of a fresh measurement."""
+        measured, stale = self._fresh_joints(rules)
+        if measured is None:
+            return f"no fresh joint state to check it against: {stale}"
+        return safety.check_position_target(target, measured, rules.limits)
+
+    def _fresh_joints(self, rules: MotionRules) -> tuple[list[float] | None, str]:
+        """(positions, "") when the joints are fresh, else (None, why not)."""
+        try:
+            return self._measurements.joints(rules.max_state_age_s).positions, ""
+        except StaleObservation as exc:
+            return None, str(exc)
+
+    def _publish_zeros(self) -> None:
+        self._output.publish_arm([0.0] * self._joints)
+        self._held = True
