@@ -19,7 +19,7 @@ from .errors import (
     Unavailable,
 )
 from .observation import encode, observation
-from .outcome import Ending, RunOutcome
+from .outcome import Ending, RunOutcome, RunProgress
 from .playback import InstalledRows
 from .policy import Policy, connect
 from .status import RunStatus
@@ -35,6 +35,7 @@ __all__ = [
     "encode",
     "Policy",
     "RunOutcome",
+    "RunProgress",
     "InstalledRows",
     "Ending",
     "RunStatus",

@@ -22,7 +22,7 @@ from .catalogue import Model
 from .controllers import Controller, check_controller, controller_rows, is_absolute_space
 from .fetch import Fetch
 from .options import RunOptions
-from .outcome import Ending, RunOutcome
+from .outcome import Ending, RunOutcome, RunProgress
 from .pacing import Pacer
 from .playback import Command, InstalledRows, commands_for, ramp_rows_for
 from .seam import blend_seam, seam_jump
@@ -167,6 +167,8 @@ class RunLoop:
         self.last_act = 0.0
         self.speeds: list[float] = []
         self.ages: list[float] = []
+        # Replaced (never changed) by the driving thread; read by any thread.
+        self.progress = RunProgress()
 
         self._lock = threading.Lock()
         # Under _lock (fetch threads observe while the driving thread plays): the playback
@@ -335,6 +337,18 @@ class RunLoop:
         self.ages.append(now - playing.captured)
         with self._lock:
             self._position = playing.origin + command.position + command.advance
+        self._publish_progress()
+
+    def _publish_progress(self) -> None:
+        with self._lock:
+            requests = self._requests
+        motion_s = 0.0 if self.first_act is None else self.last_act - self.first_act + self.period
+        self.progress = RunProgress(
+            actions=self.actions, chunks=self.chunks, underruns=self.underruns,
+            requests=requests, in_flight=len(self.requests), discarded=self.discarded,
+            motion_s=motion_s, rows_beyond_horizon=self.rows_beyond_horizon,
+            no_fresh_command_s=self.no_fresh_command_s, speed=self.speed,
+        )
 
     # -- observation and requests (fetch threads) -----------------------------------------
 
@@ -383,6 +397,7 @@ class RunLoop:
         )
         self.requests.append(Request(fetch, capture))
         self.last_fire = time.monotonic()
+        self._publish_progress()
 
     def _any_done(self) -> bool:
         return any(request.fetch.is_done() for request in self.requests)
@@ -397,6 +412,7 @@ class RunLoop:
         if not done:
             return False
         self.requests = pending
+        self._publish_progress()
         newest: Optional[tuple[Request, Prediction]] = None
         for request in sorted(done, key=lambda r: r.capture.sequence):
             prediction = request.fetch.prediction()
@@ -447,6 +463,7 @@ class RunLoop:
                 waited = time.monotonic() - wait_start
                 self.underruns += 1
                 self.underrun_s += waited
+                self._publish_progress()
                 if self.options.on_underrun is not None:
                     self.options.on_underrun(waited)
 
@@ -570,6 +587,7 @@ class RunLoop:
             captured=capture.time, horizon_end=due + horizon, speed=speed,
         )
         self.action_space = chunk.action_space
+        self._publish_progress()
         if options.on_chunk is not None:
             options.on_chunk(prediction)
         self._report(first_due, list(self.tail))

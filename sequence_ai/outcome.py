@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Optional
 
-__all__ = ["Ending", "RunOutcome"]
+__all__ = ["Ending", "RunOutcome", "RunProgress"]
 
 
 class Ending(str, Enum):
@@ -107,3 +107,27 @@ class RunOutcome:
             parts.append(f"{self.instruction_swaps} instruction swaps (max lag {lag_text})")
         parts.append(self.reason)
         return f"RunOutcome({', '.join(parts)})"
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """A running run so far (``Policy.progress``): what ``RunOutcome`` will count, and the
+    state of its playback now. Replaced, never changed, so any thread may read one."""
+
+    actions: int = 0
+    chunks: int = 0
+    underruns: int = 0
+    requests: int = 0
+    # Requests sent and not yet answered (or abandoned) now.
+    in_flight: int = 0
+    discarded: int = 0
+    motion_s: float = 0.0
+    rows_beyond_horizon: int = 0
+    no_fresh_command_s: float = 0.0
+    # The playback speed of the chunk playing.
+    speed: float = 1.0
+
+    @property
+    def requests_per_s(self) -> Optional[float]:
+        """Requests per second of motion so far (None before the first action)."""
+        return self.requests / self.motion_s if self.motion_s > 0 else None

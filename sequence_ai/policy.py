@@ -19,7 +19,7 @@ from .catalogue import Model, full_model_id
 from .control_loop import RunLoop
 from .errors import ChunkExhausted, SequencesError, Unavailable
 from .options import RunOptions, body_fields, check_max_in_flight, positive_seconds
-from .outcome import RunOutcome
+from .outcome import RunOutcome, RunProgress
 from .playback import InstalledRows
 from .session import VALIDATE_MODES, Session, WarmingCallback
 from .speed import PlaybackSpeed, check_playback_speed
@@ -130,6 +130,8 @@ class Policy:
         # Both owned by the driving thread (the holder of _driver).
         self._run_active = False
         self._warned_no_validate = False
+        # The running loop: set and cleared by the driving thread, read by any (`progress`).
+        self._loop: Optional[RunLoop] = None
 
     # -- properties and lifecycle ----------------------------------------------------------
 
@@ -142,6 +144,12 @@ class Policy:
     def buffered(self) -> int:
         """Steps left of the last ``predict``/``next_action`` (a run discards them)."""
         return len(self._session.buffer)
+
+    @property
+    def progress(self) -> Optional[RunProgress]:
+        """The running ``run``/``act`` so far, or None when none runs. Safe from any thread."""
+        loop = self._loop
+        return None if loop is None else loop.progress
 
     @property
     def connections_opened(self) -> int:
@@ -369,10 +377,12 @@ class Policy:
             with self._session.open_call("run", call) as handle:
                 loop = RunLoop(self._session, handle, run_options)
                 self._run_active = True
+                self._loop = loop
                 try:
                     return loop.execute()
                 finally:
                     self._run_active = False
+                    self._loop = None
 
     def act(
         self,

@@ -352,3 +352,27 @@ def test_a_chunk_for_a_model_without_horizon_plays_to_its_end(gw) -> None:
     with open_policy(gw, control_hz=60) as policy:
         outcome = run(policy, robot, max_actions=30, open_loop_horizon=15)
     assert outcome.rows_beyond_horizon == 0
+
+
+def test_progress_shows_the_running_run_to_any_thread(gw) -> None:
+    robot = Robot()
+    seen: list = []
+    with open_policy(gw, control_hz=60, max_in_flight=2) as policy:
+        assert policy.progress is None
+
+        def act(row) -> None:
+            robot.act(row)
+            # Read from another thread, as a node's diagnostics timer would.
+            reader = threading.Thread(target=lambda: seen.append(policy.progress))
+            reader.start()
+            reader.join(PATIENCE_S)
+
+        outcome = policy.run(robot.observe, act, max_actions=30, **robot.callbacks())
+        assert policy.progress is None
+    last = seen[-1]
+    assert isinstance(last, sequence_ai.RunProgress)
+    # Published after each command: the last read saw all but the last one.
+    assert last.actions == outcome.actions - 1 and last.chunks <= outcome.chunks
+    assert [p.actions for p in seen] == list(range(len(seen)))
+    assert last.requests <= outcome.requests and 0 <= last.in_flight <= 2
+    assert last.speed == 1.0 and last.requests_per_s is not None
