@@ -270,6 +270,10 @@ class RunLoop:
                     self._check_stop()
                 self._refill()
                 self._check_stop()
+                if not self.tail:
+                    # The first answer came too late to be played and brought to rest by
+                    # max_seconds (later answers that cannot be are not installed at all).
+                    raise CallEnded(Ending.TIMEOUT)
             if options.until is not None and options.until():
                 raise CallEnded(Ending.UNTIL)
             command = self.tail.popleft()
