@@ -618,7 +618,7 @@ class RunLoop:
         if self.last_row is None:
             return commands
         # Measured on the rows act will receive, before any blending can hide the jump.
-        jump = seam_jump(commands[0].row, self.last_row)
+        jump = seam_jump(commands[0].row, self.last_row, self.gripper_dims)
         if jump is not None and (self.max_seam_jump is None or jump > self.max_seam_jump):
             self.max_seam_jump = jump
         if self.options.smooth_seam <= 0 or not absolute:

@@ -8,11 +8,16 @@ from typing import Optional
 __all__ = ["blend_seam", "seam_jump"]
 
 
-def seam_jump(row: Sequence[float], last: Sequence[float]) -> Optional[float]:
-    """Largest per-dimension change across a chunk boundary; None when widths differ."""
-    if len(row) != len(last) or not row:
+def seam_jump(
+    row: Sequence[float], last: Sequence[float], skip_dims: Sequence[int] = ()
+) -> Optional[float]:
+    """Largest per-dimension change across a chunk boundary, ``skip_dims`` (grippers: open or
+    closed, never a jump of the arm) left out; None when widths differ or nothing is left."""
+    if len(row) != len(last):
         return None
-    return max(abs(a - b) for a, b in zip(row, last))
+    skip = set(skip_dims)
+    changes = [abs(a - b) for d, (a, b) in enumerate(zip(row, last)) if d not in skip]
+    return max(changes) if changes else None
 
 
 def blend_seam(

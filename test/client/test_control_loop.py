@@ -59,6 +59,8 @@ def test_pacing_resyncs_instead_of_bursting_after_a_long_stall() -> None:
 def test_seam_jump_is_the_largest_per_dimension_change() -> None:
     assert seam_jump([0.0, 1.0, 0.5], [0.1, 0.2, 0.5]) == 0.8
     assert seam_jump([0.0], [0.0, 1.0]) is None
+    # A gripper closing at a seam is not a jump of the arm.
+    assert seam_jump([0.1, 0.2, 1.0], [0.1, 0.3, 0.0], skip_dims=[2]) == pytest.approx(0.1)
 
 
 def test_blend_ramps_the_first_rows_and_skips_declared_dims() -> None:

@@ -88,6 +88,19 @@ def wait_commands(arm: ArmHarness, at_least: int, what: str) -> None:
     wait_for(lambda: arm.command_count() >= at_least, what=what)
 
 
+def wait_first_step(arm: ArmHarness, start: int) -> None:
+    """Wait for a goal's first step among the commands from ``start``. A hold the node sends
+    again while idle is a command too, but not the goal's: it never counts."""
+
+    def stepped() -> bool:
+        # A hold is at a measured pose, or the command sent last before `start` sent again.
+        still = {c.values for c in arm.holds(start)}
+        still.update(c.values for c in arm.commands_since(max(0, start - 1))[:1] if start)
+        return any(c.values not in still for c in arm.commands_since(start))
+
+    wait_for(stepped, what="the goal's first step")
+
+
 def hold_events(arm: ArmHarness, start: int, stop: int | None = None) -> list[Command]:
     """The holds at a measured pose among the commands from ``start`` (up to ``stop``), each
     counted once: the same hold sent again (the node republishes its hold while idle) is not a

@@ -25,7 +25,7 @@ from ros_support import (
     hold_events,
     holds_until_next_goal,
     key_file_for,
-    wait_commands,
+    wait_first_step,
 )
 from safety_support import (
     CELLS,
@@ -211,7 +211,7 @@ def test_node_fault_cell(matrix_system: System, cell: Cell) -> None:
     try:
         handle, _ = arm.send_goal(f"safety matrix {cell.name}", max_seconds, max_actions)
         assert handle.accepted
-        wait_commands(arm, before.commands + 1, "the goal's first command")
+        wait_first_step(arm, before.commands)
         cell.inject(gw)
         status, result = arm.result(handle)
     finally:
@@ -281,7 +281,7 @@ def _underrun(system: System, cell: NodeCell) -> Outcome:
                                      RUNWAY_GOAL_ACTIONS)
     assert handle.accepted
     try:
-        wait_commands(arm, start + 1, "the goal's first command")
+        wait_first_step(arm, start)
         gw.inject("stall", seconds=None)
         wait_for(lambda: any(f.status == "waiting" for f in feedback),
                  what="the goal to wait for the stalled chunk")
@@ -316,7 +316,7 @@ def _input_stops_mid_chunk(
     handle, _ = arm.send_goal(f"safety matrix {cell.name}", GOAL_GUARD_S, LONG_CHUNK_ROWS)
     assert handle.accepted
     try:
-        wait_commands(arm, start + 1, "the goal's first command")
+        wait_first_step(arm, start)
         stop()
         return arm.result(handle)
     finally:
@@ -455,7 +455,7 @@ def test_deactivating_during_a_stalled_request_holds_and_returns(matrix_system: 
     start = arm.command_count()
     handle, feedback = arm.send_goal("safety matrix deactivate", GOAL_GUARD_S)
     assert handle.accepted
-    wait_commands(arm, start + 1, "the goal's first command")
+    wait_first_step(arm, start)
     gw.inject("stall", seconds=None)
     try:
         wait_for(lambda: any(f.status == "waiting" for f in feedback),

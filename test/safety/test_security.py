@@ -233,7 +233,7 @@ def test_the_key_appears_in_no_node_output(
     safety_ros_context: Any, tmp_path: Any, capfd: pytest.CaptureFixture[str]
 ) -> None:
     from node_harness import node_parameters, wait_for
-    from ros_support import NodeSystem, key_file_for, wait_commands
+    from ros_support import NodeSystem, key_file_for, wait_first_step
 
     key = _fresh_key("node_secret")
     texts: list[str] = []
@@ -246,7 +246,7 @@ def test_the_key_appears_in_no_node_output(
                 start = arm.command_count()
                 handle, feedback = arm.send_goal("pick up the cup", 30.0, 0 if fault else 8)
                 if fault is not None:
-                    wait_commands(arm, start + 1, "the goal's first command")
+                    wait_first_step(arm, start)
                     gw.inject(fault, **options)
                 _, result = arm.result(handle)
                 texts += [result.reason, result.message, repr(result)]
