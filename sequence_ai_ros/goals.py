@@ -18,7 +18,7 @@ import sequence_ai
 from sequence_ai import CallHandle, Ending, RunStatus
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.arm import ArmGate, MotionRules
-from sequence_ai_ros.commands import Interface
+from sequence_ai_ros.commands import CommandMode, Interface
 from sequence_ai_ros.diagnostics import HealthRecord
 from sequence_ai_ros.observations import ObservationCache, StaleObservation
 from sequence_ai_ros.parameters import NodeConfig
@@ -153,6 +153,10 @@ class GoalRun:
     # Why the end's hold could not be published ("" when it was, or was not asked for).
     unheld: str = ""
     validate_reason: str = ""
+    # Chunk mode: the number of the last chunk sent as a trajectory, and why one was refused
+    # ("" if none was): the loop's next validate then ends the goal.
+    sent_chunk: int = 0
+    refused: str = ""
     actions: int = 0
     chunks: int = 0
     underruns: int = 0
@@ -305,6 +309,8 @@ class GoalRunner:
             "progress": False,
             "call": run.call,
         }
+        if self._gate.mode is CommandMode.CHUNK:
+            options["on_rows"] = lambda installed: self._on_rows(run, installed)
         self._health.update(goal=f"running {goal.instruction!r}")
         capped = ""
         if goal.max_seconds > max_seconds:
@@ -478,6 +484,9 @@ class GoalRunner:
         )
 
     def _validate(self, run: GoalRun, step: list[float]) -> bool:
+        with self._cond:
+            if run.refused:
+                return False
         # A stale joint state or camera raises StaleObservation: the goal ends with it, held.
         reason = self._gate.check(step)
         if reason is not None:
@@ -495,14 +504,31 @@ class GoalRunner:
             run.warming_eta_s = math.nan
         self._feedback(run)
 
+    def _on_rows(self, run: GoalRun, installed: sequence_ai.InstalledRows) -> None:
+        """Chunk mode: each chunk the loop installs goes to the arm as one trajectory. The
+        same chunk re-timed (the driving thread ran late) is not sent again: the controller
+        keeps the chunk's own times, whatever Python's pace."""
+        with self._cond:
+            if installed.chunk == run.sent_chunk:
+                return
+            run.sent_chunk = installed.chunk
+        # Raises StaleObservation like a step's check: the run ends with it, held.
+        reason = self._gate.publish_chunk(installed.rows, installed.first_due)
+        if reason is not None:
+            with self._cond:
+                run.refused = run.validate_reason = reason
+            self._log.warning(f"chunk refused: {reason}")
+
     def _hold(self, run: GoalRun, config: NodeConfig, force: bool = False) -> None:
         with self._cond:
             run.held = True
             preempted = run.stop is StopCause.PREEMPTED
-        # A position arm left at its last target is still; a velocity arm never is.
+        # A position arm left at its last target is still; a velocity arm never is, nor an
+        # arm playing a chunk's trajectory.
         if (
             preempted and not config.hold_between_goals and not force
             and self._gate.interface is Interface.POSITION
+            and self._gate.mode is CommandMode.STEP
         ):
             return
         problem = self._gate.hold()

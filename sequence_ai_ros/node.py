@@ -27,7 +27,7 @@ import sequence_ai
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros import parameters
 from sequence_ai_ros.arm import ArmGate, MotionRules
-from sequence_ai_ros.commands import CommandPublisher
+from sequence_ai_ros.commands import CommandMode, CommandPublisher
 from sequence_ai_ros.diagnostics import HealthRecord, build_array
 from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
 from sequence_ai_ros.model_fit import controller_for, fit_problems
@@ -240,6 +240,7 @@ class SequenceAiNode(LifecycleNode):
             joints=len(config.joint_names),
             period_s=period_s,
             log=self.get_logger(),
+            mode=CommandMode(parameters.command_mode(config)),
         )
         runner = GoalRunner(
             policy=self._policy,
