@@ -134,8 +134,10 @@ def test_a_preempted_goal_stops_its_trajectory_before_the_next_goal_moves(
     assert second_status == GoalStatus.STATUS_SUCCEEDED, second_result.message
 
     received = arm.trajectories_since(start)
-    first_chunk_of_second = next(i for i, t in enumerate(received) if not t.is_stop)
-    assert any(t.is_stop for t in received[:first_chunk_of_second]), "no stop between goals"
+    kinds = ["stop" if t.is_stop else f"chunk@{t.stamp_s:.3f}" for t in received]
+    first_chunk_of_second = next((i for i, t in enumerate(received) if not t.is_stop), None)
+    assert first_chunk_of_second is not None, kinds
+    assert any(t.is_stop for t in received[:first_chunk_of_second]), kinds
 
 
 def test_a_chunk_with_a_point_beyond_max_step_is_refused_whole_and_the_arm_held(
