@@ -539,7 +539,6 @@ def main(args: list[str] | None = None) -> int:
 
     Exit status 0 after SIGINT/SIGTERM, 1 when anything raised (logged with its traceback).
     """
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     # rclpy's own handler would shut the context down before the arm is held: a signal only
     # ends the spin, then running goals end held and their results are sent. A second one
     # interrupts that.
@@ -553,34 +552,37 @@ def main(args: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     logger: Any = rclpy.logging.get_logger(NODE_NAME)
-    executor = SingleThreadedExecutor()
+    executor: SingleThreadedExecutor | None = None
     node: SequenceAiNode | None = None
     status = 0
     try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        executor = SingleThreadedExecutor()
         node = SequenceAiNode()
         logger = node.get_logger()
         executor.add_node(node)
         while not stop.is_set() and rclpy.ok():
             executor.spin_once(timeout_sec=_SIGNAL_POLL_S)
-        if not node.finish_goals(lambda t: executor.spin_once(timeout_sec=t), _STOP_TIMEOUT_S):
+        spin_once = executor.spin_once
+        if not node.finish_goals(lambda t: spin_once(timeout_sec=t), _STOP_TIMEOUT_S):
             logger.error("a goal's result could not be sent before exit")
     except ExternalShutdownException:
         pass
     except BaseException as exc:  # noqa: BLE001 - logged, and the exit status says so
         status = 1
-        logger.fatal(
-            f"the node failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()}"
-        )
+        logger.fatal(f"the node failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     finally:
         try:
             if node is not None:
                 node.shut_down_now()
-                executor.remove_node(node)
+                if executor is not None:
+                    executor.remove_node(node)
                 node.destroy_node()
         except BaseException as exc:  # noqa: BLE001 - exiting anyway; say why
             status = 1
             logger.fatal(f"shutting the node down failed: {type(exc).__name__}: {exc}")
-        executor.shutdown(timeout_sec=_STOP_TIMEOUT_S)
+        if executor is not None:
+            executor.shutdown(timeout_sec=_STOP_TIMEOUT_S)
         rclpy.try_shutdown()
     return status
 
