@@ -7,7 +7,8 @@ Wraps two methods of the node's observation path in this process only: the cache
 ``_observe()`` (how long building the observation took, and on which thread). On exit the
 samples are written to AGES.json: "requests" (per observation: observe() seconds, its thread's
 name, and each view's frame age at the moment the frames were taken — since received and since
-its header stamp) and "stale" (the StaleObservation messages raised by observe()).
+its header stamp), "stale" (the StaleObservation messages raised by observe()) and "underruns"
+(monotonic end times of the waits for a late chunk, from the goal runner's ``_on_underrun``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ def _instrument(record: dict[str, list[Any]]) -> None:
     taken: dict[str, Any] = {}
     original_images = observations.ObservationCache.images
     original_observe = goals.GoalRunner._observe
+    original_underrun = goals.GoalRunner._on_underrun
+
+    def on_underrun(self: Any, run: Any) -> None:
+        record["underruns"].append(time.monotonic())
+        original_underrun(self, run)
 
     def images(self: Any, max_age_s: float) -> Any:
         try:
@@ -59,11 +65,12 @@ def _instrument(record: dict[str, list[Any]]) -> None:
 
     observations.ObservationCache.images = images  # type: ignore[method-assign]
     goals.GoalRunner._observe = observe  # type: ignore[method-assign]
+    goals.GoalRunner._on_underrun = on_underrun  # type: ignore[method-assign]
 
 
 def main() -> int:
     out = Path(sys.argv[1])
-    record: dict[str, list[Any]] = {"requests": [], "stale": []}
+    record: dict[str, list[Any]] = {"requests": [], "stale": [], "underruns": []}
     _instrument(record)
     from sequence_ai_ros import node
 

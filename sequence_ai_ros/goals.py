@@ -233,7 +233,7 @@ class GoalRunner:
         self._thread = threading.Thread(target=self._drive, name=DRIVING_THREAD, daemon=True)
         self._thread.start()
 
-    # ----- callbacks from the action server and the lifecycle (never block) -----
+    # ----- callbacks from the action server and the lifecycle (never block, but stop_all) -----
 
     def accept(self, handle: ServerGoalHandle) -> None:
         """A new goal preempts every earlier one, then starts executing."""
@@ -569,10 +569,11 @@ class GoalRunner:
             else:
                 handle.abort()
 
-    # ----- the loop's callbacks (the goal's thread) -----
+    # ----- the loop's callbacks: observe on the request's thread, the rest on the driving one
 
     def _observe(self, config: NodeConfig, instruction: str) -> sequence_ai.Observation:
-        """A fresh observation, or StaleObservation: a stale one is never sent."""
+        """A fresh observation, or StaleObservation: a stale one is never sent. Safe from any
+        thread: the cache takes frames and copies joints under its own locks."""
         frames = self._cache.images(config.max_image_age_s)
         joints = self._cache.joints(config.max_state_age_s)
         return sequence_ai.observation(

@@ -139,10 +139,11 @@ class ObservationCache:
                 now = self._clock()
                 with self._lock:
                     entry = self._images.get(view)
-                if entry is not None and now - entry.received_s <= older_than_s:
-                    continue
                 state = self._clocks[view]
-                if older_than_s > 0 and now - state.last_try_s < _RETAKE_S:
+                if older_than_s > 0 and (
+                    (entry is not None and now - entry.received_s <= older_than_s)
+                    or now - state.last_try_s < _RETAKE_S
+                ):
                     continue
                 state.last_try_s = now
                 taken = self._frames.take(view)
