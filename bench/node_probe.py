@@ -2,8 +2,8 @@
 
     python bench/node_probe.py AGES.json --ros-args ...
 
-Wraps two methods of the node's observation path in this process only: the cache's
-``images()`` (the frames a request takes: each view's age when taken) and the goal runner's
+Wraps methods of the node's observation path in this process only: the cache's
+``take_frames()`` (the frames a request takes: each view's age when taken) and the goal runner's
 ``_observe()`` (how long building the observation took, and on which thread). On exit the
 samples are written to AGES.json: "requests" (per observation: observe() seconds, its thread's
 name, and each view's frame age at the moment the frames were taken — since received and since
@@ -28,8 +28,9 @@ if str(ROOT) not in sys.path:
 def _instrument(record: dict[str, list[Any]]) -> None:
     from sequence_ai_ros import goals, observations
 
-    taken: dict[str, Any] = {}
-    original_images = observations.ObservationCache.images
+    # Per thread: with several requests in flight, each observes on its own fetch thread.
+    local = threading.local()
+    original_take = observations.ObservationCache.take_frames
     original_observe = goals.GoalRunner._observe
     original_underrun = goals.GoalRunner._on_underrun
 
@@ -37,18 +38,19 @@ def _instrument(record: dict[str, list[Any]]) -> None:
         record["underruns"].append(time.monotonic())
         original_underrun(self, run)
 
-    def images(self: Any, max_age_s: float) -> Any:
-        try:
-            return original_images(self, max_age_s)
-        finally:
+    def take_frames(self: Any, views: Any = None, older_than_s: float = 0.0) -> None:
+        original_take(self, views, older_than_s)
+        if older_than_s == 0.0:  # a request's take: every view's newest frame
             now, wall = time.monotonic(), time.time()
             with self._lock:
                 entries = dict(self._images)
-            taken["received"] = {v: now - e.received_s for v, e in entries.items()}
-            taken["stamped"] = {v: wall - e.stamp_s for v, e in entries.items()}
+            local.taken = {
+                "received": {v: now - e.received_s for v, e in entries.items()},
+                "stamped": {v: wall - e.stamp_s for v, e in entries.items()},
+            }
 
     def observe(self: Any, *args: Any, **kwargs: Any) -> Any:
-        taken.clear()
+        local.taken = {}
         start = time.monotonic()
         try:
             observation = original_observe(self, *args, **kwargs)
@@ -58,12 +60,12 @@ def _instrument(record: dict[str, list[Any]]) -> None:
         record["requests"].append({
             "observe_s": time.monotonic() - start,
             "thread": threading.current_thread().name,
-            "since_receipt_s": taken.get("received", {}),
-            "since_stamp_s": taken.get("stamped", {}),
+            "since_receipt_s": local.taken.get("received", {}),
+            "since_stamp_s": local.taken.get("stamped", {}),
         })
         return observation
 
-    observations.ObservationCache.images = images  # type: ignore[method-assign]
+    observations.ObservationCache.take_frames = take_frames  # type: ignore[method-assign]
     goals.GoalRunner._observe = observe  # type: ignore[method-assign]
     goals.GoalRunner._on_underrun = on_underrun  # type: ignore[method-assign]
 

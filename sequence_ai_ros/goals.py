@@ -422,6 +422,7 @@ class GoalRunner:
         outcome: sequence_ai.RunOutcome | None = None
         error: Exception | None = None
         # Built from this goal's parameter snapshot: a change applies from the next goal.
+        self._cache.watch_images(config.max_image_age_s)
         self._gate.begin_goal(MotionRules.from_config(config))
         try:
             missing = self._wait_for_inputs(run, config.input_wait_s)

@@ -17,11 +17,10 @@ from sensor_msgs.msg import CompressedImage, Image, JointState
 from sequence_ai_ros.cameras import TakenFrame
 from sequence_ai_ros.image_conversion import ImageConversionError, to_array
 
-# A camera age read for the gate or diagnostics takes a frame only when the one in hand is older
-# than this, and tries a view at most once per _RETAKE_S: the gate reads ages about twice per
-# max_image_age_s, diagnostics once a second, so frames are taken a few times a second at most.
+# A camera age read (the gate's check, diagnostics) takes a frame only when the one in hand is
+# older than this — or than half of max_image_age_s once a goal has said it (`watch_images`):
+# requests take frames several times a second, so the driving thread rarely has to.
 _FRESH_S = 0.1
-_RETAKE_S = 0.05
 
 
 class StaleObservation(RuntimeError):
@@ -65,7 +64,6 @@ def _stamp_seconds(msg: Any) -> float:
 class _FrameClock:
     """What the takes of one view tell about its camera: for the late-frame warning."""
 
-    last_try_s: float = -math.inf
     published_s: float = math.nan
     sequence: int | None = None
     # The camera's frame period: exact from publisher sequence numbers (Jazzy+), else the
@@ -106,6 +104,7 @@ class ObservationCache:
         self._late_warned = False
         # Guards every field below; listeners are called after it is released.
         self._lock = threading.Lock()
+        self._retake_after_s = _FRESH_S
         self._listeners: list[Callable[[], None]] = []
         self._images: dict[str, Cached] = {}
         # joint name → (position, receive time); only the joints the model uses.
@@ -129,27 +128,28 @@ class ObservationCache:
             listener()
 
     def take_frames(self, views: Sequence[str] | None = None, older_than_s: float = 0.0) -> None:
-        """Take the newest frame of each of `views` (default: all) whose frame in hand is older
-        than `older_than_s` (or missing), trying each view at most once per _RETAKE_S unless
-        `older_than_s` is 0."""
+        """Take the newest frame of each of `views` (default: all); with `older_than_s`, only of
+        the views whose frame in hand is older than that (or missing)."""
         if self._frames is None:
             return
         with self._take_lock:
             for view in self._views if views is None else views:
-                now = self._clock()
-                with self._lock:
-                    entry = self._images.get(view)
-                state = self._clocks[view]
-                if older_than_s > 0 and (
-                    (entry is not None and now - entry.received_s <= older_than_s)
-                    or now - state.last_try_s < _RETAKE_S
-                ):
-                    continue
-                state.last_try_s = now
+                if older_than_s > 0:
+                    now = self._clock()
+                    with self._lock:
+                        entry = self._images.get(view)
+                    if entry is not None and now - entry.received_s <= older_than_s:
+                        continue
                 taken = self._frames.take(view)
                 if taken is not None:
-                    self._note_timing(view, state, taken)
+                    self._note_timing(view, self._clocks[view], taken)
                     self.store_image(view, taken.msg, taken.received_s)
+
+    def watch_images(self, max_age_s: float) -> None:
+        """The age limit the gate checks from now on: an age read takes a new frame once the
+        one in hand is half that old, so a live camera never reads older than the limit."""
+        with self._lock:
+            self._retake_after_s = max_age_s / 2
 
     def _note_timing(self, view: str, state: _FrameClock, taken: TakenFrame) -> None:
         """Update the view's frame period; warn once when a frame is taken later than two
@@ -220,8 +220,11 @@ class ObservationCache:
     def ages(self) -> dict[str, float | None]:
         """Age (s) of the newest message per view and of joint state; None = never received.
 
-        A camera's frame in hand older than _FRESH_S is replaced by its newest first."""
-        self.take_frames(older_than_s=_FRESH_S)
+        A camera's frame in hand older than half the watched limit (`watch_images`) is replaced
+        by its newest first."""
+        with self._lock:
+            retake_after_s = self._retake_after_s
+        self.take_frames(older_than_s=retake_after_s)
         now = self._clock()
         with self._lock:
             images = dict(self._images)
