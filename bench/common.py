@@ -77,6 +77,50 @@ def noisy(frame: np.ndarray, sigma: float, seed: int = 0) -> np.ndarray:
     return np.clip(frame.astype(np.float32) + noise, 0, 255).astype(np.uint8)
 
 
+def jpeg_bytes(frame: np.ndarray, width: int, quality: int = 95) -> bytes:
+    """``frame`` resized to ``width`` at 16:9 and JPEG-encoded as the client encodes."""
+    import io
+
+    from PIL import Image
+
+    height = max(1, round(width * 9 / 16))
+    image = Image.fromarray(frame).resize((width, height), Image.Resampling.LANCZOS)
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=quality, optimize=True)
+    return buffer.getvalue()
+
+
+def request_bytes(model: Model, observation: Observation) -> int:
+    """Size of the POST /v1/act body the client sends for ``observation``."""
+    from sequence_ai.transport import encode_json
+
+    return len(encode_json({"model": model.id, "observation": observation.to_wire()}))
+
+
+def sized_observation(model: Model, body_bytes: int) -> Observation:
+    """An observation of the simulated scene (with sensor noise) whose request body is within
+    a few bytes of ``body_bytes``: the frames' width is searched, every view the same."""
+    from sequence_ai_ros.sim.arm import HOME
+
+    frame = noisy(rendered_frame("exterior_1", 1280, 720), 3.0)
+
+    def build(width: int) -> Observation:
+        data = jpeg_bytes(frame, width)
+        return sequence_ai.observation(
+            model, images={view: data for view in model.camera_views}, joints=list(HOME),
+            gripper=[0.0], instruction="put the cup in the sink",
+        )
+
+    low, high = 16, 1280
+    while high - low > 1:
+        middle = (low + high) // 2
+        if request_bytes(model, build(middle)) <= body_bytes:
+            low = middle
+        else:
+            high = middle
+    return build(low)
+
+
 def fixed_observation(
     model: Model, instruction: str = "put the cup in the sink", joints: list[float] | None = None
 ) -> Observation:
@@ -101,15 +145,21 @@ class TrackingArm:
     from where the arm really was at request time (what a seam jump is measured against).
     """
 
-    def __init__(self, model: Model, instruction: str = "put the cup in the sink") -> None:
+    def __init__(
+        self,
+        model: Model,
+        instruction: str = "put the cup in the sink",
+        first: Observation | None = None,
+    ) -> None:
         from sequence_ai_ros.sim.arm import HOME
 
-        first = fixed_observation(model, instruction)
+        first = first or fixed_observation(model, instruction)
         self._model = model
         self._images = {frame.view: frame.data for frame in first.images}
         self._instruction = instruction
         self.joints = [float(q) for q in HOME]
         self.times: list[float] = []
+        self.rows: list[list[float]] = []
 
     def observe(self) -> Observation:
         return sequence_ai.observation(
@@ -119,6 +169,7 @@ class TrackingArm:
 
     def act(self, row: list[float]) -> None:
         self.times.append(perf())
+        self.rows.append(row)
         self.joints = [float(v) for v in row[:7]]
 
 
@@ -169,16 +220,6 @@ def busy(seconds: float) -> None:
     end = perf() + seconds
     while perf() < end:
         pass
-
-
-def fresh_share(times: list[float], period: float, end: float) -> float:
-    """Share of [first act, end] during which the last command was at most one period old."""
-    if not times or end <= times[0]:
-        return float("nan")
-    covered = 0.0
-    for current, following in zip(times, [*times[1:], end]):
-        covered += min(max(0.0, following - current), period)
-    return covered / (end - times[0])
 
 
 @contextmanager

@@ -19,7 +19,8 @@ from .errors import (
     Unavailable,
 )
 from .observation import encode, observation
-from .outcome import Ending, RunOutcome
+from .outcome import Ending, RunOutcome, RunProgress
+from .playback import InstalledRows
 from .policy import Policy, connect
 from .status import RunStatus
 from .types import ActionChunk, ImageFrame, Observation, Prediction, Proprioception
@@ -34,6 +35,8 @@ __all__ = [
     "encode",
     "Policy",
     "RunOutcome",
+    "RunProgress",
+    "InstalledRows",
     "Ending",
     "RunStatus",
     "CallHandle",

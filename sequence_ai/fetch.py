@@ -1,4 +1,5 @@
-"""``Fetch``: one ``POST /v1/act`` on its own thread; the calling thread waits on its handle."""
+"""``Fetch``: one request on its own thread — the observation, then ``POST /v1/act`` — while
+the calling thread waits on its handle."""
 
 from __future__ import annotations
 

@@ -13,13 +13,17 @@ from types import MappingProxyType
 from typing import Callable, Optional
 
 from .controllers import Controller
+from .playback import InstalledRows
+from .speed import PlaybackSpeed, check_playback_speed
 from .status import PROGRESS_MODES, Progress, RunStatus
+from .transport import MAX_IN_FLIGHT
 from .types import Observation, Prediction
 
 __all__ = [
     "RESERVED_BODY_FIELDS",
     "RunOptions",
     "body_fields",
+    "check_max_in_flight",
     "positive_int",
     "positive_seconds",
 ]
@@ -59,6 +63,17 @@ def positive_int(name: str, value: object) -> None:
         raise ValueError(f"{name} is {value!r}; expected a positive integer")
 
 
+def check_max_in_flight(name: str, value: object) -> int:
+    """Requests a run may have in flight: an integer in 1..MAX_IN_FLIGHT."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 1 <= value <= MAX_IN_FLIGHT
+    ):
+        raise ValueError(f"{name} is {value!r}; expected an integer from 1 to {MAX_IN_FLIGHT}")
+    return value
+
+
 def body_fields(options: Mapping[str, object]) -> Mapping[str, object]:
     """A caller's extra request-body fields: reserved keys refused, None values dropped."""
     for key in RESERVED_BODY_FIELDS:
@@ -90,6 +105,7 @@ class RunOptions:
     on_chunk: Optional[Callable[[Prediction], object]] = None
     on_underrun: Optional[Callable[[float], object]] = None
     on_status: Optional[Callable[[RunStatus], object]] = None
+    on_rows: Optional[Callable[[InstalledRows], object]] = None
     progress: Progress = "auto"
     prefetch: bool = True
     smooth_seam: int = 0
@@ -98,13 +114,18 @@ class RunOptions:
     startup_timeout_s: Optional[float] = None
     open_loop_horizon: Optional[int] = None
     controller: Controller = Controller.RAW
+    # None: the Policy's from connect().
+    max_in_flight: Optional[int] = None
+    playback_speed: Optional[PlaybackSpeed] = None
     # Extra fields of every request body (the **options of run/act).
     body: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         _callable("observe", self.observe, optional=False)
         _callable("act", self.act, optional=False)
-        for name in ("validate", "hold", "until", "on_chunk", "on_underrun", "on_status"):
+        for name in (
+            "validate", "hold", "until", "on_chunk", "on_underrun", "on_status", "on_rows"
+        ):
             _callable(name, getattr(self, name), optional=True)
         positive_int("max_actions", self.max_actions)
         if self.open_loop_horizon is not None:
@@ -119,6 +140,12 @@ class RunOptions:
         if self.controller not in tuple(Controller):
             choices = tuple(c.value for c in Controller)
             raise ValueError(f"controller is {self.controller!r}; expected one of {choices}")
+        if self.max_in_flight is not None:
+            check_max_in_flight("max_in_flight", self.max_in_flight)
+        if self.playback_speed is not None:
+            object.__setattr__(
+                self, "playback_speed", check_playback_speed("playback_speed", self.playback_speed)
+            )
         if self.progress not in PROGRESS_MODES:
             raise ValueError(f"progress is {self.progress!r}; expected 'auto', True or False")
         # Normalised in place once; the instance is frozen from here on.

@@ -18,9 +18,11 @@ from .calls import CallEnded, CallHandle, Wake
 from .catalogue import Model, full_model_id
 from .control_loop import RunLoop
 from .errors import ChunkExhausted, SequencesError, Unavailable
-from .options import RunOptions, body_fields, positive_seconds
-from .outcome import RunOutcome
+from .options import RunOptions, body_fields, check_max_in_flight, positive_seconds
+from .outcome import RunOutcome, RunProgress
+from .playback import InstalledRows
 from .session import VALIDATE_MODES, Session, WarmingCallback
+from .speed import PlaybackSpeed, check_playback_speed
 from .status import Progress, RunStatus
 from .transport import Transport, VerifyArg
 from .types import Observation, Prediction
@@ -45,10 +47,13 @@ def connect(
     on_warming: Optional[WarmingCallback] = None,
     verify: VerifyArg = True,
     allow_insecure: bool = False,
+    max_in_flight: int = 1,
+    playback_speed: PlaybackSpeed = 1.0,
 ) -> Policy:
     """Open a ``Policy`` for ``model`` (use it as a context manager).
 
-    Sends nothing: no request is made until the Policy is used.
+    Sends nothing: no request is made until the Policy is used. ``max_in_flight`` and
+    ``playback_speed`` are the defaults of every ``run``/``act`` (each may override them).
     """
     # Spelled out, not **kwargs: this is the signature users and their editors read.
     return Policy(
@@ -62,6 +67,8 @@ def connect(
         on_warming=on_warming,
         verify=verify,
         allow_insecure=allow_insecure,
+        max_in_flight=max_in_flight,
+        playback_speed=playback_speed,
     )
 
 
@@ -84,6 +91,8 @@ class Policy:
         on_warming: Optional[WarmingCallback] = None,
         verify: VerifyArg = True,
         allow_insecure: bool = False,
+        max_in_flight: int = 1,
+        playback_speed: PlaybackSpeed = 1.0,
     ) -> None:
         if isinstance(model, Model):
             model = model.id
@@ -96,6 +105,8 @@ class Policy:
                          allow_zero=True)
         if on_warming is not None and not callable(on_warming):
             raise TypeError(f"on_warming is {on_warming!r}; expected a callable(waited_s, eta_s)")
+        check_max_in_flight("max_in_flight", max_in_flight)
+        speed = check_playback_speed("playback_speed", playback_speed)
         transport = Transport(
             base_url=base_url,
             api_key=api_key,
@@ -110,6 +121,8 @@ class Policy:
             control_hz=None if control_hz is None else float(control_hz),
             startup_timeout_s=float(startup_timeout_s),
             on_warming=on_warming,
+            max_in_flight=max_in_flight,
+            playback_speed=speed,
         )
         # Re-entrant so next_action -> predict and act -> run work on the driving thread;
         # acquired without blocking so a second driver is refused, never queued.
@@ -117,6 +130,8 @@ class Policy:
         # Both owned by the driving thread (the holder of _driver).
         self._run_active = False
         self._warned_no_validate = False
+        # The running loop: set and cleared by the driving thread, read by any (`progress`).
+        self._loop: Optional[RunLoop] = None
 
     # -- properties and lifecycle ----------------------------------------------------------
 
@@ -127,8 +142,19 @@ class Policy:
 
     @property
     def buffered(self) -> int:
-        """Steps left in the buffer (those of a running loop, or of the last predict)."""
+        """Steps left of the last ``predict``/``next_action`` (a run discards them)."""
         return len(self._session.buffer)
+
+    @property
+    def progress(self) -> Optional[RunProgress]:
+        """The running ``run``/``act`` so far, or None when none runs. Safe from any thread."""
+        loop = self._loop
+        return None if loop is None else loop.progress
+
+    @property
+    def connections_opened(self) -> int:
+        """Connections this Policy has opened (handshakes); kept-alive ones count once."""
+        return self._session.transport.connections_opened
 
     @property
     def instruction(self) -> Optional[str]:
@@ -296,6 +322,7 @@ class Policy:
         on_chunk: Optional[Callable[[Prediction], object]] = None,
         on_underrun: Optional[Callable[[float], object]] = None,
         on_status: Optional[Callable[[RunStatus], object]] = None,
+        on_rows: Optional[Callable[[InstalledRows], object]] = None,
         progress: Progress = "auto",
         prefetch: bool = True,
         smooth_seam: int = 0,
@@ -303,6 +330,8 @@ class Policy:
         startup_timeout_s: Optional[float] = None,
         open_loop_horizon: Optional[int] = None,
         controller: str = "raw",
+        max_in_flight: Optional[int] = None,
+        playback_speed: Optional[PlaybackSpeed] = None,
         call: Optional[CallHandle] = None,
         **options: object,
     ) -> RunOutcome:
@@ -310,7 +339,8 @@ class Policy:
 
         Returns a ``RunOutcome``; an error from a callback or the service is re-raised with
         the outcome attached as ``exc.outcome``. ``hold`` is called once on every early end.
-        ``call=`` a ``CallHandle`` lets another thread stop exactly this run.
+        ``call=`` a ``CallHandle`` lets another thread stop exactly this run. ``observe`` runs
+        on the requests' own threads, never on the caller's (docs/control-loop.md).
         """
         run_options = RunOptions(
             observe=observe,
@@ -322,6 +352,7 @@ class Policy:
             on_chunk=on_chunk,
             on_underrun=on_underrun,
             on_status=on_status,
+            on_rows=on_rows,
             progress=progress,
             prefetch=prefetch,
             smooth_seam=smooth_seam,
@@ -329,6 +360,8 @@ class Policy:
             startup_timeout_s=startup_timeout_s,
             open_loop_horizon=open_loop_horizon,
             controller=controller,  # type: ignore[arg-type]  # RunOptions converts the str
+            max_in_flight=max_in_flight,
+            playback_speed=playback_speed,
             body=options,
         )
         with self._drive("run"):
@@ -344,10 +377,12 @@ class Policy:
             with self._session.open_call("run", call) as handle:
                 loop = RunLoop(self._session, handle, run_options)
                 self._run_active = True
+                self._loop = loop
                 try:
                     return loop.execute()
                 finally:
                     self._run_active = False
+                    self._loop = None
 
     def act(
         self,

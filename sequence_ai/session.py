@@ -1,8 +1,9 @@
 """``Session``: what lives across the calls of one Policy, shared by ``Policy`` and ``RunLoop``.
 
 The connection and model id, the catalogue row, the latency estimate, whether the model is
-known warm, the instruction latch, the open calls and the fetch threads. Every method here is
-safe from any thread unless its docstring names the driving thread.
+known warm, the instruction latch, the open calls and the fetch threads, and the run defaults
+given to ``connect`` (requests in flight, playback speed). Every method here is safe from any
+thread unless its docstring names the driving thread.
 """
 
 from __future__ import annotations
@@ -20,14 +21,19 @@ from .catalogue import Model, check_chunk, find_model, models
 from .errors import InvalidRequest, SequencesError
 from .fetch import Fetch
 from .observation import is_fatal, problems_with
-from .transport import Transport
+from .speed import PlaybackSpeed
+from .transport import Transport, encode_json
 from .types import Observation, Prediction
 
-__all__ = ["EMA_WEIGHT", "VALIDATE_MODES", "Session"]
+__all__ = ["EMA_WEIGHT", "SPREAD_FACTOR", "VALIDATE_MODES", "Session"]
 
 VALIDATE_MODES = ("warn", "strict", "off")
-# Weight of a new sample in the refill-latency average that sets the prefetch lead.
+# Weight of a new sample in the refill-latency average that sets the prefetch lead, and in the
+# average of its deviation.
 EMA_WEIGHT = 0.3
+# A high latency is the average plus this many average deviations (as TCP's retransmission
+# timeout, RFC 6298): about the p99 of the measured service's lognormal latencies.
+SPREAD_FACTOR = 4.0
 
 WarmingCallback = Callable[[float, Optional[float]], object]
 
@@ -44,6 +50,8 @@ class Session:
         control_hz: Optional[float],
         startup_timeout_s: float,
         on_warming: Optional[WarmingCallback],
+        max_in_flight: int = 1,
+        playback_speed: PlaybackSpeed = 1.0,
     ) -> None:
         # Set here, never rebound: read by any thread without a lock.
         self.model_id = model_id
@@ -52,9 +60,11 @@ class Session:
         self.control_hz = control_hz
         self.startup_timeout_s = startup_timeout_s
         self.on_warming = on_warming
+        self.max_in_flight = max_in_flight
+        self.playback_speed = playback_speed
 
         # Owned by the driving thread (the holder of the Policy's driver guard): the steps
-        # left of the last predict() or of the running loop. Other threads only take len().
+        # left of the last predict(). Other threads only take len(). A run clears it.
         self.buffer: deque[list[float]] = deque()
 
         self._lock = threading.Lock()
@@ -67,6 +77,7 @@ class Session:
         # until a fetch succeeded, so a failed fetch is retried by the next caller.
         self._spec: Optional[tuple[Optional[Model]]] = None
         self._latency_ema: Optional[float] = None
+        self._latency_dev: Optional[float] = None
         # A chunk was received: later first requests need not wait out a cold start.
         self._served = False
         # ready() reported the model loaded: the next request measures plain round-trip
@@ -192,12 +203,23 @@ class Session:
         with self._lock:
             return self._latency_ema
 
+    @property
+    def latency_high_s(self) -> Optional[float]:
+        """A high refill latency: the average plus SPREAD_FACTOR average deviations."""
+        with self._lock:
+            if self._latency_ema is None or self._latency_dev is None:
+                return None
+            return self._latency_ema + SPREAD_FACTOR * self._latency_dev
+
     def note_latency(self, sample: float) -> None:
         with self._lock:
             ema = self._latency_ema
-            self._latency_ema = sample if ema is None else (
-                (1.0 - EMA_WEIGHT) * ema + EMA_WEIGHT * sample
-            )
+            if ema is None:
+                self._latency_ema, self._latency_dev = sample, sample / 4.0
+                return
+            dev = self._latency_dev if self._latency_dev is not None else 0.0
+            self._latency_dev = (1.0 - EMA_WEIGHT) * dev + EMA_WEIGHT * abs(sample - ema)
+            self._latency_ema = (1.0 - EMA_WEIGHT) * ema + EMA_WEIGHT * sample
 
     # -- the instruction latch ------------------------------------------------------------
 
@@ -259,7 +281,7 @@ class Session:
 
     def submit(
         self,
-        observation: Observation,
+        observe: Callable[[], Observation],
         body_fields: Mapping[str, object],
         call: CallHandle,
         *,
@@ -267,22 +289,30 @@ class Session:
         timeout: Optional[float],
         deadline: Optional[float],
     ) -> Fetch:
-        """Start ``POST /v1/act`` on a fetch thread; ``call`` is notified when it finishes.
+        """Start one request on a fetch thread: ``observe()`` there, then ``POST /v1/act``;
+        ``call`` is notified when it finishes.
 
-        ``timeout`` bounds the whole request (the Transport's default when None), and the run's
-        ``deadline`` bounds it further. A chunk disagreeing with ``model``, the catalogue row,
-        fails as ``InvalidResponse`` on the fetch thread, before anyone can play it.
+        The observation is built on the fetch thread, never on the caller's: a caller's
+        ``observe`` must be safe to call from another thread. ``timeout`` bounds the whole
+        request (the Transport's default when None), and the run's ``deadline`` bounds it
+        further. A chunk disagreeing with ``model``, the catalogue row, fails as
+        ``InvalidResponse`` on the fetch thread, before anyone can play it.
         """
         if deadline is not None:
             # An abandoned request must not outlive its run by much: bound it by the deadline.
             left = max(0.5, deadline - time.monotonic() + 0.5)
             timeout = min(timeout or self.transport.timeout_s, left)
-        body: dict[str, object] = {"model": self.model_id, "observation": observation.to_wire()}
-        body.update(body_fields)
 
         def request() -> Prediction:
-            answer = self.transport.post("/v1/act", body, timeout=timeout)
+            observation = observe()
+            body: dict[str, object] = {
+                "model": self.model_id, "observation": observation.to_wire()
+            }
+            body.update(body_fields)
+            content = encode_json(body)
+            answer = self.transport.post("/v1/act", content, timeout=timeout)
             prediction = Prediction.from_wire(answer, observation=observation)
+            prediction.request_bytes = len(content)
             if model is not None:
                 check_chunk(model, prediction.action_chunk)
             return prediction

@@ -1,5 +1,5 @@
-"""HTTP transport: one kept-alive connection, credentials, whole-request deadlines, capped
-bodies, and the status → error mapping."""
+"""HTTP transport: a pool of kept-alive connections, credentials, whole-request deadlines,
+capped bodies, and the status → error mapping."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import math
 import os
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Mapping
 from datetime import timezone
@@ -32,6 +33,7 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "Transport",
     "check_base_url",
+    "encode_json",
     "parse_retry_after",
     "query_path",
     "resolve_api_key",
@@ -43,9 +45,11 @@ DEFAULT_BASE_URL = "https://api.generalsequences.com"
 BASE_URL_ENV = "SEQUENCES_BASE_URL"
 API_KEY_ENV = "SEQUENCES_API_KEY"
 
-# A Policy makes at most a few requests at once (one in flight plus a prefetch); four idle
-# connections kept for five minutes covers that without reconnecting between chunks.
-KEEPALIVE_CONNECTIONS = 4
+# A Policy has at most MAX_IN_FLIGHT requests of its run in flight, plus a catalogue or readiness
+# call: the pool keeps that many idle connections for five minutes, so a run reconnects never
+# between chunks. Connections are opened on demand: a run with N in flight opens N.
+MAX_IN_FLIGHT = 8
+KEEPALIVE_CONNECTIONS = MAX_IN_FLIGHT + 1
 KEEPALIVE_EXPIRY_S = 300.0
 MAX_MESSAGE_CHARS = 500
 # Largest response body read. Served chunks are 3 kB (pi05, 15 rows) to 5 kB (cosmos3, 32 rows)
@@ -160,6 +164,17 @@ def query_path(path: str, params: Optional[Mapping[str, Any]]) -> str:
     return f"{path}{'&' if '?' in path else '?'}{'&'.join(pairs)}"
 
 
+def encode_json(body: Any) -> bytes:
+    """A request body as compact JSON bytes; NaN or infinity is refused (JSON cannot carry it)."""
+    try:
+        return json.dumps(body, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    except ValueError:
+        raise ValueError(
+            "the request body contains NaN or infinity, which JSON cannot carry; expected "
+            "finite numbers"
+        ) from None
+
+
 def _decode_error(response: httpx.Response, text: str) -> tuple[str, dict[str, Any]]:
     """Human message and Unavailable extras from a FastAPI-shaped ``{"detail": ...}`` body."""
     extras: dict[str, Any] = {"retry_after_s": None, "warming": False, "job_id": None}
@@ -192,7 +207,8 @@ def _decode_error(response: httpx.Response, text: str) -> tuple[str, dict[str, A
 
 
 class Transport:
-    """One kept-alive ``httpx.Client`` to the gateway; maps statuses to typed errors.
+    """One ``httpx.Client`` (a pool of kept-alive connections) to the gateway; maps statuses to
+    typed errors and counts the connections it opens (each one a TCP/TLS handshake).
 
     ``require_key=False`` is for the key-optional calls (catalogue, health): the
     ``Authorization`` header is then omitted, never sent empty.
@@ -241,6 +257,9 @@ class Transport:
         )
         # Set by close() from any thread; a call racing it fails as "closed" either way.
         self._closed = False
+        # Written by whichever thread's request opened a connection, under _count_lock.
+        self._count_lock = threading.Lock()
+        self._connections_opened = 0
 
     @property
     def base_url(self) -> str:
@@ -257,6 +276,18 @@ class Transport:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def connections_opened(self) -> int:
+        """Connections opened so far (handshakes); a kept-alive connection counts once."""
+        with self._count_lock:
+            return self._connections_opened
+
+    def _trace(self, event: str, info: Mapping[str, Any]) -> None:
+        # httpcore's trace extension (0.14 and 1.x): one connect per new pooled connection.
+        if event.endswith(("connect_tcp.complete", "connect_unix_socket.complete")):
+            with self._count_lock:
+                self._connections_opened += 1
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
@@ -318,7 +349,8 @@ class Transport:
         return self._request("GET", path, params=params, timeout=timeout)
 
     def post(self, path: str, body: Any, *, timeout: Optional[float] = None) -> Any:
-        """``POST path`` with a JSON body; returns the parsed JSON or raises."""
+        """``POST path`` with a JSON body (an object, or bytes from ``encode_json``); returns the
+        parsed JSON or raises."""
         return self._request("POST", path, body=body, timeout=timeout)
 
     def delete(self, path: str, *, timeout: Optional[float] = None) -> Any:
@@ -346,25 +378,24 @@ class Transport:
         if not math.isfinite(applied) or applied <= 0:
             raise ValueError(f"timeout is {timeout!r}; expected a positive number of seconds")
         try:
-            content = None if body is None else json.dumps(body, allow_nan=False)
-        except ValueError:
-            raise ValueError(
-                f"{method} {path}: the request body contains NaN or infinity, which JSON "
-                "cannot carry; expected finite numbers"
-            ) from None
+            content = body if body is None or isinstance(body, bytes) else encode_json(body)
+        except ValueError as exc:
+            raise ValueError(f"{method} {path}: {exc}") from None
         # ``applied`` bounds the whole request: httpx's own timeouts bound each phase
         # (connect, send, every read), and the body is read against the deadline below, so a
         # body trickled a byte at a time ends too.
         deadline = time.monotonic() + applied
         try:
             # httpx's params= would percent-encode the slashes of a model id.
-            with self._client.stream(
-                method,
-                query_path(path, params),
-                content=content,
-                timeout=httpx.Timeout(applied),
-            ) as response:
+            request = self._client.build_request(
+                method, query_path(path, params), content=content, timeout=httpx.Timeout(applied)
+            )
+            request.extensions["trace"] = self._trace
+            response = self._client.send(request, stream=True)
+            try:
                 data = self._read_body(method, path, response, deadline, applied)
+            finally:
+                response.close()
         except httpx.TimeoutException as exc:
             phase = {
                 httpx.ConnectTimeout: "connecting",

@@ -77,6 +77,16 @@ class Observation:
     def views(self) -> list[str]:
         return [frame.view for frame in self.images]
 
+    @property
+    def view_bytes(self) -> dict[str, int]:
+        """Bytes each view puts on the wire (its base64 text), by view name."""
+        return {frame.view: len(frame.data) for frame in self.images}
+
+    @property
+    def image_bytes(self) -> int:
+        """Bytes of every view together: most of a request's body, and so of its latency."""
+        return sum(len(frame.data) for frame in self.images)
+
 
 def _finite_number(value: object, where: str) -> float:
     # bool is an int subclass; a true/false in a step is a server bug, not a 1.0/0.0.
@@ -197,6 +207,8 @@ class Prediction:
     usage: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     observation: Optional[Observation] = field(default=None, repr=False, compare=False)
+    # Not on the wire: the size of the request body the client sent for this answer.
+    request_bytes: Optional[int] = field(default=None, compare=False)
 
     @classmethod
     def from_wire(cls, d: object, observation: Optional[Observation] = None) -> Prediction:

@@ -50,15 +50,15 @@ def await_first_chunk(
         # An interrupt that came before the call (or during the last pause) sends nothing.
         if call.interrupted:
             raise CallEnded(Ending.INTERRUPTED)
-        observation = make_observation()
         # A gateway may hold the connection open while it loads; let such an attempt use the
         # whole remaining budget instead of timing out at the default.
         timeout = (
             max(session.transport.timeout_s, budget_end - time.monotonic())
             if budget_s > 0 else None
         )
+        # make_observation runs on the request's own thread, as every observation does.
         fetch = session.submit(
-            observation, body, call, model=model, timeout=timeout, deadline=deadline
+            make_observation, body, call, model=model, timeout=timeout, deadline=deadline
         )
         wake = call.wait_for(fetch.is_done, deadline)
         if wake is not Wake.READY:

@@ -10,6 +10,7 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
+from sequence_ai import RunProgress
 from sequence_ai_ros.image_conversion import CONVERTER
 
 
@@ -36,6 +37,11 @@ class Health:
     last_outcome: str = "none"
     goals_run: int = 0
     underruns: int = 0
+    # The running (or last) goal's run so far: cost, speed, continuity.
+    continuity: RunProgress | None = None
+    # Body bytes of the last request that brought a chunk, and each view's share of them.
+    request_bytes: int | None = None
+    view_bytes: dict[str, int] | None = None
 
 
 class HealthRecord:
@@ -84,6 +90,23 @@ def _fmt(value: float | None, unit_scale: float = 1.0, digits: int = 3) -> str:
     return f"{value * unit_scale:.{digits}f}"
 
 
+def _continuity_values(health: Health) -> dict[str, str]:
+    """Cost and continuity of the running (or last) goal, and the observation's bytes."""
+    run = health.continuity
+    values = {
+        "requests": "n/a" if run is None else str(run.requests),
+        "requests_in_flight": "n/a" if run is None else str(run.in_flight),
+        "requests_per_s": _fmt(None if run is None else run.requests_per_s, digits=2),
+        "playback_speed": _fmt(None if run is None else run.speed, digits=2),
+        "rows_beyond_horizon": "n/a" if run is None else str(run.rows_beyond_horizon),
+        "no_fresh_command_s": _fmt(None if run is None else run.no_fresh_command_s, digits=2),
+        "request_bytes": "n/a" if health.request_bytes is None else str(health.request_bytes),
+    }
+    for view, size in (health.view_bytes or {}).items():
+        values[f"view_{view}_bytes"] = str(size)
+    return values
+
+
 def build_array(
     record: HealthRecord,
     *,
@@ -109,6 +132,7 @@ def build_array(
         "request_latency_p50_ms": _fmt(percentile(latencies, 0.5), 1000.0, 1),
         "request_latency_p95_ms": _fmt(percentile(latencies, 0.95), 1000.0, 1),
         "command_rate_hz": f"{command_rate_hz:.1f}",
+        **_continuity_values(health),
         "image_conversion": CONVERTER,
     }
     for source, age in ages.items():

@@ -168,6 +168,8 @@ class GoalRun:
     status: RunStatus = RunStatus.STARTING
     warming_eta_s: float = math.nan
     last_feedback_s: float = 0.0
+    # Body bytes of the last request that brought a chunk (its observation, mostly frames).
+    request_bytes: int = 0
 
     def request_stop(self, cause: StopCause) -> bool:
         """Record the first stop cause; True when the goal's run must now be interrupted (its
@@ -398,6 +400,8 @@ class GoalRunner:
             "validate": lambda step: self._validate(run, step),
             "hold": lambda: self._hold(run, config),
             "prefetch": config.prefetch,
+            "max_in_flight": config.max_in_flight,
+            "playback_speed": config.playback_speed,
             "smooth_seam": config.smooth_seam,
             "startup_timeout_s": config.startup_timeout_s,
             "on_status": lambda state: self._on_status(run, state),
@@ -413,7 +417,8 @@ class GoalRunner:
             capped = f" (capped by max_goal_seconds from {goal.max_seconds:g})"
         self._log.info(
             f"goal {goal.instruction!r}: max_seconds {max_seconds:g}{capped}, prefetch "
-            f"{config.prefetch}, smooth_seam {config.smooth_seam}"
+            f"{config.prefetch}, smooth_seam {config.smooth_seam}, max_in_flight "
+            f"{config.max_in_flight}, playback_speed {config.playback_speed}"
         )
 
         def observe() -> sequence_ai.Observation:
@@ -541,6 +546,7 @@ class GoalRunner:
             jump = outcome.max_seam_jump
             result.max_seam_jump = math.nan if jump is None else float(jump)
             result.stopped_early = result.stopped_early or bool(outcome.stopped_early)
+            _continuity_into(result, outcome)
         else:
             result.actions, result.chunks, result.underruns = counts
             result.elapsed_s = time.monotonic() - run.started_s
@@ -633,9 +639,15 @@ class GoalRunner:
     def _on_chunk(self, run: GoalRun, prediction: sequence_ai.Prediction) -> None:
         with self._cond:
             run.chunks += 1
+            run.request_bytes = prediction.request_bytes or 0
         latency = _request_latency_s(prediction)
         if latency is not None:
             self._health.add_latency(latency)
+        observation = prediction.observation
+        self._health.update(
+            request_bytes=prediction.request_bytes,
+            view_bytes=None if observation is None else dict(observation.view_bytes),
+        )
 
     def _on_underrun(self, run: GoalRun) -> None:
         with self._cond:
@@ -655,8 +667,32 @@ class GoalRunner:
                 underruns=run.underruns,
                 elapsed_s=now - run.started_s,
                 warming_eta_s=run.warming_eta_s,
+                request_bytes=run.request_bytes,
             )
+        progress = self._policy.progress
+        if progress is not None:
+            rate = progress.requests_per_s
+            feedback.requests = progress.requests
+            feedback.in_flight = progress.in_flight
+            feedback.requests_per_s = math.nan if rate is None else rate
+            feedback.speed = progress.speed
+            feedback.rows_beyond_horizon = progress.rows_beyond_horizon
+            feedback.no_fresh_command_s = progress.no_fresh_command_s
+            self._health.update(continuity=progress)
+        else:
+            feedback.requests_per_s = feedback.speed = math.nan
         run.handle.publish_feedback(feedback)
+
+
+def _continuity_into(result: Act.Result, outcome: sequence_ai.RunOutcome) -> None:
+    """The run's continuity and cost figures into the goal's result (NaN: not measured)."""
+    rate = outcome.requests_per_s
+    result.requests, result.discarded = outcome.requests, outcome.discarded
+    result.requests_per_s = math.nan if rate is None else rate
+    result.rows_beyond_horizon = outcome.rows_beyond_horizon
+    result.no_fresh_command_s = float(outcome.no_fresh_command_s)
+    result.speed_min = math.nan if outcome.speed_min is None else outcome.speed_min
+    result.speed_mean = math.nan if outcome.speed_mean is None else outcome.speed_mean
 
 
 def _request_latency_s(prediction: sequence_ai.Prediction) -> float | None:

@@ -16,6 +16,9 @@ from rcl_interfaces.msg import (
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from sequence_ai.speed import AUTO, MIN_SPEED
+from sequence_ai.transport import MAX_IN_FLIGHT
+
 FLOAT64_MULTI_ARRAY = "std_msgs/msg/Float64MultiArray"
 JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
 JOINT_STATE = "sensor_msgs/msg/JointState"
@@ -39,7 +42,7 @@ class Spec:
     `at_configure` parameters are read at configure: they can be set while the node is
     unconfigured and are refused once it is configured (cleanup first). The others are live
     and apply from the next goal. The type is the default's; `choices` apply to a string or to
-    each element of a string list.
+    each element of a string list; `words` are strings accepted besides the default's type.
     """
 
     default: Any
@@ -48,6 +51,7 @@ class Spec:
     int_range: tuple[int, int] | None = None
     float_range: tuple[float, float] | None = None
     choices: tuple[str, ...] | None = None
+    words: tuple[str, ...] = ()
 
     @property
     def type_(self) -> Parameter.Type:
@@ -119,6 +123,19 @@ SPECS: dict[str, Spec] = {
         float_range=(0.01, 10.0),
     ),
     "prefetch": Spec(True, "fetch the next chunk while the current one plays (next goal)"),
+    "max_in_flight": Spec(
+        1,
+        "requests to the model in flight during a goal: a chunk lands about every latency/N, "
+        "for N times the requests (next goal)",
+        int_range=(1, MAX_IN_FLIGHT),
+    ),
+    "playback_speed": Spec(
+        1.0,
+        "speed at which chunks are played (1.0 = the model's), or auto: the largest the "
+        "measured latency sustains without a hold (next goal)",
+        float_range=(MIN_SPEED, 1.0),
+        words=(AUTO,),
+    ),
     "smooth_seam": Spec(
         0,
         "blend this many steps at each chunk seam, absolute spaces only (next goal)",
@@ -196,6 +213,8 @@ class NodeConfig:
     gripper_command_topic: str
     velocity_scale: float
     prefetch: bool
+    max_in_flight: int
+    playback_speed: float | str
     smooth_seam: int
     startup_timeout_s: float
     jpeg_quality: int
@@ -232,6 +251,8 @@ def constraints(spec: Spec) -> str:
         text += f" in {spec.int_range[0]}..{spec.int_range[1]}"
     if spec.float_range is not None:
         text += f" in [{spec.float_range[0]}, {spec.float_range[1]}]"
+    if spec.words:
+        text += f", or the string {' or '.join(spec.words)}"
     if spec.at_configure:
         text += "; read at configure: set it while the node is unconfigured"
     return text
@@ -274,6 +295,10 @@ def check_value(name: str, value: Any) -> str | None:
     spec = SPECS.get(name)
     if spec is None:
         return f"{name} is not a parameter of this node"
+    if spec.words and isinstance(value, str):
+        if value in spec.words:
+            return None
+        return f"{name}={_shown(value)} is refused; expected {constraints(spec)}"
     given = Parameter.Type.from_parameter_value(value) if value is not None else None
     empty_list = isinstance(value, (list, tuple)) and not value
     if given is not spec.type_ and not (empty_list and spec.type_.name.endswith("_ARRAY")):

@@ -1,4 +1,5 @@
-"""demo.png: joint targets and measured joints over time, chunks, underruns and the preemption.
+"""demo.png: joint targets and measured joints over time, chunks, underruns, the playback speed,
+the requests in flight and the preemption.
 
 matplotlib when it is installed (the `test` extra has it), else a plainer picture with Pillow.
 """
@@ -24,7 +25,9 @@ class Series:
     joints: list[list[float]]
     target_t: list[float]
     targets: list[list[float]]
-    goals: list[dict[str, Any]]  # label, target, start, end, chunks, underruns
+    # label, target, start, end, chunks, underruns, and from the feedback: feedback_t, speed,
+    # in_flight
+    goals: list[dict[str, Any]]
     preempt: float | None
     title: str
 
@@ -50,15 +53,27 @@ def _series(demo: Any) -> Series:
                 "end": end - t0,
                 "chunks": [t - t0 for t in goal.chunk_times],
                 "underruns": [t - t0 for t in goal.underrun_times],
+                "feedback_t": [t - t0 for t, _ in goal.feedback],
+                "speed": [fb.speed for _, fb in goal.feedback],
+                "in_flight": [fb.in_flight for _, fb in goal.feedback],
             }
         )
     preempt = None if math.isnan(demo.preempt_t) else demo.preempt_t - t0
     args = demo.args
     width, height = IMAGE_SIZE
+    underruns = sum(
+        goal.result.underruns if hasattr(goal.result, "underruns") else len(goal.underrun_times)
+        for goal in demo.goals
+    )
+    in_flight = max((goal.max_in_flight() for goal in demo.goals), default=0)
+    speeds = [fb.speed for goal in demo.goals for _, fb in goal.feedback if fb.speed > 0]
+    speed = f"{min(speeds):.2f}-{max(speeds):.2f}" if speeds else "n/a"
     title = (
-        "sequence_ai demo: pi05-droid (local gateway) driving the simulated DROID arm\n"
-        f"prefetch {args.prefetch}, goals of max_seconds {args.max_seconds:g}, preemption after "
-        f"{args.preempt_after:g} s of goal 1, cameras {width}x{height}, config/droid.yaml limits"
+        "sequence_ai demo: pi05-droid (local gateway, realistic latency) driving the simulated "
+        f"DROID arm\nprefetch {args.prefetch}, up to {in_flight} requests in flight, playback "
+        f"speed {speed}, {underruns} underruns\ngoals of max_seconds {args.max_seconds:g}, "
+        f"preemption after {args.preempt_after:g} s of goal 1, cameras {width}x{height}, "
+        "config/droid.yaml"
     )
     return Series(joint_t, joints, target_t, targets, goals, preempt, title)
 
@@ -85,7 +100,7 @@ def _draw_matplotlib(series: Series, out: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    fig, axes = plt.subplots(4, 2, figsize=(15, 11), sharex=True)
+    fig, axes = plt.subplots(5, 2, figsize=(15, 13.5), sharex=True)
     panels = list(axes.flat)
     for j in range(JOINTS):
         ax = panels[j]
@@ -110,6 +125,14 @@ def _draw_matplotlib(series: Series, out: Path) -> None:
             lw=1.4,
         )
     ax.set_ylabel("distance to target (rad)")
+    for index, (key, label) in enumerate(
+        (("speed", "playback speed"), ("in_flight", "requests in flight"))
+    ):
+        ax = panels[JOINTS + 1 + index]
+        for goal, colour in zip(series.goals, GOAL_COLOURS):
+            ax.step(goal["feedback_t"], goal[key], where="post", color=colour, lw=1.4)
+        ax.set_ylabel(label)
+    panels[JOINTS + 1].set_ylim(0, 1.1)
     for ax in panels:
         for goal, colour in zip(series.goals, GOAL_COLOURS):
             ax.axvspan(goal["start"], goal["end"], color=colour, alpha=0.06)
@@ -135,7 +158,7 @@ def _draw_matplotlib(series: Series, out: Path) -> None:
     ]
     fig.legend(handles=legend, loc="lower center", ncol=3, fontsize=9, frameon=False)
     fig.suptitle(series.title, fontsize=13)
-    fig.tight_layout(rect=(0, 0.07, 1, 0.97))
+    fig.tight_layout(rect=(0, 0.07, 1, 0.95))
     fig.savefig(out, dpi=90)
     plt.close(fig)
 
@@ -143,7 +166,7 @@ def _draw_matplotlib(series: Series, out: Path) -> None:
 def _draw_pillow(series: Series, out: Path) -> None:
     from PIL import Image, ImageDraw
 
-    width, height, cols, rows = 1350, 990, 2, 4
+    width, height, cols, rows = 1350, 1230, 2, 5
     margin_x, margin_top, margin_bottom = 60, 50, 70
     panel_w = (width - margin_x * (cols + 1)) // cols
     panel_h = (height - margin_top - margin_bottom) // rows - 20
@@ -159,9 +182,17 @@ def _draw_pillow(series: Series, out: Path) -> None:
             margin_top + (index // cols) * (panel_h + 20),
         )
 
-    for index in range(JOINTS + 1):
+    for index in range(JOINTS + 3):
         x0, y0 = box(index)
-        if index < JOINTS:
+        feedback_key = {JOINTS + 1: "speed", JOINTS + 2: "in_flight"}.get(index)
+        if feedback_key is not None:
+            curves = [
+                (g["feedback_t"], g[feedback_key], (42, 157, 75) if n == 0 else (142, 68, 173))
+                for n, g in enumerate(series.goals)
+            ]
+            dots, levels = ([], []), []
+            label = "playback speed" if feedback_key == "speed" else "requests in flight"
+        elif index < JOINTS:
             curves = [(series.joint_t, [q[index] for q in series.joints], (31, 95, 191))]
             dots = (series.target_t, [q[index] for q in series.targets])
             levels = [(g["target"][index], g["start"], g["end"]) for g in series.goals]

@@ -131,6 +131,10 @@ class GoalRecord:
     chunk_times: list[float] = field(default_factory=list)
     underrun_times: list[float] = field(default_factory=list)
 
+    def max_in_flight(self) -> int:
+        """Most requests the feedback showed in flight at once."""
+        return max((fb.in_flight for _, fb in self.feedback), default=0)
+
     def distance(self, q: list[float] | None) -> float:
         if q is None:
             return math.nan
@@ -431,6 +435,7 @@ class Demo:
         text = (
             f"goal {goal.number} {goal.instruction!r}: {fb.status:8s} {fb.elapsed_s:5.1f} s | "
             f"actions {fb.actions:4d}  chunks {fb.chunks:3d}  underruns {fb.underruns:2d} | "
+            f"in flight {fb.in_flight}  speed {fb.speed:4.2f}  {fb.requests_per_s:4.1f} req/s | "
             f"{goal.distance(self.recording.latest_joints()):.2f} rad to target"
         )
         if fb.status == "waiting" and math.isfinite(fb.warming_eta_s):
@@ -489,7 +494,11 @@ class Demo:
             f"goal {goal.number} {goal.instruction!r}: {goal.status}, reason {r.reason}"
             f"{' (stopped early, arm held)' if r.stopped_early else ''}; {r.actions} actions, "
             f"{r.chunks} chunks, {r.underruns} underruns ({r.underrun_s:.2f} s) in "
-            f"{r.elapsed_s:.1f} s" + (f" - {r.message}" if r.message else "")
+            f"{r.elapsed_s:.1f} s; {r.requests} requests ({r.requests_per_s:.2f}/s of motion, "
+            f"up to {goal.max_in_flight()} in flight), speed {r.speed_mean:.2f} (min "
+            f"{r.speed_min:.2f}), {r.rows_beyond_horizon} steps beyond the open-loop horizon, "
+            f"{r.no_fresh_command_s:.2f} s without a fresh command"
+            + (f" - {r.message}" if r.message else "")
         )
 
     # ----- report -----
@@ -522,6 +531,11 @@ class Demo:
                     "actions": r.actions if r is not None else None,
                     "chunks": r.chunks if r is not None else None,
                     "underruns": r.underruns if r is not None else None,
+                    "requests_per_s": r.requests_per_s if r is not None else None,
+                    "max_in_flight": goal.max_in_flight(),
+                    "speed_mean": r.speed_mean if r is not None else None,
+                    "rows_beyond_horizon": r.rows_beyond_horizon if r is not None else None,
+                    "no_fresh_command_s": r.no_fresh_command_s if r is not None else None,
                     "target": goal.target,
                     "start_distance": goal.distance(goal.start_q),
                     "end_distance": goal.distance(goal.end_q),

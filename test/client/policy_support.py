@@ -72,12 +72,18 @@ class Robot:
         self.installed_at: list[int] = []
         self.underruns: list[float] = []
         self.events: list[tuple[str, int]] = []
+        # (acts handed out when reported, the report) for every on_rows call, and its thread.
+        self.reports: list[tuple[int, sequence_ai.InstalledRows]] = []
+        self.report_threads: set[str] = set()
+        self.observe_threads: set[str] = set()
+        self.act_threads: set[str] = set()
 
     def joints_for(self, n: int) -> list[float]:
         return [0.01 * n] * 7
 
     def observe(self) -> Observation:
         with self.lock:
+            self.observe_threads.add(threading.current_thread().name)
             n = len(self.observations)
             self.observed_at.append(len(self.acts))
             self.events.append(("observe", len(self.acts)))
@@ -88,6 +94,7 @@ class Robot:
 
     def act(self, row: list[float]) -> None:
         with self.lock:
+            self.act_threads.add(threading.current_thread().name)
             self.acts.append(list(row))
             self.events.append(("act", len(self.acts)))
 
@@ -120,12 +127,51 @@ class Robot:
 
         return on_chunk
 
-    def rows_due(self, index: int) -> int:
-        """Rows of chunk ``index`` whose time passed while it was in flight (skipped)."""
-        return self.installed_at[index] - self.observed_at[index]
+    def rows_due(self, index: int) -> float:
+        """Rows of chunk ``index`` whose time passed while it was in flight (skipped): where
+        its first on_rows report starts (fractional if it arrived during a slow-down)."""
+        return next(report.start for _, report in self.reports if report.chunk == index + 1)
+
+    def first_reports(self) -> list[sequence_ai.InstalledRows]:
+        """The report each install made (a late driving thread adds re-timed ones)."""
+        return [
+            next(r for _, r in self.reports if r.chunk == k + 1) for k in range(len(self.chunks))
+        ]
+
+    def whole_row_installs(
+        self,
+    ) -> list[tuple[sequence_ai.Prediction, sequence_ai.InstalledRows, int]]:
+        """(chunk, its first report, due row) of every chunk installed at a whole row: before
+        its slow-down, its report's rows are then the chunk's own rows from the due row."""
+        found = []
+        for k, prediction in enumerate(self.chunks):
+            report = next(r for _, r in self.reports if r.chunk == k + 1)
+            if report.start == int(report.start):
+                found.append((prediction, report, int(report.start)))
+        return found
 
     def on_underrun(self, waited_s: float) -> None:
         self.underruns.append(waited_s)
+
+    def on_rows(self, rows: sequence_ai.InstalledRows) -> None:
+        with self.lock:
+            self.report_threads.add(threading.current_thread().name)
+            self.reports.append((len(self.acts), rows))
+
+    def played_as_reported(self) -> bool:
+        """Every act is the next row of the last on_rows report, in order: what on_rows said
+        would be played is what was played (until a newer report)."""
+        for k, (at, report) in enumerate(self.reports):
+            end = self.reports[k + 1][0] if k + 1 < len(self.reports) else len(self.acts)
+            if self.acts[at:end] != report.rows[: end - at]:
+                return False
+        return not self.reports or self.reports[0][0] == 0
+
+    def chunk_rows_played(self, index: int) -> list[list[float]]:
+        """The acts played from install ``index`` (until the next install)."""
+        at = self.installed_at[index]
+        end = self.installed_at[index + 1] if index + 1 < len(self.installed_at) else None
+        return self.acts[at:end]
 
     def callbacks(self) -> dict[str, Any]:
         """Every callback of run(), wired to this robot."""
@@ -135,6 +181,7 @@ class Robot:
             "on_status": self.on_status,
             "on_chunk": self.on_chunk,
             "on_underrun": self.on_underrun,
+            "on_rows": self.on_rows,
             "progress": False,
         }
 

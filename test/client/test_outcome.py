@@ -14,8 +14,12 @@ def test_fields_and_defaults() -> None:
     assert {f.name for f in dataclasses.fields(outcome)} == {
         "actions", "chunks", "elapsed_s", "underruns", "underrun_s", "ending", "error",
         "max_seam_jump", "action_space", "instruction_swaps", "max_instruction_lag_s",
-        "observe_s",
+        "observe_s", "requests", "discarded", "connections", "request_bytes", "max_in_flight",
+        "motion_s", "rows_beyond_horizon", "no_fresh_command_s", "max_gap_s", "speed_min",
+        "speed_mean", "observation_age_s", "observation_age_p95_s",
     }
+    assert outcome.requests_per_s is None
+    assert RunOutcome(30, 4, 2.0, requests=6, motion_s=1.5).requests_per_s == 4.0
     assert (outcome.underruns, outcome.underrun_s, outcome.stopped_early) == (0, 0.0, False)
     assert outcome.reason == "completed" and outcome.max_seam_jump is None
     assert outcome.ending is Ending.COMPLETED and outcome.error is None
@@ -32,6 +36,13 @@ def test_repr_names_only_what_happened() -> None:
     assert repr(busy) == (
         "RunOutcome(40 actions over 5 chunks in 3.0s, 2 underruns (0.40s), "
         "1 instruction swaps (max lag 0.25s), interrupted)"
+    )
+    costly = RunOutcome(
+        120, 20, 8.5, requests=24, motion_s=8.0, max_in_flight=2, speed_min=0.5, speed_mean=0.75
+    )
+    assert repr(costly) == (
+        "RunOutcome(120 actions over 20 chunks in 8.5s, 3.0 requests/s with up to 2 in flight, "
+        "speed min 0.50 mean 0.75, completed)"
     )
 
 

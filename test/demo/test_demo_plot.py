@@ -35,6 +35,12 @@ def recorded_demo() -> Demo:
     second.sent_t, second.end_t = 105.0, 110.0
     first.chunk_times, first.underrun_times = [100.7, 101.5, 102.3], [101.4]
     second.chunk_times, second.underrun_times = [105.8, 106.6], [106.5]
+    # The node's feedback at 5 Hz: speed and requests in flight as the picture shows them.
+    for goal, begin in ((first, 100.0), (second, 105.0)):
+        goal.feedback = [
+            (begin + k * 0.2, types.SimpleNamespace(speed=1.0 - 0.02 * (k % 10), in_flight=k % 3))
+            for k in range(25)
+        ]
     first.result = types.SimpleNamespace(reason="preempted")
     second.result = types.SimpleNamespace(reason="timeout")
     return demo

@@ -145,6 +145,22 @@ def test_set_parameters_changes_the_next_goal(active: tuple[Any, ArmHarness]) ->
     )
     # Without prefetch every chunk after the first is fetched while the arm waits.
     assert result.underruns >= result.chunks - 1 >= 1, result.message
+    assert result.requests == result.chunks and result.discarded == 0
+
+    results = arm.set_parameters(prefetch=True, max_in_flight=3, playback_speed="auto")
+    assert all(r.successful for r in results), [r.reason for r in results]
+    handle, feedback = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=40)
+    status, result = arm.result(handle)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    wait_for(
+        lambda: "max_in_flight 3, playback_speed auto" in arm.log_text(),
+        what="the third goal's settings in /rosout",
+    )
+    # The cost and the continuity of the run reach the result and the feedback.
+    assert result.requests >= result.chunks and result.requests_per_s > 0
+    assert 0.5 <= result.speed_min <= result.speed_mean <= 1.0
+    assert feedback and max(fb.in_flight for fb in feedback) <= 3
+    assert all(fb.request_bytes > 0 for fb in feedback if fb.chunks > 0)
 
     (too_big,) = arm.set_parameters(smooth_seam=16)
     assert not too_big.successful
@@ -244,6 +260,13 @@ def test_diagnostics_describe_the_node(active: tuple[Any, ArmHarness]) -> None:
         assert 0.0 <= float(values[key]) < 5.0, key
     assert float(values["command_rate_hz"]) >= 0.0
     assert 0.0 <= float(values["input_stamp_skew_s"]) < 5.0
+    # The goal's cost and continuity, and what its observations weighed.
+    assert int(values["requests"]) >= 1 and int(values["requests_in_flight"]) >= 0
+    assert float(values["requests_per_s"]) > 0 and float(values["playback_speed"]) == 1.0
+    assert int(values["rows_beyond_horizon"]) >= 0 and float(values["no_fresh_command_s"]) >= 0
+    views = {k: int(v) for k, v in values.items() if k.startswith("view_") and k.endswith("_bytes")}
+    assert set(views) == {"view_exterior_1_bytes", "view_wrist_left_bytes"}
+    assert int(values["request_bytes"]) > sum(views.values()) > 0
 
 
 def test_compressed_camera_topics_feed_the_model(

@@ -47,7 +47,8 @@ def test_every_contract_parameter_is_declared_with_a_description(node: Node) -> 
         "model", "base_url", "api_key_file", "validate_mode", "camera_views", "camera_topics",
         "camera_transports", "joint_states_topic", "joint_names", "gripper_joint",
         "command_interface", "command_topic", "command_type", "gripper_command_topic",
-        "velocity_scale", "prefetch", "smooth_seam", "startup_timeout_s", "jpeg_quality",
+        "velocity_scale", "prefetch", "max_in_flight", "playback_speed", "smooth_seam",
+        "startup_timeout_s", "jpeg_quality",
         "max_goal_seconds", "max_state_age_s", "max_image_age_s", "joint_lower_limits",
         "joint_upper_limits", "max_step", "hold_between_goals", "hold_republish_hz",
         "input_wait_s",
@@ -90,6 +91,10 @@ def test_choice_parameters_list_their_values_in_docs_node_md() -> None:
     [
         ("prefetch", "banana", ["prefetch='banana'", "a string", "expected a bool"]),
         ("smooth_seam", 2.5, ["smooth_seam=2.5", "expected an integer in 0..15"]),
+        ("max_in_flight", 2.0, ["max_in_flight=2.0", "expected an integer in 1..8"]),
+        ("playback_speed", "fast",
+         ["playback_speed='fast'", "in [0.5, 1.0]", "or the string auto"]),
+        ("playback_speed", 1, ["playback_speed=1", "an integer", "a double", "auto"]),
         ("velocity_scale", 3, ["velocity_scale=3", "a double"]),
         ("command_interface", "torque", ["command_interface='torque'", "position, velocity"]),
         ("camera_transports", ["raw", "h264"], ["['raw', 'h264']", "raw, compressed"]),
@@ -135,10 +140,22 @@ def test_live_values_change(node: Node) -> None:
     assert node.get_parameter("smooth_seam").value == 3
 
 
+def test_playback_speed_takes_a_factor_or_auto(node: Node) -> None:
+    for value in ("auto", 0.75, 1.0):
+        (result,) = node.set_parameters([Parameter("playback_speed", value=value)])
+        assert result.successful, result.reason
+        assert node.get_parameter("playback_speed").value == value
+    (result,) = node.set_parameters([Parameter("max_in_flight", value=4)])
+    assert result.successful and node.get_parameter("max_in_flight").value == 4
+
+
 @pytest.mark.parametrize(
     "name,value,words",
     [
         ("smooth_seam", 16, ["smooth_seam", "15"]),
+        ("max_in_flight", 9, ["max_in_flight", "8"]),
+        ("max_in_flight", 0, ["max_in_flight", "1"]),
+        ("playback_speed", 0.4, ["playback_speed", "0.5"]),
         ("jpeg_quality", 80, ["jpeg_quality", "90", "100"]),
         ("max_step", -0.1, ["max_step"]),
         ("max_image_age_s", 0.0, ["max_image_age_s"]),
