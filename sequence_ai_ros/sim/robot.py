@@ -75,7 +75,7 @@ def light_feed_overrides(
     """
     return {
         "camera_frames": "premade",
-        "fps": f"{fps:g}",
+        "fps": repr(float(fps)),  # a double parameter: "30" would be refused as an integer
         "views": "[" + ",".join(views) + "]",
         "image_transport": transport,
         "image_width": str(IMAGE_SIZE[0]),
