@@ -60,12 +60,14 @@ def start_robot(
     transport: str = "raw",
     fps: float = 30.0,
     node_overrides: dict[str, str] | None = None,
+    controller: str = "forward",
 ) -> Robot:
     """Start sim_robot as the light camera feed (premade 1280×720 frames at exact rates,
     `transport` raw or compressed) and the node (with the age probe) in ``namespace``,
-    configured + active."""
+    configured + active. ``controller`` picks the node's parameters file as the launch
+    argument of that name does (forward: config/droid.yaml, joint_trajectory: droid_jtc.yaml)."""
     from sequence_ai_ros.demo.launcher import Launcher, ProcessSpec, bring_up, ros_arguments
-    from sequence_ai_ros.launch_plan import node_path
+    from sequence_ai_ros.launch_plan import PARAMS_FILES, node_path
     from sequence_ai_ros.sim.robot import light_feed_overrides
 
     log_dir = ctx.log_dir
@@ -82,7 +84,7 @@ def start_robot(
             "camera_transports": "[" + ",".join("compressed" for _ in views) + "]",
         })
     node_args = ros_arguments(
-        "sequence_ai", namespace, str(ROOT / "config" / "droid.yaml"), overrides
+        "sequence_ai", namespace, str(ROOT / PARAMS_FILES[controller]), overrides
     )
     specs = [
         ProcessSpec(f"{namespace}-sim_robot", "sim_robot", sim_args),
