@@ -7,8 +7,11 @@ Wraps methods of the node's observation path in this process only: the cache's
 ``_observe()`` (how long building the observation took, and on which thread). On exit the
 samples are written to AGES.json: "requests" (per observation: observe() seconds, its thread's
 name, and each view's frame age at the moment the frames were taken — since received and since
-its header stamp), "stale" (the StaleObservation messages raised by observe()) and "underruns"
-(monotonic end times of the waits for a late chunk, from the goal runner's ``_on_underrun``).
+its header stamp), "stale" (the StaleObservation messages raised by observe()), "underruns"
+(monotonic end times of the waits for a late chunk, from the goal runner's ``_on_underrun``) and
+"installs" (each chunk the client's loop installs, in either command mode: [monotonic time of
+the install, monotonic due time of its first row, chunk number], from an ``on_rows`` hook added
+to the run's options ahead of the node's own).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ def _instrument(record: dict[str, list[Any]]) -> None:
     original_take = observations.ObservationCache.take_frames
     original_observe = goals.GoalRunner._observe
     original_underrun = goals.GoalRunner._on_underrun
+    original_run_policy = goals.GoalRunner._run_policy
 
     def on_underrun(self: Any, run: Any) -> None:
         record["underruns"].append(time.monotonic())
@@ -65,14 +69,29 @@ def _instrument(record: dict[str, list[Any]]) -> None:
         })
         return observation
 
+    def run_policy(self: Any, run: Any, observe: Any, options: dict[str, Any]) -> Any:
+        # Step mode passes no on_rows; the hook only records, then hands on to the node's.
+        node_on_rows = options.get("on_rows")
+        seen: set[int] = set()
+
+        def on_rows(installed: Any) -> None:
+            if installed.chunk not in seen:  # a re-timed chunk is the same seam
+                seen.add(installed.chunk)
+                record["installs"].append([time.monotonic(), installed.first_due, installed.chunk])
+            if node_on_rows is not None:
+                node_on_rows(installed)
+
+        return original_run_policy(self, run, observe, {**options, "on_rows": on_rows})
+
     observations.ObservationCache.take_frames = take_frames  # type: ignore[method-assign]
     goals.GoalRunner._observe = observe  # type: ignore[method-assign]
     goals.GoalRunner._on_underrun = on_underrun  # type: ignore[method-assign]
+    goals.GoalRunner._run_policy = run_policy  # type: ignore[method-assign]
 
 
 def main() -> int:
     out = Path(sys.argv[1])
-    record: dict[str, list[Any]] = {"requests": [], "stale": [], "underruns": []}
+    record: dict[str, list[Any]] = {"requests": [], "stale": [], "underruns": [], "installs": []}
     _instrument(record)
     from sequence_ai_ros import node
 
