@@ -1,4 +1,4 @@
-"""Section 7: many robots against one gateway: 8 Policies in threads, then nodes in namespaces."""
+"""Section 8: many robots against one gateway: 8 Policies in threads, then nodes in namespaces."""
 
 from __future__ import annotations
 

@@ -34,6 +34,7 @@ SECTIONS = (
     "pacing",
     "observation_cost",
     "node_e2e",
+    "command_modes",
     "many_robots",
 )
 
