@@ -1,4 +1,4 @@
-"""Section 7: many robots against one gateway: 8 Policies in threads, then nodes in namespaces."""
+"""Section 8: many robots against one gateway: 8 Policies in threads, then nodes in namespaces."""
 
 from __future__ import annotations
 
@@ -152,8 +152,7 @@ def _nodes(ctx: Context, section: Section) -> None:
             log(f"many robots: starting robot {i} (sim_robot + node)")
             robots.append(start_robot(
                 ctx, unique_namespace(f"robot{i}"), model=ORDER_ECHO,
-                views=("exterior_1", "wrist_left"), width=640, height=360, fps=15.0,
-                node_overrides={"max_image_age_s": "2.0"},
+                views=("exterior_1", "wrist_left"), fps=30.0,
             ))
         watches = [probe.watch(robot) for robot in robots]
         for robot in robots:
@@ -194,16 +193,17 @@ def _nodes(ctx: Context, section: Section) -> None:
             fmt(period.p99 * 1000, 1),
         ])
     section.tables.append(Table(
-        f"{count} nodes in namespaces, each with its own sim_robot (two 640×360 cameras at "
-        f"15 Hz), one {seconds:g} s goal each at the same time",
+        f"{count} nodes in namespaces, each with its own sim_robot (light feed: two 1280×720 "
+        f"rgb8 cameras at 30 Hz, joint states at 100 Hz), one {seconds:g} s goal each at the "
+        "same time, config/droid.yaml's limits",
         ["node", "ended", "steps", "chunks played", "underruns", "underrun s",
          "chunks out of order", "steps out of order", "chunks skipped", "first row played",
          "command period p50 ms", "command period p99 ms"],
         rows, ctx.command("many_robots"),
         note=(
             "Order is read from the commands each node published (received by a subscriber in "
-            "the bench); the hold published after the last step is not counted. Smaller "
-            "frames than section 6 keep eight ROS processes within the two shared cores."
+            "the bench); the hold published after the last step is not counted. Real-size "
+            "frames: the nodes take only the frames their requests use (section 6)."
         ),
     ))
 

@@ -2,18 +2,23 @@
 
     python bench/node_probe.py AGES.json --ros-args ...
 
-Wraps two methods of the node's observation path in this process only: the cache's
-``images()`` (age of each view's newest frame when the request's observation is taken) and
-the goal runner's ``_observe()`` (how long building the observation took). On exit the
-samples are written to AGES.json: "requests" (per observation: observe() seconds and each
-view's frame age carried forward to the end of observe(), i.e. to when the request is sent)
-and "frames" (receive times of every camera and joint_states message, per topic).
+Wraps methods of the node's observation path in this process only: the cache's
+``take_frames()`` (the frames a request takes: each view's age when taken) and the goal runner's
+``_observe()`` (how long building the observation took, and on which thread). On exit the
+samples are written to AGES.json: "requests" (per observation: observe() seconds, its thread's
+name, and each view's frame age at the moment the frames were taken — since received and since
+its header stamp), "stale" (the StaleObservation messages raised by observe()), "underruns"
+(monotonic end times of the waits for a late chunk, from the goal runner's ``_on_underrun``) and
+"installs" (each chunk the client's loop installs, in either command mode: [monotonic time of
+the install, monotonic due time of its first row, chunk number], from an ``on_rows`` hook added
+to the run's options ahead of the node's own).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -23,66 +28,77 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def _instrument(samples: list[dict[str, Any]], frames: dict[str, list[float]]) -> None:
+def _instrument(record: dict[str, list[Any]]) -> None:
     from sequence_ai_ros import goals, observations
 
-    taken: dict[str, Any] = {}
-    original_images = observations.ObservationCache.images
+    # Per thread: with several requests in flight, each observes on its own fetch thread.
+    local = threading.local()
+    original_take = observations.ObservationCache.take_frames
     original_observe = goals.GoalRunner._observe
-    original_store = observations.ObservationCache.store_image
-    original_store_joints = observations.ObservationCache.store_joint_state
+    original_underrun = goals.GoalRunner._on_underrun
+    original_run_policy = goals.GoalRunner._run_policy
 
-    def store_image(self: Any, view: str, msg: Any) -> None:
-        frames.setdefault(view, []).append(time.monotonic())
-        original_store(self, view, msg)
+    def on_underrun(self: Any, run: Any) -> None:
+        record["underruns"].append(time.monotonic())
+        original_underrun(self, run)
 
-    def store_joint_state(self: Any, msg: Any) -> None:
-        frames.setdefault("joint_states", []).append(time.monotonic())
-        original_store_joints(self, msg)
-
-    def images(self: Any, max_age_s: float) -> Any:
-        now, wall = time.monotonic(), time.time()
-        with self._lock:
-            entries = dict(self._images)
-        taken["at"] = now
-        taken["received"] = {v: now - e.received_s for v, e in entries.items()}
-        taken["stamped"] = {v: wall - e.stamp_s for v, e in entries.items()}
-        return original_images(self, max_age_s)
+    def take_frames(self: Any, views: Any = None, older_than_s: float = 0.0) -> None:
+        original_take(self, views, older_than_s)
+        if older_than_s == 0.0:  # a request's take: every view's newest frame
+            now, wall = time.monotonic(), time.time()
+            with self._lock:
+                entries = dict(self._images)
+            local.taken = {
+                "received": {v: now - e.received_s for v, e in entries.items()},
+                "stamped": {v: wall - e.stamp_s for v, e in entries.items()},
+            }
 
     def observe(self: Any, *args: Any, **kwargs: Any) -> Any:
-        taken.clear()
+        local.taken = {}
         start = time.monotonic()
-        observation = original_observe(self, *args, **kwargs)
-        end = time.monotonic()
-        if "at" in taken:
-            later = end - taken["at"]
-            samples.append({
-                "observe_s": end - start,
-                "since_receipt_s": {v: a + later for v, a in taken["received"].items()},
-                "since_stamp_s": {v: a + later for v, a in taken["stamped"].items()},
-            })
+        try:
+            observation = original_observe(self, *args, **kwargs)
+        except observations.StaleObservation as exc:
+            record["stale"].append(str(exc))
+            raise
+        record["requests"].append({
+            "observe_s": time.monotonic() - start,
+            "thread": threading.current_thread().name,
+            "since_receipt_s": local.taken.get("received", {}),
+            "since_stamp_s": local.taken.get("stamped", {}),
+        })
         return observation
 
-    observations.ObservationCache.images = images  # type: ignore[method-assign]
+    def run_policy(self: Any, run: Any, observe: Any, options: dict[str, Any]) -> Any:
+        # Step mode passes no on_rows; the hook only records, then hands on to the node's.
+        node_on_rows = options.get("on_rows")
+        seen: set[int] = set()
+
+        def on_rows(installed: Any) -> None:
+            if installed.chunk not in seen:  # a re-timed chunk is the same seam
+                seen.add(installed.chunk)
+                record["installs"].append([time.monotonic(), installed.first_due, installed.chunk])
+            if node_on_rows is not None:
+                node_on_rows(installed)
+
+        return original_run_policy(self, run, observe, {**options, "on_rows": on_rows})
+
+    observations.ObservationCache.take_frames = take_frames  # type: ignore[method-assign]
     goals.GoalRunner._observe = observe  # type: ignore[method-assign]
-    observations.ObservationCache.store_image = store_image  # type: ignore[method-assign]
-    observations.ObservationCache.store_joint_state = (  # type: ignore[method-assign]
-        store_joint_state
-    )
+    goals.GoalRunner._on_underrun = on_underrun  # type: ignore[method-assign]
+    goals.GoalRunner._run_policy = run_policy  # type: ignore[method-assign]
 
 
 def main() -> int:
     out = Path(sys.argv[1])
-    samples: list[dict[str, Any]] = []
-    frames: dict[str, list[float]] = {}
-    _instrument(samples, frames)
+    record: dict[str, list[Any]] = {"requests": [], "stale": [], "underruns": [], "installs": []}
+    _instrument(record)
     from sequence_ai_ros import node
 
     try:
-        node.main([sys.argv[0], *sys.argv[2:]])
+        return node.main([sys.argv[0], *sys.argv[2:]])
     finally:
-        out.write_text(json.dumps({"requests": samples, "frames": frames}), encoding="utf-8")
-    return 0
+        out.write_text(json.dumps(record), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -57,25 +57,34 @@ def start_robot(
     *,
     model: str,
     views: tuple[str, ...],
-    width: int,
-    height: int,
-    fps: float,
+    transport: str = "raw",
+    fps: float = 30.0,
     node_overrides: dict[str, str] | None = None,
+    controller: str = "forward",
 ) -> Robot:
-    """Start sim_robot and the node (with the age probe) in ``namespace``, configured + active."""
+    """Start sim_robot as the light camera feed (premade 1280×720 frames at exact rates,
+    `transport` raw or compressed) and the node (with the age probe) in ``namespace``,
+    configured + active. ``controller`` picks the node's parameters file as the launch
+    argument of that name does (forward: config/droid.yaml, joint_trajectory: droid_jtc.yaml)."""
     from sequence_ai_ros.demo.launcher import Launcher, ProcessSpec, bring_up, ros_arguments
-    from sequence_ai_ros.launch_plan import node_path
+    from sequence_ai_ros.launch_plan import PARAMS_FILES, node_path
+    from sequence_ai_ros.sim.robot import light_feed_overrides
 
     log_dir = ctx.log_dir
     ages_path = log_dir / f"{namespace}-observation-ages.json"
-    view_list = "[" + ",".join(views) + "]"
-    sim_args = ros_arguments("sim_robot", namespace) + [
-        "-p", f"views:={view_list}", "-p", f"fps:={fps}",
-        "-p", f"image_width:={width}", "-p", f"image_height:={height}",
-    ]
+    sim_args = ros_arguments(
+        "sim_robot", namespace, overrides=light_feed_overrides(transport, fps, views)
+    )
+    overrides = {"model": model, "base_url": ctx.gateway.url, **(node_overrides or {})}
+    if transport == "compressed":
+        topics = ",".join(f"cameras/{view}/image_raw/compressed" for view in views)
+        overrides.update({
+            "camera_views": "[" + ",".join(views) + "]",
+            "camera_topics": f"[{topics}]",
+            "camera_transports": "[" + ",".join("compressed" for _ in views) + "]",
+        })
     node_args = ros_arguments(
-        "sequence_ai", namespace, str(ROOT / "config" / "droid.yaml"),
-        {"model": model, "base_url": ctx.gateway.url, **(node_overrides or {})},
+        "sequence_ai", namespace, str(ROOT / PARAMS_FILES[controller]), overrides
     )
     specs = [
         ProcessSpec(f"{namespace}-sim_robot", "sim_robot", sim_args),
@@ -157,11 +166,13 @@ class RosProbe:
         return self.planner.act(robot.topic("act")).send(instruction, max_seconds)
 
     def wait_for_joint_states(self, robot: Robot, timeout_s: float = 30.0) -> None:
+        from rclpy.qos import qos_profile_sensor_data
         from sensor_msgs.msg import JointState
 
         seen = threading.Event()
         sub = self.node.create_subscription(
-            JointState, robot.topic("joint_states"), lambda _msg: seen.set(), 10
+            JointState, robot.topic("joint_states"), lambda _msg: seen.set(),
+            qos_profile_sensor_data,
         )
         try:
             if not seen.wait(timeout_s):

@@ -1,6 +1,6 @@
 """``make bench``: run every section, write docs/benchmarks.md and the docs/bench_*.png plots.
 
-    bench/run.py                 full run (about 6-10 minutes on 2 cores) → docs/
+    bench/run.py                 full run (about 8-12 minutes on 2 cores) → docs/
     bench/run.py --quick         smoke run (about a minute) → a temporary directory
     bench/run.py --only pacing   one section (comma-separated keys) → a temporary directory
 
@@ -34,6 +34,7 @@ SECTIONS = (
     "pacing",
     "observation_cost",
     "node_e2e",
+    "command_modes",
     "many_robots",
 )
 

@@ -3,9 +3,11 @@
     ros2 launch sequence_ai_ros droid.launch.py                       # real robot, hosted API
     ros2 launch sequence_ai_ros droid.launch.py sim:=true             # sim arm + local gateway
     ros2 launch sequence_ai_ros droid.launch.py sim:=true namespace:=robot2   # a second one
+    ros2 launch sequence_ai_ros droid.launch.py controller:=joint_trajectory  # chunk trajectories
 
 Arguments: model, base_url, namespace, sim (default false), autostart (default true:
-configure, then activate). The processes come from `sequence_ai_ros.launch_plan`, which
+configure, then activate), controller (forward: config/droid.yaml; joint_trajectory:
+config/droid_jtc.yaml). The processes come from `sequence_ai_ros.launch_plan`, which
 `python -m sequence_ai_ros.demo.launcher` (for machines without `ros2 launch`) reads too: with
 sim:=true and no base_url, each launch starts a local gateway of its own on a free port with a
 random key, and its node uses both.
@@ -49,7 +51,7 @@ def _actions(context: LaunchContext) -> list[Action]:
     plan = launch_plan.plan(
         {name: LaunchConfiguration(name).perform(context) for name in launch_plan.ARGUMENTS}
     )
-    params_file = os.path.join(get_package_share_directory(PACKAGE), launch_plan.PARAMS_FILE)
+    params_file = os.path.join(get_package_share_directory(PACKAGE), plan.params_file)
     actions: list[Action] = []
     gateway: ExecuteProcess | None = None
     node: LifecycleNode | None = None

@@ -1,9 +1,10 @@
 """The arm gate: the one path from the node to the arm's motors.
 
-Every arm command — a policy step, the first step of a goal or after a wait, a hold, the hold
-republished while idle — is checked here against a fresh measurement and the configured limits,
-then published or refused. The gate owns the node's `CommandPublisher` (its output stage), so
-no path can publish around it. See docs/safety.md for the rules.
+Every arm command — a policy step, the first step of a goal or after a wait, every point of a
+chunk's trajectory, a hold, the hold republished while idle — is checked here against a fresh
+measurement and the configured limits, then published or refused. The gate owns the node's
+`CommandPublisher` (its output stage), so no path can publish around it. See docs/safety.md for
+the rules.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from sequence_ai_ros import safety
-from sequence_ai_ros.commands import Interface
+from sequence_ai_ros.chunk_trajectory import TrajectoryPlan, plan_chunk
+from sequence_ai_ros.commands import CommandMode, Interface
 from sequence_ai_ros.observations import JointSnapshot, StaleObservation
 from sequence_ai_ros.parameters import NodeConfig
 
@@ -40,6 +42,8 @@ class CommandOutput(Protocol):
     def interface(self) -> Interface: ...
 
     def publish_arm(self, values: Sequence[float]) -> None: ...
+
+    def publish_trajectory(self, plan: TrajectoryPlan) -> None: ...
 
     def publish_gripper(self, value: float) -> None: ...
 
@@ -95,8 +99,12 @@ class ArmGate:
 
     Safe from any thread: every field below `_lock` is read and written under it, and the lock
     is held while publishing, so commands leave in the order they were checked. The goal's
-    driving thread calls `begin_goal` … `check`/`publish`/`pause` … `hold`, `end_goal`; an idle
-    timer calls `republish_hold`.
+    driving thread calls `begin_goal` … `check`/`publish`/`publish_chunk`/`pause` … `hold`,
+    `end_goal`; an idle timer calls `republish_hold`.
+
+    In chunk mode the arm gets one trajectory per chunk (`publish_chunk`) and stops on a
+    trajectory that stays where it is; `publish` sends only the gripper, `check` keeps every
+    step's freshness checks.
     """
 
     def __init__(
@@ -107,11 +115,13 @@ class ArmGate:
         joints: int,
         period_s: float,
         log: Logger,
+        mode: CommandMode = CommandMode.STEP,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         # Set here, never rebound. period_s is the catalogue's control period (configure);
         # joints the number of arm joints (joint_names is read-only).
         self._output = output
+        self._mode = mode
         self._joints = joints
         self._measurements = measurements
         self._period_s = period_s
@@ -120,8 +130,11 @@ class ArmGate:
         self._lock = threading.Lock()
         # The running goal's rules; None while no goal runs.
         self._rules: MotionRules | None = None
-        # Position interface: the target the arm was last commanded to, by any command.
+        # Position interface, step mode: the target the arm was last commanded to.
         self._target: list[float] | None = None
+        # Chunk mode: the last trajectory published (a chunk's, or a hold's): what the arm is
+        # commanded to at any time from its stamp on.
+        self._trajectory: TrajectoryPlan | None = None
         # The next step continues from _target; False at a goal's start and after a wait,
         # when the next step is checked against a fresh measurement instead.
         self._continuous = False
@@ -135,6 +148,10 @@ class ArmGate:
     @property
     def interface(self) -> Interface:
         return self._output.interface
+
+    @property
+    def mode(self) -> CommandMode:
+        return self._mode
 
     def command_rate_hz(self) -> float:
         """Arm commands per second lately (diagnostics)."""
@@ -165,18 +182,66 @@ class ArmGate:
             return self._verdict(row)[0]
 
     def publish(self, row: Sequence[float]) -> None:
-        """Check `row` again and publish it (StaleObservation or CommandRefused if it fails)."""
+        """Check `row` again and publish it (StaleObservation or CommandRefused if it fails).
+        In chunk mode only its gripper value: the row's arm targets went out in its chunk."""
         with self._lock:
             reason, arm = self._verdict(row)
             if reason is not None:
                 raise CommandRefused(reason)
-            self._output.publish_arm(arm)
+            if self._mode is CommandMode.STEP:
+                self._output.publish_arm(arm)
             if len(row) > self._joints:
                 self._output.publish_gripper(row[self._joints])
             if self.interface is Interface.POSITION:
                 self._target = arm
             self._continuous = True
             self._held = False
+
+    def publish_chunk(self, rows: Sequence[Sequence[float]], first_due_s: float) -> str | None:
+        """Check every point of the trajectory that plays `rows` (row k due at `first_due_s +
+        k` periods, monotonic) and publish it; why not (nothing published), or None. Raises
+        StaleObservation when the joints or a camera are older than the rules allow."""
+        with self._lock:
+            rules = self._rules
+            if rules is None:
+                return "no goal is running"
+            if self._mode is not CommandMode.CHUNK:
+                return f"command_mode is {self._mode.value}; chunks are sent in chunk mode only"
+            limits = rules.limits
+            n = len(limits.joint_names)
+            measured = self._measurements.joints(rules.max_state_age_s).positions
+            self._check_cameras(rules)
+            for k, row in enumerate(rows):
+                # Every row, sent or not: within limits and finite (no step: the points'
+                # steps are checked below), its gripper value in range.
+                reason = safety.check_position_target(row[:n], row[:n], limits)
+                if reason is None and rules.gripper and len(row) > n:
+                    reason = safety.check_gripper(row[n])
+                if reason is not None:
+                    return f"row {k} of the chunk: {reason}"
+            previous = self._trajectory if self._continuous else None
+            plan = plan_chunk(
+                [row[:n] for row in rows], first_due_s, self._period_s, self._clock(),
+                previous.position_at if previous is not None else lambda _t: measured,
+            )
+            if plan is None:
+                # Every row is due before a controller could reach it: the arm keeps the
+                # trajectory in force (already checked); the rows are only counted.
+                return None
+            # Like consecutive steps: the first point from the seam (the last command, or the
+            # measured joints at a goal's start and after a wait), each point from the one
+            # before, one period apart.
+            reference: Sequence[float] = plan.seam
+            for k, point in enumerate(plan.positions):
+                reason = safety.check_position_target(point, reference, limits)
+                if reason is not None:
+                    return f"trajectory point {k}: {reason}"
+                reference = point
+            self._output.publish_trajectory(plan)
+            self._trajectory = plan
+            self._continuous = True
+            self._held = False
+        return None
 
     def pause(self) -> None:
         """The run waits for a late chunk: the next step starts from a fresh measurement, and a
@@ -208,7 +273,7 @@ class ArmGate:
         """While idle, send the last hold again (a controller that connected since never heard
         it) — only if it still passes: checked like a first step, against a fresh measurement."""
         with self._lock:
-            target = self._target
+            target = self._last_target()
             if self._rules is not None or not self._held:
                 return
             if self.interface is Interface.VELOCITY:
@@ -218,7 +283,7 @@ class ArmGate:
                 return
             problem = self._idle_problem(rules, target)
             if problem is None:
-                self._output.publish_arm(target)
+                self._send_still(target)
             refusal, self._idle_refusal = self._idle_refusal, problem or ""
         if problem is not None and problem != refusal:
             self._log.warning(f"the idle hold is not republished: {problem}")
@@ -234,6 +299,12 @@ class ArmGate:
         n = len(limits.joint_names)
         measured = self._measurements.joints(rules.max_state_age_s).positions
         self._check_cameras(rules)
+        if self._mode is CommandMode.CHUNK:
+            # The row's arm targets were checked with its chunk's trajectory.
+            reason = None
+            if rules.gripper and len(row) > n:
+                reason = safety.check_gripper(row[n])
+            return reason, []
         if self.interface is Interface.VELOCITY:
             arm = [float(v) * rules.velocity_scale for v in row[:n]]
             reason = safety.check_velocity_command(arm, measured, self._period_s, limits)
@@ -275,18 +346,18 @@ class ArmGate:
         """Publish a provably still position command — the fresh measurement, else the last
         target — that passes the same checks as a step; or say why there is none."""
         measured, stale = self._fresh_joints(rules)
+        target = self._last_target()
         # Like a step: from the last target while the motion is continuous, else from the arm.
-        reference = self._target if self._continuous and self._target is not None else measured
+        reference = target if self._continuous and target is not None else measured
         if reference is None:
             return f"no fresh joint state to hold at or to check the last target against: {stale}"
         problems = []
-        for candidate in (measured, self._target):
+        for candidate in (measured, target):
             if candidate is None:
                 continue
             problem = safety.check_position_target(candidate, reference, rules.limits)
             if problem is None:
-                self._output.publish_arm(candidate)
-                self._target = list(candidate)
+                self._send_still(candidate)
                 self._held = True
                 return None
             problems.append(problem)
@@ -299,6 +370,22 @@ class ArmGate:
         if measured is None:
             return f"no fresh joint state to check it against: {stale}"
         return safety.check_position_target(target, measured, rules.limits)
+
+    def _last_target(self) -> list[float] | None:
+        """Position interface: what the arm is commanded to now (None before any command)."""
+        if self._trajectory is not None:
+            return self._trajectory.position_at(self._clock())
+        return self._target
+
+    def _send_still(self, positions: Sequence[float]) -> None:
+        """A position command that stays at `positions`: in chunk mode a trajectory holding
+        them with zero velocity, which replaces the one running at once."""
+        if self._mode is CommandMode.CHUNK:
+            self._trajectory = TrajectoryPlan.still(positions, self._clock())
+            self._output.publish_trajectory(self._trajectory)
+        else:
+            self._output.publish_arm(positions)
+            self._target = list(positions)
 
     def _fresh_joints(self, rules: MotionRules) -> tuple[list[float] | None, str]:
         """(positions, "") when the joints are fresh, else (None, why not)."""

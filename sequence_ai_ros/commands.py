@@ -13,12 +13,14 @@ from collections import deque
 from collections.abc import Sequence
 
 from builtin_interfaces.msg import Duration
+from rclpy.duration import Duration as RosDuration
 from rclpy.lifecycle import LifecycleNode
 from rclpy.qos import QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from sequence_ai_ros.chunk_trajectory import TrajectoryPlan
 from sequence_ai_ros.parameters import FLOAT64_MULTI_ARRAY, JOINT_STATE, JOINT_TRAJECTORY
 
 # Controllers subscribe reliable; depth 1 because only the newest command matters.
@@ -41,6 +43,13 @@ class Interface(str, enum.Enum):
 
     POSITION = "position"
     VELOCITY = "velocity"
+
+
+class CommandMode(str, enum.Enum):
+    """How the arm is commanded (the `command_mode` parameter, `auto` resolved)."""
+
+    STEP = "step"  # one command per control period
+    CHUNK = "chunk"  # each chunk as one timed JointTrajectory
 
 
 def _duration(seconds: float) -> Duration:
@@ -90,8 +99,29 @@ class CommandPublisher:
         """One arm command: positions or velocities in joint_names order."""
         values = [float(v) for v in values[: len(self._joint_names)]]
         self._arm.publish(self._message(values))
-        with self._lock:
-            self._sent.append(time.monotonic())
+        self._count()
+
+    def publish_trajectory(self, plan: TrajectoryPlan) -> None:
+        """One JointTrajectory with every point of `plan`, stamped in ROS time (a zero stamp,
+        "now", for an immediate plan)."""
+        msg = JointTrajectory(joint_names=self._joint_names)
+        if not plan.immediate:
+            # The plan's times are monotonic; the controller reads the stamp on the ROS clock.
+            offset = plan.start_s - time.monotonic()
+            stamp = self._node.get_clock().now() + RosDuration(nanoseconds=round(offset * 1e9))
+            msg.header.stamp = stamp.to_msg()
+        msg.points = [
+            JointTrajectoryPoint(
+                positions=list(positions),
+                velocities=list(velocities),
+                time_from_start=_duration(offset_s),
+            )
+            for offset_s, positions, velocities in zip(
+                plan.times_s, plan.positions, plan.velocities
+            )
+        ]
+        self._arm.publish(msg)
+        self._count()
 
     def publish_gripper(self, value: float) -> None:
         if self._gripper is not None:
@@ -103,6 +133,10 @@ class CommandPublisher:
         with self._lock:
             recent = [t for t in self._sent if now - t <= window_s]
         return len(recent) / window_s
+
+    def _count(self) -> None:
+        with self._lock:
+            self._sent.append(time.monotonic())
 
     def destroy(self) -> None:
         self._node.destroy_lifecycle_publisher(self._arm)

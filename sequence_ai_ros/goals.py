@@ -13,12 +13,13 @@ from typing import Any
 
 from rclpy.action.server import ServerGoalHandle
 from rclpy.impl.rcutils_logger import RcutilsLogger
+from rclpy.task import Future
 
 import sequence_ai
 from sequence_ai import CallHandle, Ending, RunStatus
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.arm import ArmGate, MotionRules
-from sequence_ai_ros.commands import Interface
+from sequence_ai_ros.commands import CommandMode, Interface
 from sequence_ai_ros.diagnostics import HealthRecord
 from sequence_ai_ros.observations import ObservationCache, StaleObservation
 from sequence_ai_ros.parameters import NodeConfig
@@ -26,6 +27,10 @@ from sequence_ai_ros.parameters import NodeConfig
 # A preempted run stops within one control period plus one interruptible wait; this bounds
 # how long the next goal waits for it before giving up.
 PREEMPT_WAIT_S = 10.0
+DRIVING_THREAD = "sequence_ai-drive"
+# A goal waiting for its first camera frames looks again this often: frames are taken, not
+# pushed, so no callback announces them.
+_INPUT_RECHECK_S = 0.1
 _FEEDBACK_PERIOD_S = 0.2
 # rclpy records a cancel (CANCELING) right after the cancel callback returns; a run stopped by
 # that callback waits at most this long for the record before it can end canceled.
@@ -139,20 +144,28 @@ def goal_ending(cause: StopCause | None, run_ending: Ending) -> GoalEnding:
 
 @dataclass(eq=False)
 class GoalRun:
-    """One accepted goal. `handle`, `call` and `started_s` never change (`call` is the
-    client's interrupt of exactly this goal's run, safe from any thread); every other field is
-    read and written only under `GoalRunner._cond` (by the action server's callbacks, the
-    goal's own executing thread and the client's callbacks)."""
+    """One accepted goal. `handle`, `call`, `started_s` and `result` never change (`call` is
+    the client's interrupt of exactly this goal's run, safe from any thread; `result` is
+    completed once, by whoever ends the goal, and awaited by the action server's `execute`);
+    every other field is read and written only under `GoalRunner._cond` (by the action server's
+    callbacks, the driving thread and the client's callbacks)."""
 
     handle: ServerGoalHandle
     call: CallHandle = field(default_factory=CallHandle)
     started_s: float = field(default_factory=time.monotonic)
+    result: Future = field(default_factory=Future)
     phase: GoalPhase = GoalPhase.PENDING
+    # Someone (the driving thread, or the watchdog for a stuck one) is ending it.
+    ending: bool = False
     stop: StopCause | None = None
     held: bool = False
     # Why the end's hold could not be published ("" when it was, or was not asked for).
     unheld: str = ""
     validate_reason: str = ""
+    # Chunk mode: the number of the last chunk sent as a trajectory, and why one was refused
+    # ("" if none was): the loop's next validate then ends the goal.
+    sent_chunk: int = 0
+    refused: str = ""
     actions: int = 0
     chunks: int = 0
     underruns: int = 0
@@ -185,11 +198,15 @@ def goal_problem(goal: Act.Goal) -> str | None:
 
 
 class GoalRunner:
-    """Runs goals through `Policy.act`; every step and hold goes through the arm gate, and every
-    end holds.
+    """Runs goals through `Policy.act` on one long-lived driving thread; every step and hold
+    goes through the arm gate, and every end holds.
 
-    Every field is set here and never reassigned, except `_goals` and `_current`, which
-    `_cond` guards together with the mutable fields of each `GoalRun`.
+    The action server's callbacks (`accept`, `cancel`, `result_of`) never block: they record
+    the goal and wake the driving thread, which runs one goal at a time, ends the goals stopped
+    before they started, and completes each goal's `result` future, then calls `wake` so the
+    executor hands the result to rclpy. Every field is set here and never reassigned, except
+    `_goals`, `_current` and `_closed`, which `_cond` guards together with the mutable fields of
+    each `GoalRun`.
     """
 
     def __init__(
@@ -203,6 +220,7 @@ class GoalRunner:
         health: HealthRecord,
         live_config: Callable[[], NodeConfig],
         log: RcutilsLogger,
+        wake: Callable[[], None],
     ) -> None:
         self._policy = policy
         self._model = model
@@ -212,11 +230,16 @@ class GoalRunner:
         self._health = health
         self._live_config = live_config
         self._log = log
+        self._wake = wake
         self._cond = threading.Condition()
-        self._goals: dict[bytes, GoalRun] = {}  # every goal not yet ended, by goal id
+        # Every goal not yet ended, by goal id, in the order they were accepted.
+        self._goals: dict[bytes, GoalRun] = {}
         self._current: GoalRun | None = None  # the goal whose run drives the arm
+        self._closed = False
+        self._thread = threading.Thread(target=self._drive, name=DRIVING_THREAD, daemon=True)
+        self._thread.start()
 
-    # ----- callbacks from the action server and the lifecycle -----
+    # ----- callbacks from the action server and the lifecycle (never block, but stop_all) -----
 
     def accept(self, handle: ServerGoalHandle) -> None:
         """A new goal preempts every earlier one, then starts executing."""
@@ -227,6 +250,19 @@ class GoalRunner:
         for run in stopped:
             run.call.interrupt()
         handle.execute()
+
+    def result_of(self, handle: ServerGoalHandle) -> Future:
+        """The future the driving thread completes with the goal's result (`execute` awaits it)."""
+        with self._cond:
+            run = self._goals.get(bytes(handle.goal_id.uuid))
+            if run is None:
+                # Executed without `accept` (e.g. accepted while the node was being configured).
+                run = GoalRun(handle)
+                if self._closed:
+                    run.request_stop(StopCause.SHUT_DOWN)
+                self._goals[bytes(handle.goal_id.uuid)] = run
+                self._cond.notify_all()
+            return run.result
 
     def cancel(self, handle: ServerGoalHandle) -> None:
         with self._cond:
@@ -242,7 +278,10 @@ class GoalRunner:
             self._cond.notify_all()
 
     def stop_all(self, cause: StopCause, timeout_s: float) -> bool:
-        """End every goal (deactivate / shutdown); True when none is left."""
+        """End every goal (deactivate / shutdown); True when none is left.
+
+        Waits for the driving thread (at most `timeout_s`), which needs no executor to end a
+        goal: the caller may be the executor's only thread."""
         with self._cond:
             stopped = [r for r in self._goals.values() if r.request_stop(cause)]
             self._cond.notify_all()
@@ -250,6 +289,39 @@ class GoalRunner:
             run.call.interrupt()
         with self._cond:
             return self._cond.wait_for(lambda: not self._goals, timeout_s)
+
+    def close(self, timeout_s: float) -> None:
+        """Stop the driving thread (after `stop_all`). A goal it could not end is ended here, so
+        that every `execute` returns."""
+        with self._cond:
+            self._closed = True
+            for run in self._goals.values():
+                run.request_stop(StopCause.SHUT_DOWN)
+            self._cond.notify_all()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout_s)
+        with self._cond:
+            left = list(self._goals.values())
+        for run in left:
+            self._end_unstarted(run)
+
+    def end_overdue(self) -> None:
+        """End, `BUSY`, the goals that waited PREEMPT_WAIT_S for a run that does not stop: the
+        driving thread is still inside that run. Called by a timer on the executor."""
+        now = time.monotonic()
+        with self._cond:
+            current = self._current
+            if current is None or current.phase is not GoalPhase.STOPPING:
+                return
+            overdue = [
+                r for r in self._goals.values()
+                if r is not current and r.phase is not GoalPhase.ENDED
+                and now - r.started_s > PREEMPT_WAIT_S
+            ]
+            for run in overdue:
+                run.request_stop(StopCause.BUSY)
+        for run in overdue:
+            self._end_unstarted(run)
 
     def set_warming(self, eta_s: float) -> None:
         """From the client's on_warming: the running goal's feedback shows the ETA."""
@@ -261,33 +333,67 @@ class GoalRunner:
             run.warming_eta_s = eta_s
         self._feedback(run, force=True)
 
-    # ----- goal execution (its own executor thread) -----
+    # ----- the driving thread -----
 
-    def execute(self, handle: ServerGoalHandle) -> Act.Result:
-        key = bytes(handle.goal_id.uuid)
-        with self._cond:
-            run = self._goals.setdefault(key, GoalRun(handle))
-            # A goal stopped while it waits ends at once, without waiting for the current one.
-            if not self._cond.wait_for(
-                lambda: self._current is None or run.phase is not GoalPhase.PENDING,
-                PREEMPT_WAIT_S,
-            ):
-                run.request_stop(StopCause.BUSY)
-            if run.phase is GoalPhase.PENDING:
-                run.phase = GoalPhase.RUNNING
-                self._current = run
-            ran = self._current is run
-        try:
-            if not ran:
-                return self._end(run, None, None, ran=False)
-            return self._run(run)
-        finally:
+    def _drive(self) -> None:
+        """One goal at a time, oldest first; a goal stopped before it started ends at once."""
+        while True:
             with self._cond:
-                run.phase = GoalPhase.ENDED
-                if self._current is run:
-                    self._current = None
-                self._goals.pop(key, None)
-                self._cond.notify_all()
+                self._cond.wait_for(lambda: self._closed or self._next() is not None)
+                run = self._next()
+                if run is None:
+                    return
+                run.ending = True
+                ran = run.phase is GoalPhase.PENDING and not self._closed
+                if ran:
+                    run.phase = GoalPhase.RUNNING
+                    self._current = run
+            try:
+                result = self._run(run) if ran else self._end(run, None, None, ran=False)
+            except Exception as exc:  # noqa: BLE001 - the goal must still end and be answered
+                self._log.error(f"goal {run.handle.request.instruction!r} failed: {exc!r}")
+                result = self._crashed(run, exc)
+            self._finish(run, result)
+
+    def _next(self) -> GoalRun | None:
+        """The oldest goal nobody is ending yet (under `_cond`)."""
+        return next((r for r in self._goals.values() if not r.ending), None)
+
+    def _end_unstarted(self, run: GoalRun) -> None:
+        """End a goal that never ran, from a thread other than the driving thread."""
+        with self._cond:
+            if run.ending:
+                return
+            run.ending = True
+        try:
+            result = self._end(run, None, None, ran=False)
+        except Exception as exc:  # noqa: BLE001 - the goal must still be answered
+            result = self._crashed(run, exc)
+        self._finish(run, result)
+
+    def _crashed(self, run: GoalRun, exc: Exception) -> Act.Result:
+        if run.handle.is_active:
+            try:
+                run.handle.abort()
+            except Exception:  # noqa: BLE001 - rclpy aborts an unfinished goal itself
+                pass
+        return Act.Result(
+            reason=f"{ResultReason.RAISED.value}:{type(exc).__name__}",
+            stopped_early=True,
+            max_seam_jump=math.nan,
+            message=f"the node failed while ending the goal: {exc}",
+        )
+
+    def _finish(self, run: GoalRun, result: Act.Result) -> None:
+        """The goal is over: forget it, answer its `execute`, wake the executor."""
+        with self._cond:
+            run.phase = GoalPhase.ENDED
+            if self._current is run:
+                self._current = None
+            self._goals.pop(bytes(run.handle.goal_id.uuid), None)
+            self._cond.notify_all()
+        run.result.set_result(result)
+        self._wake()
 
     def _run(self, run: GoalRun) -> Act.Result:
         config = self._live_config()
@@ -309,6 +415,8 @@ class GoalRunner:
             "progress": False,
             "call": run.call,
         }
+        if self._gate.mode is CommandMode.CHUNK:
+            options["on_rows"] = lambda installed: self._on_rows(run, installed)
         self._health.update(goal=f"running {goal.instruction!r}")
         capped = ""
         if goal.max_seconds > max_seconds:
@@ -325,6 +433,7 @@ class GoalRunner:
         outcome: sequence_ai.RunOutcome | None = None
         error: Exception | None = None
         # Built from this goal's parameter snapshot: a change applies from the next goal.
+        self._cache.watch_images(config.max_image_age_s)
         self._gate.begin_goal(MotionRules.from_config(config))
         try:
             missing = self._wait_for_inputs(run, config.input_wait_s)
@@ -377,11 +486,16 @@ class GoalRunner:
             run.status = RunStatus.WAITING
         self._feedback(run, force=True)
         self._cache.add_listener(self._inputs_arrived)
+        deadline = time.monotonic() + wait_s
         try:
             with self._cond:
-                self._cond.wait_for(
-                    lambda: run.phase is GoalPhase.STOPPING or not self._cache.missing(), wait_s
-                )
+                # Joint states announce themselves; camera frames are looked for again every
+                # _INPUT_RECHECK_S (missing() takes them).
+                while not (run.phase is GoalPhase.STOPPING or not self._cache.missing()):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(min(left, _INPUT_RECHECK_S))
         finally:
             self._cache.remove_listener(self._inputs_arrived)
         return self._cache.missing()
@@ -468,10 +582,11 @@ class GoalRunner:
             else:
                 handle.abort()
 
-    # ----- the loop's callbacks (the goal's thread) -----
+    # ----- the loop's callbacks: observe on the request's thread, the rest on the driving one
 
     def _observe(self, config: NodeConfig, instruction: str) -> sequence_ai.Observation:
-        """A fresh observation, or StaleObservation: a stale one is never sent."""
+        """A fresh observation, or StaleObservation: a stale one is never sent. Safe from any
+        thread: the cache takes frames and copies joints under its own locks."""
         frames = self._cache.images(config.max_image_age_s)
         joints = self._cache.joints(config.max_state_age_s)
         return sequence_ai.observation(
@@ -484,6 +599,9 @@ class GoalRunner:
         )
 
     def _validate(self, run: GoalRun, step: list[float]) -> bool:
+        with self._cond:
+            if run.refused:
+                return False
         # A stale joint state or camera raises StaleObservation: the goal ends with it, held.
         reason = self._gate.check(step)
         if reason is not None:
@@ -501,14 +619,31 @@ class GoalRunner:
             run.warming_eta_s = math.nan
         self._feedback(run)
 
+    def _on_rows(self, run: GoalRun, installed: sequence_ai.InstalledRows) -> None:
+        """Chunk mode: each chunk the loop installs goes to the arm as one trajectory. The
+        same chunk re-timed (the driving thread ran late) is not sent again: the controller
+        keeps the chunk's own times, whatever Python's pace."""
+        with self._cond:
+            if installed.chunk == run.sent_chunk:
+                return
+            run.sent_chunk = installed.chunk
+        # Raises StaleObservation like a step's check: the run ends with it, held.
+        reason = self._gate.publish_chunk(installed.rows, installed.first_due)
+        if reason is not None:
+            with self._cond:
+                run.refused = run.validate_reason = reason
+            self._log.warning(f"chunk refused: {reason}")
+
     def _hold(self, run: GoalRun, config: NodeConfig, force: bool = False) -> None:
         with self._cond:
             run.held = True
             preempted = run.stop is StopCause.PREEMPTED
-        # A position arm left at its last target is still; a velocity arm never is.
+        # A position arm left at its last target is still; a velocity arm never is, nor an
+        # arm playing a chunk's trajectory.
         if (
             preempted and not config.hold_between_goals and not force
             and self._gate.interface is Interface.POSITION
+            and self._gate.mode is CommandMode.STEP
         ):
             return
         problem = self._gate.hold()

@@ -16,8 +16,14 @@ from pathlib import Path
 
 PACKAGE = "sequence_ai_ros"
 NODE_NAME = "sequence_ai"
-# The node's parameters file, relative to the package's share directory (or the checkout).
-PARAMS_FILE = "config/droid.yaml"
+# The node's parameters file for each `controller` argument, relative to the package's share
+# directory (or the checkout): the arm on forward command controllers, or on
+# joint_trajectory_controller with chunks as timed trajectories (docs/node.md "Which controller?").
+PARAMS_FILES = {
+    "forward": "config/droid.yaml",
+    "joint_trajectory": "config/droid_jtc.yaml",
+}
+PARAMS_FILE = PARAMS_FILES["forward"]
 GATEWAY_HOST = "127.0.0.1"
 # The local gateway prints this line once it serves; the node is configured after it.
 GATEWAY_READY_PREFIX = "SEQUENCES_BASE_URL="
@@ -58,6 +64,12 @@ ARGUMENTS: dict[str, Argument] = {
         "also start sim_robot and, when base_url is empty, a local gateway on a free port",
     ),
     "autostart": Argument("true", "configure and activate the node at start"),
+    "controller": Argument(
+        "forward",
+        "the arm's controller: forward (forward_command_controller, one command per period: "
+        "config/droid.yaml) | joint_trajectory (joint_trajectory_controller, each chunk one "
+        "timed trajectory: config/droid_jtc.yaml)",
+    ),
 }
 BOOLEAN_ARGUMENTS = ("sim", "autostart")
 
@@ -88,6 +100,8 @@ class Plan:
     namespace: str
     processes: tuple[Process, ...]
     autostart: bool
+    # The node's parameters file (relative to the share directory), by the controller argument.
+    params_file: str = PARAMS_FILE
 
     @property
     def gateway(self) -> Process | None:
@@ -124,6 +138,11 @@ def arguments(given: Mapping[str, str]) -> dict[str, str]:
     values.update(given)
     for name in BOOLEAN_ARGUMENTS:
         is_true(name, values[name])
+    if values["controller"] not in PARAMS_FILES:
+        raise PlanError(
+            f"argument controller:={values['controller']}: expected "
+            f"{' or '.join(PARAMS_FILES)}"
+        )
     return values
 
 
@@ -210,4 +229,9 @@ def plan(
             env=node_env,
         )
     )
-    return Plan(namespace, tuple(processes), is_true("autostart", values["autostart"]))
+    return Plan(
+        namespace,
+        tuple(processes),
+        is_true("autostart", values["autostart"]),
+        PARAMS_FILES[values["controller"]],
+    )

@@ -8,17 +8,28 @@ import signal
 import stat
 import sys
 import threading
+import time
+import traceback
+from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 import rclpy
+import rclpy.logging
 from action_msgs.msg import GoalStatusArray
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
-from rclpy.qos import qos_profile_action_status_default, qos_profile_sensor_data
+from rclpy.qos import (
+    DurabilityPolicy,
+    HistoryPolicy,
+    QoSProfile,
+    ReliabilityPolicy,
+    qos_profile_action_status_default,
+    qos_profile_sensor_data,
+)
 from rclpy.signals import SignalHandlerOptions
 from rclpy.subscription import Subscription
 from sensor_msgs.msg import CompressedImage, Image, JointState
@@ -27,7 +38,8 @@ import sequence_ai
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros import parameters
 from sequence_ai_ros.arm import ArmGate, MotionRules
-from sequence_ai_ros.commands import CommandPublisher
+from sequence_ai_ros.cameras import Cameras
+from sequence_ai_ros.commands import CommandMode, CommandPublisher
 from sequence_ai_ros.diagnostics import HealthRecord, build_array
 from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
 from sequence_ai_ros.model_fit import controller_for, fit_problems
@@ -38,9 +50,20 @@ NODE_NAME = "sequence_ai"
 # A running goal stops within one control period plus one interruptible wait.
 _STOP_TIMEOUT_S = 5.0
 _READY_POLL_S = 1.0
-# Goal execution, preemption waits, cancels, sensors, lifecycle services and timers all need
-# a thread of their own at the same time.
-_EXECUTOR_THREADS = 8
+# main() looks at its stop flag at least this often (a signal cannot wake rcl's wait).
+_SIGNAL_POLL_S = 0.2
+# After the last goal's execute returned, the executor sends the result responses rclpy
+# queued for it; this bounds that last spin before the node is destroyed.
+_RESULT_FLUSH_S = 0.3
+# rclpy takes one goal, one cancel and one result request per executor wake, and its default
+# service depth of 10 drops the rest of a burst (50 goals in a second, each with a result
+# request): these queues hold a burst until it is taken.
+ACTION_SERVICE_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=1000,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
 
 
 class ConfigureError(RuntimeError):
@@ -48,11 +71,16 @@ class ConfigureError(RuntimeError):
 
 
 class SequenceAiNode(LifecycleNode):
-    """Drives an arm with a cloud VLA model; see docs/node.md.
+    """Drives an arm with a cloud VLA model; see docs/node.md ("Threads").
 
-    Lifecycle callbacks run one at a time (the node's default, mutually exclusive group) and
-    own every field. `_lock` guards the ones other threads read: `_accepting`, `_runner`,
-    `_cache`, `_gate` (the goal, sensor, cancel, diagnostics and idle-hold callbacks).
+    Spun by one `SingleThreadedExecutor` (main()): its callbacks never block on a goal, the
+    network or an image. Lifecycle callbacks run on that thread and own every field; `_lock`
+    guards the ones other threads read: `_accepting`, `_runner`, `_cache`, `_gate`,
+    `_open_executes` (the goal, sensor, cancel, diagnostics and idle-hold callbacks, the driving
+    thread's `_wake`). Entities the executor takes from (the joint_states subscription, the
+    command publishers) are created and destroyed only by lifecycle callbacks, on the executor's
+    thread, or by `destroy_node()` once nothing spins the node; the camera subscriptions live on
+    a node of their own that nothing spins (cameras.py).
 
     The readiness thread (from activate until the model is loaded) shares the goals' Policy:
     it reads only its `policy` argument, calling `Policy.ready()`, which the client makes safe
@@ -67,9 +95,6 @@ class SequenceAiNode(LifecycleNode):
         self.add_on_set_parameters_callback(
             parameters.validation_callback(self._parameter_values, self._configured_as)
         )
-        self._sensor_group = ReentrantCallbackGroup()
-        self._goal_group = ReentrantCallbackGroup()
-        self._timer_group = MutuallyExclusiveCallbackGroup()
         self.health = HealthRecord()
         self._lock = threading.Lock()
         self._accepting = False
@@ -77,10 +102,19 @@ class SequenceAiNode(LifecycleNode):
         self._cache: ObservationCache | None = None
         # The only publisher of arm commands: it owns the CommandPublisher.
         self._gate: ArmGate | None = None
+        self._cameras: Cameras | None = None
         self._policy: sequence_ai.Policy | None = None
-        self._subscriptions: list[Subscription] = []
+        self._joint_states: Subscription | None = None
+        # Destroyers of entities a teardown off the executor's thread had to leave; run by the
+        # next lifecycle callback (or left to destroy_node()).
+        self._orphans: list[Callable[[], object]] = []
+        # Goals whose `execute` has not returned yet: the executor must still send results.
+        self._open_executes = 0
         self._ready_stop = threading.Event()
         self._ready_thread: threading.Thread | None = None
+        # The driving thread triggers it when a goal ends: the executor wakes and resumes the
+        # goal's `execute`, which returns the result to rclpy.
+        self._wake_guard = self.create_guard_condition(_nothing)
         # The act server lives as long as the node, so a goal to a node that is not active is
         # rejected at once (with the reason in the log) rather than waiting for a server.
         self._action_server = ActionServer(
@@ -91,7 +125,9 @@ class SequenceAiNode(LifecycleNode):
             goal_callback=self._on_goal,
             handle_accepted_callback=self._on_accepted,
             cancel_callback=self._on_cancel,
-            callback_group=self._goal_group,
+            goal_service_qos_profile=ACTION_SERVICE_QOS,
+            result_service_qos_profile=ACTION_SERVICE_QOS,
+            cancel_service_qos_profile=ACTION_SERVICE_QOS,
         )
         # rclpy marks a goal CANCELING after the cancel callback returns and tells no one but
         # this topic; the runner waits for that mark before it ends a goal canceled.
@@ -100,19 +136,14 @@ class SequenceAiNode(LifecycleNode):
             "act/_action/status",
             self._on_goal_statuses,
             qos_profile_action_status_default,
-            callback_group=self._sensor_group,
         )
         # Diagnostics run in every state so a failed configure is visible too.
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self._diagnostics_timer = self.create_timer(
-            1.0, self._publish_diagnostics, callback_group=self._timer_group
-        )
+        self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics)
         # The hold is one volatile message: a controller that (re)connects after a goal never
         # hears it, so an idle node sends it again (the gate decides whether it may). Made for
         # the node's life, at the rate configure reads; stopped until then.
-        self._republish_timer = self.create_timer(
-            1.0, self._republish_hold, callback_group=self._timer_group
-        )
+        self._republish_timer = self.create_timer(1.0, self._republish_hold)
         self._republish_timer.cancel()
 
     # ----- lifecycle -----
@@ -121,7 +152,7 @@ class SequenceAiNode(LifecycleNode):
         try:
             self._configure()
         except Exception as exc:  # noqa: BLE001 - every failure is logged with its reason
-            self._teardown()
+            self._teardown(destroy=True)
             detail = str(exc) if isinstance(exc, ConfigureError) else f"{type(exc).__name__}: {exc}"
             problem = f"configure failed: {detail}"
             self.health.update(problem=problem)
@@ -153,29 +184,54 @@ class SequenceAiNode(LifecycleNode):
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._teardown()
+        self._teardown(destroy=True)
         self.health.update(lifecycle="unconfigured")
         return super().on_cleanup(state)
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self.shut_down_now()
+        # The goal ends held on the driving thread; its result leaves when this callback has
+        # returned and the executor resumes the goal's execute (the act server stays).
+        self._stop_goals(StopCause.SHUT_DOWN)
+        self._teardown(destroy=True)
+        self.health.update(lifecycle="finalized")
         return TransitionCallbackReturn.SUCCESS
 
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._stop_goals(StopCause.IN_ERROR)
-        self._teardown()
+        self._teardown(destroy=True)
         self.health.update(lifecycle="unconfigured")
         return TransitionCallbackReturn.SUCCESS
 
     def shut_down_now(self) -> None:
-        """End any goal with a hold, then release everything; for process exit and tests."""
+        """End any goal with a hold and release the configuration; for process exit and tests.
+
+        Safe from any thread, also while an executor spins the node: what an executor takes
+        from is left to `destroy_node()` (gated off meanwhile)."""
         self._stop_goals(StopCause.SHUT_DOWN)
-        self._teardown()
+        self._teardown(destroy=False)
         self.health.update(lifecycle="finalized")
+
+    def finish_goals(self, spin_once: Callable[[float], None], timeout_s: float) -> bool:
+        """End every goal held and spin (`spin_once(timeout_s)`, on the thread that spins the
+        node) until their results have been sent; for process exit. False if one was not."""
+        self._stop_goals(StopCause.SHUT_DOWN)
+        deadline = time.monotonic() + timeout_s
+        while self._executes_open() and time.monotonic() < deadline:
+            spin_once(0.05)
+        # rclpy sends a result from a task it queues when execute returns.
+        flush_until = min(deadline, time.monotonic() + _RESULT_FLUSH_S)
+        while time.monotonic() < flush_until:
+            spin_once(0.02)
+        return not self._executes_open()
+
+    def _executes_open(self) -> bool:
+        with self._lock:
+            return self._open_executes > 0
 
     # ----- configure -----
 
     def _configure(self) -> None:
+        self._destroy_orphans()
         config = NodeConfig.from_node(self)
         problems = parameters.check_config(config)
         if problems:
@@ -201,28 +257,32 @@ class SequenceAiNode(LifecycleNode):
         self._policy = self._connect(config, api_key, control_hz=model.control_hz)
         self.health.update(model=model.short_id)
 
-        cache = ObservationCache(config.camera_views, config.joint_names, config.gripper_joint)
-        for view, topic, transport in zip(
-            config.camera_views, config.camera_topics, config.camera_transports
-        ):
-            msg_type = CompressedImage if transport == "compressed" else Image
-            self._subscriptions.append(
-                self.create_subscription(
-                    msg_type,
-                    topic,
-                    lambda msg, view=view: cache.store_image(view, msg),
-                    qos_profile_sensor_data,
-                    callback_group=self._sensor_group,
+        # Frames are taken by whoever needs one, from a node nothing spins (cameras.py);
+        # topics are resolved here, with this node's namespace and remappings.
+        self._cameras = Cameras(
+            self.context,
+            self.get_name(),
+            self.get_namespace(),
+            {
+                view: (
+                    self.resolve_topic_name(topic),
+                    CompressedImage if transport == "compressed" else Image,
                 )
-            )
-        self._subscriptions.append(
-            self.create_subscription(
-                JointState,
-                config.joint_states_topic,
-                cache.store_joint_state,
-                qos_profile_sensor_data,
-                callback_group=self._sensor_group,
-            )
+                for view, topic, transport in zip(
+                    config.camera_views, config.camera_topics, config.camera_transports
+                )
+            },
+        )
+        cache = ObservationCache(
+            config.camera_views,
+            config.joint_names,
+            config.gripper_joint,
+            frames=self._cameras,
+            warn=self.get_logger().warning,
+        )
+        # Joint states flow at full rate through this node's executor: a few floats each.
+        self._joint_states = self.create_subscription(
+            JointState, config.joint_states_topic, self._on_joint_state, qos_profile_sensor_data
         )
         # The catalogue's period, fixed here: the step check and trajectory timing use it.
         period_s = 1.0 / model.control_hz
@@ -240,6 +300,7 @@ class SequenceAiNode(LifecycleNode):
             joints=len(config.joint_names),
             period_s=period_s,
             log=self.get_logger(),
+            mode=CommandMode(parameters.command_mode(config)),
         )
         runner = GoalRunner(
             policy=self._policy,
@@ -250,6 +311,7 @@ class SequenceAiNode(LifecycleNode):
             health=self.health,
             live_config=lambda: NodeConfig.from_node(self),
             log=self.get_logger(),
+            wake=self._wake_guard.trigger,
         )
         with self._lock:
             self._cache, self._gate, self._runner = cache, gate, runner
@@ -292,21 +354,41 @@ class SequenceAiNode(LifecycleNode):
             raise ConfigureError(f"api_key_file {path!r} is empty; expected the API key")
         return key
 
-    def _teardown(self) -> None:
+    def _teardown(self, *, destroy: bool) -> None:
+        """Release the configuration. `destroy`: also destroy the entities an executor takes
+        from — only on the thread that spins the node (a lifecycle callback), else they are
+        left, gated off, to `destroy_node()`."""
         with self._lock:
             self._accepting = False
-            gate = self._gate
-            self._runner = self._cache = self._gate = None
+            gate, runner, cameras = self._gate, self._runner, self._cameras
+            self._runner = self._cache = self._gate = self._cameras = None
         self._republish_timer.cancel()
         self._stop_readiness()
-        for subscription in self._subscriptions:
-            self.destroy_subscription(subscription)
-        self._subscriptions = []
+        if runner is not None:
+            runner.close(_STOP_TIMEOUT_S)
+        if cameras is not None:
+            cameras.destroy()
+        subscription, self._joint_states = self._joint_states, None
+        if subscription is not None:
+            self._orphans.append(lambda: self.destroy_subscription(subscription))
         if gate is not None:
-            gate.destroy()
+            self._orphans.append(gate.destroy)
+        if destroy:
+            self._destroy_orphans()
         if self._policy is not None:
             self._policy.close()
             self._policy = None
+
+    def _destroy_orphans(self) -> None:
+        orphans, self._orphans = self._orphans, []
+        for destroy in orphans:
+            destroy()
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        with self._lock:
+            cache = self._cache
+        if cache is not None:
+            cache.store_joint_state(msg)
 
     # ----- goals -----
 
@@ -335,18 +417,25 @@ class SequenceAiNode(LifecycleNode):
             # Deactivated between the goal's acceptance and this call: it ends unstarted.
             handle.execute()
 
-    def _execute(self, handle: ServerGoalHandle) -> Act.Result:
+    async def _execute(self, handle: ServerGoalHandle) -> Act.Result:
+        """Await the goal's end on the driving thread; the executor's thread never blocks."""
         with self._lock:
             runner = self._runner
-        if runner is not None:
-            return runner.execute(handle)
-        handle.abort()
-        return Act.Result(
-            reason=ResultReason.INTERRUPTED.value,
-            stopped_early=True,
-            max_seam_jump=math.nan,
-            message="the node stopped being active before the goal started",
-        )
+            if runner is not None:
+                self._open_executes += 1
+        if runner is None:
+            handle.abort()
+            return Act.Result(
+                reason=ResultReason.INTERRUPTED.value,
+                stopped_early=True,
+                max_seam_jump=math.nan,
+                message="the node stopped being active before the goal started",
+            )
+        try:
+            return await runner.result_of(handle)
+        finally:
+            with self._lock:
+                self._open_executes -= 1
 
     def _on_cancel(self, handle: ServerGoalHandle) -> CancelResponse:
         with self._lock:
@@ -418,7 +507,9 @@ class SequenceAiNode(LifecycleNode):
 
     def _publish_diagnostics(self) -> None:
         with self._lock:
-            cache, gate = self._cache, self._gate
+            cache, gate, runner = self._cache, self._gate, self._runner
+        if runner is not None:
+            runner.end_overdue()
         self._diagnostics.publish(
             build_array(
                 self.health,
@@ -440,25 +531,62 @@ class SequenceAiNode(LifecycleNode):
         return {name: self.get_parameter(name).value for name in parameters.SPECS}
 
 
-def main(args: list[str] | None = None) -> None:
-    """`ros2 run sequence_ai_ros sequence_ai_node --ros-args --params-file droid.yaml`."""
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    # SIGINT/SIGTERM end the spin in this thread while the context still works, so the arm
-    # can be held before the node goes away.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    node = SequenceAiNode()
-    executor = MultiThreadedExecutor(num_threads=_EXECUTOR_THREADS)
-    executor.add_node(node)
+def _nothing() -> None:
+    """The wake guard's callback: waking the executor is all it is for."""
+
+
+def main(args: list[str] | None = None) -> int:
+    """`ros2 run sequence_ai_ros sequence_ai_node --ros-args --params-file droid.yaml`.
+
+    Exit status 0 after SIGINT/SIGTERM, 1 when anything raised (logged with its traceback).
+    """
+    # rclpy's own handler would shut the context down before the arm is held: a signal only
+    # ends the spin, then running goals end held and their results are sent. A second one
+    # interrupts that.
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    logger: Any = rclpy.logging.get_logger(NODE_NAME)
+    executor: SingleThreadedExecutor | None = None
+    node: SequenceAiNode | None = None
+    status = 0
     try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        executor = SingleThreadedExecutor()
+        node = SequenceAiNode()
+        logger = node.get_logger()
+        executor.add_node(node)
+        while not stop.is_set() and rclpy.ok():
+            executor.spin_once(timeout_sec=_SIGNAL_POLL_S)
+        spin_once = executor.spin_once
+        if not node.finish_goals(lambda t: spin_once(timeout_sec=t), _STOP_TIMEOUT_S):
+            logger.error("a goal's result could not be sent before exit")
+    except ExternalShutdownException:
         pass
+    except BaseException as exc:  # noqa: BLE001 - logged, and the exit status says so
+        status = 1
+        logger.fatal(f"the node failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     finally:
-        node.shut_down_now()
-        executor.shutdown(timeout_sec=_STOP_TIMEOUT_S)
-        node.destroy_node()
+        try:
+            if node is not None:
+                node.shut_down_now()
+                if executor is not None:
+                    executor.remove_node(node)
+                node.destroy_node()
+        except BaseException as exc:  # noqa: BLE001 - exiting anyway; say why
+            status = 1
+            logger.fatal(f"shutting the node down failed: {type(exc).__name__}: {exc}")
+        if executor is not None:
+            executor.shutdown(timeout_sec=_STOP_TIMEOUT_S)
         rclpy.try_shutdown()
+    return status
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    sys.exit(main(sys.argv))

@@ -1,4 +1,6 @@
-"""Latest-message cache for cameras and joint states, and the snapshot a request is built from."""
+"""The node's inputs: the newest joint state (kept by its callback) and the cameras' newest
+frames (taken on demand, see cameras.py), with their ages, and the snapshot a request is built
+from."""
 
 from __future__ import annotations
 
@@ -7,16 +9,30 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from sensor_msgs.msg import CompressedImage, Image, JointState
 
+from sequence_ai_ros.cameras import TakenFrame
 from sequence_ai_ros.image_conversion import ImageConversionError, to_array
+
+# A camera age read (the gate's check, diagnostics) takes a frame only when the one in hand is
+# older than this — or than half of max_image_age_s once a goal has said it (`watch_images`):
+# requests take frames several times a second, so the driving thread rarely has to.
+_FRESH_S = 0.1
 
 
 class StaleObservation(RuntimeError):
     """An input is missing, too old or invalid: the goal stops rather than send it."""
+
+
+class FrameSource(Protocol):
+    """Where camera frames are taken from (`cameras.Cameras`)."""
+
+    def take(self, view: str) -> TakenFrame | None:
+        """The newest frame of `view` received since the last take, or None."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -44,13 +60,27 @@ def _stamp_seconds(msg: Any) -> float:
     return stamp.sec + stamp.nanosec * 1e-9
 
 
-class ObservationCache:
-    """Keeps only the newest data per topic; converts images only when a request needs them.
+@dataclass
+class _FrameClock:
+    """What the takes of one view tell about its camera: for the late-frame warning."""
 
-    Subscription callbacks call `store_*` (cheap: a reference swap or a few floats under a
-    lock); the goal loop calls `images()` / `joints()`, which check age and convert.
-    Joint positions are kept per joint name, because many arms publish the gripper and the arm
-    in separate JointState messages on the same topic.
+    published_s: float = math.nan
+    sequence: int | None = None
+    # The camera's frame period: exact from publisher sequence numbers (Jazzy+), else the
+    # smallest gap between frames taken one after the other (never less than the period).
+    period_s: float = math.nan
+
+
+class ObservationCache:
+    """The newest joint state and camera frames, their ages, and conversion on demand.
+
+    The joint_states callback calls `store_joint_state` (a few floats under `_lock`). Camera
+    frames are not pushed: `images()` takes the newest of every view from `frames` (the request's
+    thread), `ages()` and `missing()` take one only when the frame in hand is old. Takes are
+    serialised by `_take_lock` (held only by the thread taking; it owns `_clocks`); `_lock`
+    guards every other field below and is never held while taking or converting, so the
+    joint_states callback never waits behind a camera. Joint positions are kept per joint name,
+    because many arms publish the gripper and the arm in separate JointState messages.
     """
 
     def __init__(
@@ -59,14 +89,22 @@ class ObservationCache:
         joint_names: Sequence[str],
         gripper_joint: str,
         clock: Callable[[], float] = time.monotonic,
+        frames: FrameSource | None = None,
+        warn: Callable[[str], object] | None = None,
     ) -> None:
         self._views = tuple(views)
         self._joint_names = tuple(joint_names)
         self._gripper_joint = gripper_joint
         self._wanted = set(joint_names) | ({gripper_joint} if gripper_joint else set())
         self._clock = clock
+        self._frames = frames
+        self._warn = warn
+        self._take_lock = threading.Lock()
+        self._clocks = {view: _FrameClock() for view in self._views}
+        self._late_warned = False
         # Guards every field below; listeners are called after it is released.
         self._lock = threading.Lock()
+        self._retake_after_s = _FRESH_S
         self._listeners: list[Callable[[], None]] = []
         self._images: dict[str, Cached] = {}
         # joint name → (position, receive time); only the joints the model uses.
@@ -76,14 +114,64 @@ class ObservationCache:
         self._joint_names_seen: tuple[str, ...] = ()
         self._joint_problem = ""
 
-    def store_image(self, view: str, msg: Image | CompressedImage) -> None:
-        entry = Cached(msg, self._clock(), _stamp_seconds(msg))
+    def store_image(
+        self, view: str, msg: Image | CompressedImage, received_s: float | None = None
+    ) -> None:
+        """Keep `msg` as the newest frame of `view` (received now unless `received_s`)."""
+        received = self._clock() if received_s is None else received_s
+        entry = Cached(msg, received, _stamp_seconds(msg))
         with self._lock:
             first = view not in self._images
             self._images[view] = entry
             listeners = list(self._listeners) if first else []
         for listener in listeners:
             listener()
+
+    def take_frames(self, views: Sequence[str] | None = None, older_than_s: float = 0.0) -> None:
+        """Take the newest frame of each of `views` (default: all); with `older_than_s`, only of
+        the views whose frame in hand is older than that (or missing)."""
+        if self._frames is None:
+            return
+        with self._take_lock:
+            for view in self._views if views is None else views:
+                if older_than_s > 0:
+                    now = self._clock()
+                    with self._lock:
+                        entry = self._images.get(view)
+                    if entry is not None and now - entry.received_s <= older_than_s:
+                        continue
+                taken = self._frames.take(view)
+                if taken is not None:
+                    self._note_timing(view, self._clocks[view], taken)
+                    self.store_image(view, taken.msg, taken.received_s)
+
+    def watch_images(self, max_age_s: float) -> None:
+        """The age limit the gate checks from now on: an age read takes a new frame once the
+        one in hand is half that old, so a live camera never reads older than the limit."""
+        with self._lock:
+            self._retake_after_s = max_age_s / 2
+
+    def _note_timing(self, view: str, state: _FrameClock, taken: TakenFrame) -> None:
+        """Update the view's frame period; warn once when a frame is taken later than two
+        periods after it was published (a transport that delivers frames late or loses them)."""
+        published, sequence = taken.published_s, taken.sequence
+        gap = published - state.published_s
+        if math.isfinite(gap) and gap > 0:
+            if sequence is not None and state.sequence is not None and sequence > state.sequence:
+                state.period_s = gap / (sequence - state.sequence)
+            elif not state.period_s <= gap:
+                state.period_s = gap
+        state.published_s, state.sequence = published, sequence
+        age = time.time() - published
+        if self._late_warned or self._warn is None or not age > 2 * state.period_s:
+            return
+        self._late_warned = True
+        self._warn(
+            f"camera {view}: a frame taken {age * 1000:.0f} ms after it was published, more "
+            f"than two frame periods ({state.period_s * 1000:.0f} ms): frames arrive late or "
+            "are lost; give the camera driver and this node the large-frames transport profile "
+            "(docs/node.md) or lower the camera load (warned once)"
+        )
 
     def add_listener(self, listener: Callable[[], None]) -> None:
         """Call `listener` (on the sensor thread) whenever an input delivers its first value."""
@@ -96,6 +184,7 @@ class ObservationCache:
 
     def missing(self) -> list[str]:
         """The inputs that have never delivered: cameras, joint_states, joints it lacks."""
+        self.take_frames(older_than_s=math.inf)
         with self._lock:
             views = [f"camera {v}" for v in self._views if v not in self._images]
             received = self._joint_state_received is not None
@@ -129,7 +218,13 @@ class ObservationCache:
             listener()
 
     def ages(self) -> dict[str, float | None]:
-        """Age (s) of the newest message per view and of joint state; None = never received."""
+        """Age (s) of the newest message per view and of joint state; None = never received.
+
+        A camera's frame in hand older than half the watched limit (`watch_images`) is replaced
+        by its newest first."""
+        with self._lock:
+            retake_after_s = self._retake_after_s
+        self.take_frames(older_than_s=retake_after_s)
         now = self._clock()
         with self._lock:
             images = dict(self._images)
@@ -154,7 +249,10 @@ class ObservationCache:
         return max(stamps) - min(stamps)
 
     def images(self, max_age_s: float) -> dict[str, np.ndarray]:
-        """The newest frame of every view as an array; StaleObservation if one is unusable."""
+        """The newest frame of every view as an array; StaleObservation if one is unusable.
+
+        Takes every view's newest frame first: called on the thread that builds a request."""
+        self.take_frames()
         now = self._clock()
         with self._lock:
             entries = {view: self._images.get(view) for view in self._views}

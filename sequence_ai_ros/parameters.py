@@ -24,6 +24,8 @@ JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
 JOINT_STATE = "sensor_msgs/msg/JointState"
 COMMAND_TYPES = (FLOAT64_MULTI_ARRAY, JOINT_TRAJECTORY, JOINT_STATE)
 COMMAND_INTERFACES = ("position", "velocity")
+# step: one command per control period; chunk: one JointTrajectory per installed chunk.
+COMMAND_MODES = ("auto", "step", "chunk")
 VALIDATE_MODES = ("warn", "strict", "off")
 TRANSPORTS = ("raw", "compressed")
 
@@ -111,6 +113,14 @@ SPECS: dict[str, Spec] = {
         "arm command message type: " + " | ".join(COMMAND_TYPES),
         at_configure=True,
         choices=COMMAND_TYPES,
+    ),
+    "command_mode": Spec(
+        "auto",
+        "step (one command per control period) | chunk (each chunk as one timed "
+        "JointTrajectory, for joint_trajectory_controller) | auto (chunk for "
+        f"{JOINT_TRAJECTORY} with position targets, else step)",
+        at_configure=True,
+        choices=COMMAND_MODES,
     ),
     "gripper_command_topic": Spec(
         "gripper_controller/commands",
@@ -210,6 +220,7 @@ class NodeConfig:
     command_interface: str
     command_topic: str
     command_type: str
+    command_mode: str
     gripper_command_topic: str
     velocity_scale: float
     prefetch: bool
@@ -350,6 +361,32 @@ def check_config(config: NodeConfig) -> list[str]:
             f"gripper_joint {config.gripper_joint!r} is also in joint_names; expected it apart"
         )
     problems.extend(_limit_problems(config))
+    problems.extend(_mode_problems(config))
+    return problems
+
+
+def command_mode(config: NodeConfig) -> str:
+    """`step` or `chunk`: the `command_mode` in force (`auto` resolved by the command type)."""
+    if config.command_mode != "auto":
+        return config.command_mode
+    chunk = config.command_type == JOINT_TRAJECTORY and config.command_interface == "position"
+    return "chunk" if chunk else "step"
+
+
+def _mode_problems(config: NodeConfig) -> list[str]:
+    if config.command_mode != "chunk":
+        return []
+    problems = []
+    if config.command_type != JOINT_TRAJECTORY:
+        problems.append(
+            f"command_mode=chunk publishes each chunk as one {JOINT_TRAJECTORY}; command_type "
+            f"is {config.command_type}, expected {JOINT_TRAJECTORY} (or command_mode step)"
+        )
+    if config.command_interface != "position":
+        problems.append(
+            f"command_mode=chunk plays joint position targets; command_interface is "
+            f"{config.command_interface}, expected position (or command_mode step)"
+        )
     return problems
 
 

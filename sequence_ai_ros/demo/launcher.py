@@ -3,12 +3,13 @@
     python -m sequence_ai_ros.demo.launcher sim:=true
     python -m sequence_ai_ros.demo.launcher sim:=true namespace:=robot2   # a second robot
 
-Same arguments as the launch file (model, base_url, namespace, sim, autostart) plus
-`params_file`, and the same processes: both read `sequence_ai_ros.launch_plan`. Executables are
-the package's console-script entry points, run with this interpreter; the node is configured
-(once a local gateway serves) and activated through its lifecycle services when autostart is
-true. Ctrl+C stops every process it started, the node first so it can hold the arm. Unlike
-`ros2 launch`, when one process exits or the node fails to configure, the others are stopped too.
+Same arguments as the launch file (model, base_url, namespace, sim, autostart, controller) plus
+`params_file` (instead of the controller's file), and the same processes: both read
+`sequence_ai_ros.launch_plan`. Executables are the package's console-script entry points, run
+with this interpreter; the node is configured (once a local gateway serves) and activated
+through its lifecycle services when autostart is true. Ctrl+C stops every process it started,
+the node first so it can hold the arm. Unlike `ros2 launch`, when one process exits or the node
+fails to configure, the others are stopped too.
 """
 
 from __future__ import annotations
@@ -60,10 +61,11 @@ def parse_arguments(argv: Sequence[str]) -> dict[str, str]:
     return values
 
 
-def default_params_file() -> Path:
-    """config/droid.yaml of this checkout when run from source, else the installed share/ copy."""
+def default_params_file(controller: str = "forward") -> Path:
+    """The controller's parameters file (config/droid.yaml for forward) of this checkout when
+    run from source, else the installed share/ copy."""
     try:
-        return launch_plan.share_file(launch_plan.PARAMS_FILE)
+        return launch_plan.share_file(launch_plan.PARAMS_FILES[controller])
     except PlanError as exc:
         raise LaunchError(str(exc)) from None
 
@@ -311,8 +313,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         values = parse_arguments(arguments)
-        params_file = values.pop(PARAMS_FILE_ARGUMENT) or str(default_params_file())
+        given_file = values.pop(PARAMS_FILE_ARGUMENT)
         plan = launch_plan.plan(values)
+        params_file = given_file or str(launch_plan.share_file(plan.params_file))
         launcher = Launcher(specs_for(plan, params_file))
     except (LaunchError, PlanError) as exc:
         print(f"launcher: {exc}", file=sys.stderr)

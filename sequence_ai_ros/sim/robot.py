@@ -75,7 +75,7 @@ def light_feed_overrides(
     """
     return {
         "camera_frames": "premade",
-        "fps": f"{fps:g}",
+        "fps": repr(float(fps)),  # a double parameter: "30" would be refused as an integer
         "views": "[" + ",".join(views) + "]",
         "image_transport": transport,
         "image_width": str(IMAGE_SIZE[0]),
@@ -174,9 +174,10 @@ class SimRobot(Node):
         self._jpeg_quality = self._param("jpeg_quality", 90, "quality of the compressed images")
         scale = self._param("render_scale", 4, "render at 1/scale of the image size, then upscale")
         replacement = self._param(
-            "trajectory_replacement", Replacement.SPLICE.value,
-            "splice (a new trajectory takes over at its start time) | restart (Humble's "
-            "joint_trajectory_controller: from the measured state at once)",
+            "trajectory_replacement", Replacement.RESTART.value,
+            "restart (Humble's joint_trajectory_controller: a new trajectory takes over at "
+            "once, from the measured state) | splice (it takes over at its start time: ROS 1, "
+            "later ros2_controllers)",
         )  # fmt: skip
         nonzero_end = self._param(
             "allow_nonzero_velocity_at_trajectory_end", True,

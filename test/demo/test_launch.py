@@ -116,8 +116,11 @@ def _launch_processes(actions: list[Any]) -> list[tuple]:
     return found
 
 
-def _launcher_processes(specs: list[launcher.ProcessSpec], params_file: str) -> list[tuple]:
-    """The same view of what the launcher starts, read back from its command lines."""
+def _launcher_processes(
+    specs: list[launcher.ProcessSpec], params_file: str, shared: str
+) -> list[tuple]:
+    """The same view of what the launcher starts, read back from its command lines;
+    `params_file` is where the launcher found `shared` (relative to the share directory)."""
     found = []
     for spec in specs:
         args = list(spec.arguments)
@@ -133,7 +136,7 @@ def _launcher_processes(specs: list[launcher.ProcessSpec], params_file: str) -> 
             elif flag == "-r" and value.startswith("__ns:=/"):
                 namespace = value.split(":=/", 1)[1]
             elif flag == "--params-file":
-                params = f"{SHARE}/{launch_plan.PARAMS_FILE}" if value == params_file else value
+                params = f"{SHARE}/{shared}" if value == params_file else value
             elif flag == "-p":
                 key, _, text = value.partition(":=")
                 overrides[key] = text
@@ -148,6 +151,8 @@ CASES = [
     {"sim": "true", "namespace": "robot2"},
     {"sim": "true", "base_url": "http://127.0.0.1:8787"},
     {"sim": "yes", "autostart": "false"},
+    {"controller": "joint_trajectory"},
+    {"sim": "true", "controller": "joint_trajectory"},
 ]
 
 
@@ -158,10 +163,11 @@ def test_launch_file_and_launcher_start_the_same_plan(
 ) -> None:
     actions = _run_launch_file(monkeypatch, **given)
     values = launcher.parse_arguments([f"{k}:={v}" for k, v in given.items()])
-    params_file = "/checkout/config/droid.yaml"
     values.pop(launcher.PARAMS_FILE_ARGUMENT)
-    specs = launcher.specs_for(launch_plan.plan(values), params_file)
-    assert _launch_processes(actions) == _launcher_processes(specs, params_file)
+    plan = launch_plan.plan(values)
+    params_file = f"/checkout/{plan.params_file}"
+    specs = launcher.specs_for(plan, params_file)
+    assert _launch_processes(actions) == _launcher_processes(specs, params_file, plan.params_file)
     # The launcher waits for the gateway to serve before it configures; so does the launch file.
     gateways = _of(actions, "ExecuteProcess")
     assert [s.ready_prefix for s in specs if s.ready_prefix] == [
@@ -178,7 +184,7 @@ def test_launch_file_declares_the_plans_arguments(monkeypatch: pytest.MonkeyPatc
     assert declared == {n: a.default for n, a in launch_plan.ARGUMENTS.items()}
     assert declared == {
         "model": "pi05-droid", "base_url": "", "namespace": "", "sim": "false",
-        "autostart": "true",
+        "autostart": "true", "controller": "forward",
     }  # fmt: skip
 
 
@@ -199,6 +205,7 @@ def test_launcher_runs_the_console_scripts_of_setup_py() -> None:
         ("sim=true", "expected name:=value"),
         ("robot:=x", "expected one of"),
         ("autostart:=maybe", "expected true or false"),
+        ("controller:=velocity", "controller:=velocity: expected forward or joint_trajectory"),
     ],
 )
 def test_launcher_refuses_bad_arguments_naming_them(argument: str, message: str) -> None:
@@ -240,6 +247,14 @@ def test_sim_with_a_base_url_shares_that_service() -> None:
     assert plan.node.parameters["base_url"] == "http://127.0.0.1:8787"
     # Its key is the caller's SEQUENCES_API_KEY, inherited from the environment.
     assert plan.node.env == launch_plan.dds_profile_env()
+
+
+def test_the_controller_argument_chooses_the_nodes_parameters_file() -> None:
+    assert launch_plan.plan({}).params_file == "config/droid.yaml"
+    jtc = launch_plan.plan({"controller": "joint_trajectory", "sim": "true"})
+    assert jtc.params_file == "config/droid_jtc.yaml"
+    # The same processes either way: sim_robot serves both controllers' topics.
+    assert [p.label for p in jtc.processes] == ["gateway", "sim_robot", "node"]
 
 
 def test_node_path_in_a_namespace() -> None:

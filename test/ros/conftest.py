@@ -46,19 +46,22 @@ def key_file(tmp_path: Path, gateway: Any) -> str:
 
 @pytest.fixture
 def ros_system(ros_context: Any) -> Iterator[Callable[..., tuple[Any, Any]]]:
-    """`ros_system(**parameters)` → (node, arm), spun by a multi-threaded executor.
+    """`ros_system(**parameters)` → (node, arm).
 
-    Each call gets its own namespace, so nodes of earlier tests never answer.
+    Like `main()`, each node is spun by a `SingleThreadedExecutor` of its own; the test arms
+    share a multi-threaded one. Each call gets its own namespace, so nodes of earlier tests
+    never answer.
     """
     from node_harness import ArmHarness
-    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
     from rclpy.parameter import Parameter
 
     from sequence_ai_ros.node import SequenceAiNode
 
-    executor = MultiThreadedExecutor(num_threads=8, context=ros_context)
-    nodes: list[Any] = []
-    spinner = threading.Thread(target=executor.spin, daemon=True)
+    arms = MultiThreadedExecutor(num_threads=4, context=ros_context)
+    started: list[tuple[Any, Any, threading.Thread]] = []
+    arm_nodes: list[Any] = []
+    arm_spinner = threading.Thread(target=arms.spin, daemon=True)
 
     def start(**values: Any) -> tuple[Any, Any]:
         namespace = f"/robot{next(_namespaces)}"
@@ -67,19 +70,27 @@ def ros_system(ros_context: Any) -> Iterator[Callable[..., tuple[Any, Any]]]:
             context=ros_context,
             parameter_overrides=[Parameter(k, value=v) for k, v in values.items()],
         )
+        executor = SingleThreadedExecutor(context=ros_context)
+        executor.add_node(node)
+        spinner = threading.Thread(target=executor.spin, daemon=True)
+        spinner.start()
+        started.append((node, executor, spinner))
         arm = ArmHarness(namespace, ros_context)
-        for each in (node, arm):
-            executor.add_node(each)
-            nodes.append(each)
-        if not spinner.is_alive():
-            spinner.start()
+        arms.add_node(arm)
+        arm_nodes.append(arm)
+        if not arm_spinner.is_alive():
+            arm_spinner.start()
         return node, arm
 
     yield start
-    for each in nodes:
-        if isinstance(each, SequenceAiNode):
-            each.shut_down_now()
-    executor.shutdown(timeout_sec=10.0)
-    for each in nodes:
-        each.destroy_node()
-    spinner.join(timeout=10.0)
+    for node, _, _ in started:
+        node.shut_down_now()
+    for node, executor, spinner in started:
+        # Nothing may spin a node while it is destroyed.
+        executor.shutdown(timeout_sec=10.0)
+        spinner.join(timeout=10.0)
+        node.destroy_node()
+    arms.shutdown(timeout_sec=10.0)
+    arm_spinner.join(timeout=10.0)
+    for arm in arm_nodes:
+        arm.destroy_node()

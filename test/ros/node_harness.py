@@ -18,9 +18,16 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
 
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.demo.planner import ActClient, GoalRun, LifecycleClient, ParameterClient
+from sequence_ai_ros.sim.trajectory import (
+    Replacement,
+    Trajectory,
+    TrajectoryController,
+    TrajectoryPoint,
+)
 
 JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
 GRIPPER = "panda_finger_joint1"
@@ -30,6 +37,7 @@ READY_POSE = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
 # at the measured joints differs from every target the policy sent.
 SAG = 0.01
 DEADLINE_S = 30.0
+TRAJECTORY_TOPIC = "joint_trajectory_controller/joint_trajectory"
 
 
 def wait_for(condition: Callable[[], Any], timeout_s: float = DEADLINE_S, what: str = "") -> Any:
@@ -71,6 +79,27 @@ class Command:
     measured: tuple[float, ...]
 
 
+@dataclass(frozen=True)
+class ReceivedTrajectory:
+    """One JointTrajectory the test arm received (chunk mode), with the arm's state then."""
+
+    received_s: float
+    # header.stamp in ROS seconds; 0 means "now".
+    stamp_s: float
+    times_s: tuple[float, ...]
+    positions: tuple[tuple[float, ...], ...]
+    velocities: tuple[tuple[float, ...], ...]
+    measured: tuple[float, ...]
+
+    @property
+    def is_stop(self) -> bool:
+        """What the node stops with: one point, now, at rest."""
+        return (
+            self.stamp_s == 0.0 and len(self.positions) == 1 and self.times_s == (0.0,)
+            and not any(self.velocities[0])
+        )
+
+
 class ArmHarness(Node):
     """A state-following arm with cameras, plus lifecycle, action and parameter clients."""
 
@@ -82,6 +111,9 @@ class ArmHarness(Node):
         self._states: list[tuple[float, ...]] = [tuple(READY_POSE)]
         self.gripper = 0.0
         self.commands: list[Command] = []
+        self.trajectories: list[ReceivedTrajectory] = []
+        # The joint_trajectory_controller on the trajectory topic, as Humble's plays it.
+        self._controller = TrajectoryController(JOINTS, replacement=Replacement.RESTART)
         self.gripper_commands: list[float] = []
         self.diagnostics: list[DiagnosticArray] = []
         self.logs: list[str] = []
@@ -109,6 +141,7 @@ class ArmHarness(Node):
         self.create_subscription(
             Float64MultiArray, "gripper_controller/commands", self._on_gripper, 10
         )
+        self.create_subscription(JointTrajectory, TRAJECTORY_TOPIC, self._on_trajectory, 10)
         self.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
         self.create_subscription(Log, "/rosout", self._on_log, 100)
         self.create_timer(0.02, self._publish_joint_state)
@@ -141,10 +174,18 @@ class ArmHarness(Node):
         msg.data = encoded.getvalue()
         return msg
 
+    def _now_s(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
     def _publish_joint_state(self) -> None:
-        if not self.publish_joints:
-            return
         with self._lock:
+            # A trajectory drives the arm: it is where the controller's desired state is.
+            desired = self._controller.sample(self._now_s())
+            if desired is not None:
+                self.positions = desired.positions.tolist()
+                self._states.append(tuple(self.positions))
+            if not self.publish_joints:
+                return
             positions = list(self.positions) + [self.gripper]
         msg = JointState(name=JOINTS + [GRIPPER], position=positions)
         msg.header.stamp = self.get_clock().now().to_msg()
@@ -161,10 +202,35 @@ class ArmHarness(Node):
 
     def _on_command(self, msg: Float64MultiArray) -> None:
         with self._lock:
+            self._controller.stop()
             measured = tuple(self.positions)
             self.commands.append(Command(time.monotonic(), tuple(msg.data), measured))
             self.positions = [v + SAG for v in msg.data]
             self._states.append(tuple(self.positions))
+
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        times = tuple(p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in msg.points)
+        order = [list(msg.joint_names).index(joint) for joint in JOINTS]
+        positions = tuple(tuple(p.positions[i] for i in order) for p in msg.points)
+        velocities = tuple(
+            tuple(p.velocities[i] for i in order) if len(p.velocities) else () for p in msg.points
+        )
+        with self._lock:
+            measured = tuple(self.positions)
+            self.trajectories.append(ReceivedTrajectory(
+                time.monotonic(), stamp, times, positions, velocities, measured
+            ))
+            now = self._now_s()
+            playing = self._controller.sample(now)
+            velocity = playing.velocities if playing is not None else np.zeros(len(JOINTS))
+            self._controller.receive(
+                Trajectory(JOINTS, stamp, [
+                    TrajectoryPoint(t, list(q), list(v))
+                    for t, q, v in zip(times, positions, velocities)
+                ]),
+                now, np.array(measured), velocity,
+            )
 
     def _on_gripper(self, msg: Float64MultiArray) -> None:
         with self._lock:
@@ -189,6 +255,32 @@ class ArmHarness(Node):
     def command_count(self) -> int:
         with self._lock:
             return len(self.commands)
+
+    def trajectories_since(self, index: int) -> list[ReceivedTrajectory]:
+        with self._lock:
+            return list(self.trajectories[index:])
+
+    def stops(self, start: int = 0) -> list[ReceivedTrajectory]:
+        """The node's stops among the trajectories from `start`, each counted once: the same
+        stop sent again (an idle node republishes its hold) is not a new one."""
+        events: list[ReceivedTrajectory] = []
+        before = self.trajectories_since(start - 1)[:1] if start else []
+        previous = before[0] if before else None
+        for received in self.trajectories_since(start):
+            again = (
+                previous is not None and previous.is_stop
+                and previous.positions == received.positions
+            )
+            if received.is_stop and not again:
+                events.append(received)
+            previous = received
+        return events
+
+    def was_measured(self, positions: tuple[float, ...]) -> bool:
+        """True when the arm reported exactly these joint positions at some time."""
+        with self._lock:
+            states = list(self._states)
+        return any(np.allclose(positions, s, atol=1e-9) for s in states)
 
     def commands_since(self, index: int) -> list[Command]:
         with self._lock:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from action_msgs.msg import GoalStatus
+from lifecycle_msgs.msg import Transition
 from node_harness import GRIPPER, JOINTS, ArmHarness, wait_for
 
 NAMESPACE = "/process_robot"
@@ -98,12 +99,16 @@ def test_node_process_runs_a_goal_from_a_params_file(
         # The hold and the result travel on different channels: either may arrive first.
         wait_for(lambda: arm.holds(), what="the hold after the goal")
 
-        # SIGINT ends the process cleanly, holding any running goal first.
+        # SIGINT ends the process cleanly, holding any running goal first and sending its
+        # result before the server goes away.
         running, _ = arm.send_goal("pick up the cup", max_seconds=30.0)
         assert running.accepted
         start = arm.command_count()
         wait_for(lambda: arm.command_count() >= start + 3, what="the second goal moving")
         node_process.send_signal(signal.SIGINT)
+        status, result = arm.result(running)
+        assert (status, result.reason) == (GoalStatus.STATUS_ABORTED, "interrupted")
+        assert "node shut down" in result.message, result.message
         assert node_process.wait(timeout=20) == 0
         wait_for(lambda: arm.holds(start), what="the hold on shutdown")
     finally:
@@ -112,3 +117,52 @@ def test_node_process_runs_a_goal_from_a_params_file(
         spinner.join(timeout=10.0)
     output = (tmp_path / "node.log").read_text()
     assert gateway.api_key not in output
+
+
+@pytest.fixture
+def arm_on_process(ros_context: Any) -> Iterator[ArmHarness]:
+    from rclpy.executors import MultiThreadedExecutor
+
+    arm = ArmHarness(NAMESPACE, ros_context)
+    executor = MultiThreadedExecutor(num_threads=4, context=ros_context)
+    executor.add_node(arm)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    yield arm
+    executor.shutdown(timeout_sec=10.0)
+    arm.destroy_node()
+    spinner.join(timeout=10.0)
+
+
+def test_lifecycle_shutdown_mid_goal_sends_the_result_then_sigterm_exits(
+    node_process: subprocess.Popen, arm_on_process: ArmHarness
+) -> None:
+    arm = arm_on_process
+    arm.configure_and_activate()
+    running, _ = arm.send_goal("pick up the cup", max_seconds=30.0)
+    assert running.accepted
+    start = arm.command_count()
+    wait_for(lambda: arm.command_count() >= start + 3, what="the goal moving")
+    assert arm.transition(Transition.TRANSITION_ACTIVE_SHUTDOWN)
+
+    status, result = arm.result(running)
+    assert (status, result.reason) == (GoalStatus.STATUS_ABORTED, "interrupted")
+    assert "node shut down" in result.message, result.message
+    wait_for(lambda: arm.holds(start), what="the hold on shutdown")
+    assert arm.state() == "finalized"
+    # Finalized, the process waits to be stopped; SIGTERM ends it cleanly.
+    node_process.send_signal(signal.SIGTERM)
+    assert node_process.wait(timeout=20) == 0
+
+
+def test_a_node_that_fails_logs_why_and_exits_non_zero(tmp_path: Path) -> None:
+    log = tmp_path / "node.log"
+    with log.open("w") as out:
+        code = subprocess.run(
+            # A remap rcl cannot parse: rclpy.init raises.
+            [sys.executable, "-m", "sequence_ai_ros.node", "--ros-args", "-r", "__node:=bad-name"],
+            stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ), timeout=60,
+        ).returncode
+    text = log.read_text()
+    assert code == 1, text
+    assert "the node failed" in text and "bad-name" in text, text

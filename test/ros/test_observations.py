@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
 from sensor_msgs.msg import Image, JointState
 
+from sequence_ai_ros.cameras import TakenFrame
 from sequence_ai_ros.observations import ObservationCache, StaleObservation
 
 
@@ -131,3 +133,55 @@ def test_stamp_skew_spans_cameras_and_joints(cache: ObservationCache) -> None:
     joints.header.stamp.sec = 12
     cache.store_joint_state(joints)
     assert cache.stamp_skew_s() == pytest.approx(2.0)
+
+
+class FakeCamera:
+    """A frame source: hands out queued frames, counts the takes."""
+
+    def __init__(self) -> None:
+        self.queued: dict[str, list[TakenFrame]] = {}
+        self.takes = 0
+
+    def take(self, view: str) -> TakenFrame | None:
+        self.takes += 1
+        frames = self.queued.get(view) or []
+        return frames.pop(0) if frames else None
+
+
+def _taken(received_s: float, published_s: float, sequence: int | None) -> TakenFrame:
+    return TakenFrame(_rgb(), received_s, published_s, sequence)
+
+
+def test_frames_are_taken_when_a_request_needs_them_not_before(clock: FakeClock) -> None:
+    camera = FakeCamera()
+    cache = ObservationCache(["front"], ["j1"], "", clock=clock, frames=camera)
+    camera.queued["front"] = [_taken(clock.now, time.time(), 1)]
+    assert cache.ages()["front"] == pytest.approx(0.0)
+    takes = camera.takes
+    # A frame in hand younger than the freshness window is not replaced for an age read…
+    clock.now += 0.05
+    assert cache.ages()["front"] == pytest.approx(0.05)
+    assert camera.takes == takes
+    # …but a request always takes the newest.
+    camera.queued["front"] = [_taken(clock.now, time.time(), 2)]
+    cache.images(max_age_s=0.5)
+    assert camera.takes == takes + 1
+    assert cache.ages()["front"] == pytest.approx(0.0)
+
+
+def test_a_frame_taken_later_than_two_periods_is_warned_about_once(clock: FakeClock) -> None:
+    camera = FakeCamera()
+    warnings: list[str] = []
+    cache = ObservationCache(["front"], ["j1"], "", clock=clock, frames=camera,
+                             warn=warnings.append)
+    now = time.time()
+    # Publisher sequence numbers 30 apart over one second: a 33 ms frame period.
+    camera.queued["front"] = [_taken(clock.now, now - 1.01, 1), _taken(clock.now, now - 0.01, 31)]
+    cache.images(max_age_s=0.5)
+    cache.images(max_age_s=0.5)
+    assert warnings == []
+    camera.queued["front"] = [_taken(clock.now, now - 0.2, 32)]
+    cache.images(max_age_s=0.5)
+    camera.queued["front"] = [_taken(clock.now, now - 0.3, 33)]
+    cache.images(max_age_s=0.5)
+    assert len(warnings) == 1 and "camera front" in warnings[0] and "33 ms" in warnings[0]

@@ -46,9 +46,9 @@ def test_every_contract_parameter_is_declared_with_a_description(node: Node) -> 
     expected = {
         "model", "base_url", "api_key_file", "validate_mode", "camera_views", "camera_topics",
         "camera_transports", "joint_states_topic", "joint_names", "gripper_joint",
-        "command_interface", "command_topic", "command_type", "gripper_command_topic",
-        "velocity_scale", "prefetch", "max_in_flight", "playback_speed", "smooth_seam",
-        "startup_timeout_s", "jpeg_quality",
+        "command_interface", "command_topic", "command_type", "command_mode",
+        "gripper_command_topic", "velocity_scale", "prefetch", "max_in_flight",
+        "playback_speed", "smooth_seam", "startup_timeout_s", "jpeg_quality",
         "max_goal_seconds", "max_state_age_s", "max_image_age_s", "joint_lower_limits",
         "joint_upper_limits", "max_step", "hold_between_goals", "hold_republish_hz",
         "input_wait_s",
@@ -70,6 +70,7 @@ def test_every_contract_parameter_is_declared_with_a_description(node: Node) -> 
         ("camera_transports", "each one of: raw, compressed"),
         ("command_type", "one of: std_msgs/msg/Float64MultiArray, "
                          "trajectory_msgs/msg/JointTrajectory, sensor_msgs/msg/JointState"),
+        ("command_mode", "one of: auto, step, chunk"),
     ],
 )
 def test_choice_parameters_list_their_values_in_the_descriptor(
@@ -97,6 +98,7 @@ def test_choice_parameters_list_their_values_in_docs_node_md() -> None:
         ("playback_speed", 1, ["playback_speed=1", "an integer", "a double", "auto"]),
         ("velocity_scale", 3, ["velocity_scale=3", "a double"]),
         ("command_interface", "torque", ["command_interface='torque'", "position, velocity"]),
+        ("command_mode", "stream", ["command_mode='stream'", "auto, step, chunk"]),
         ("camera_transports", ["raw", "h264"], ["['raw', 'h264']", "raw, compressed"]),
         # rclpy's own range check runs first; it names parameter, range and value too.
         ("jpeg_quality", 80, ["jpeg_quality", "Min: 90, Max: 100, value: 80"]),
@@ -175,6 +177,47 @@ def test_out_of_range_values_are_rejected_with_a_reason(
 def test_limits_must_stay_one_per_joint(node: Node) -> None:
     (result,) = node.set_parameters([Parameter("joint_lower_limits", value=[-1.0, -1.0])])
     assert not result.successful and "joint_lower_limits" in result.reason
+
+
+@pytest.mark.parametrize(
+    ("command_type", "interface", "resolved"),
+    [
+        (parameters.JOINT_TRAJECTORY, "position", "chunk"),
+        (parameters.JOINT_TRAJECTORY, "velocity", "step"),
+        (parameters.FLOAT64_MULTI_ARRAY, "position", "step"),
+        (parameters.JOINT_STATE, "position", "step"),
+    ],
+)
+def test_command_mode_auto_is_chunk_for_trajectories_of_positions(
+    command_type: str, interface: str, resolved: str
+) -> None:
+    values = {n: s.default for n, s in parameters.SPECS.items()}
+    values.update(command_type=command_type, command_interface=interface)
+    config = NodeConfig.from_values(values)
+    assert check_config(config) == []
+    assert parameters.command_mode(config) == resolved
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"command_type": parameters.FLOAT64_MULTI_ARRAY},
+         ["command_mode=chunk", "command_type is std_msgs/msg/Float64MultiArray",
+          "expected trajectory_msgs/msg/JointTrajectory"]),
+        ({"command_interface": "velocity"},
+         ["command_mode=chunk", "command_interface is velocity", "expected position"]),
+    ],
+    ids=["not a trajectory", "velocities"],
+)
+def test_chunk_mode_needs_trajectories_of_positions(
+    change: dict[str, str], words: list[str]
+) -> None:
+    values = {n: s.default for n, s in parameters.SPECS.items()}
+    values.update(command_type=parameters.JOINT_TRAJECTORY, command_mode="chunk")
+    values.update(change)
+    (problem,) = check_config(NodeConfig.from_values(values))
+    for word in words:
+        assert word in problem, problem
 
 
 def test_config_problems_name_the_parameter() -> None:

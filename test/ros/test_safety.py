@@ -12,7 +12,8 @@ import pytest
 
 import sequence_ai_ros
 from sequence_ai_ros.arm import ArmGate, CommandRefused, MotionRules
-from sequence_ai_ros.commands import Interface
+from sequence_ai_ros.chunk_trajectory import TrajectoryPlan
+from sequence_ai_ros.commands import CommandMode, Interface
 from sequence_ai_ros.observations import JointSnapshot, StaleObservation
 from sequence_ai_ros.safety import (
     SafetyLimits,
@@ -329,3 +330,139 @@ def test_nothing_but_the_gate_holds_a_command_publisher() -> None:
                 assert isinstance(outer, ast.Call) and getattr(outer.func, "id", "") == "ArmGate"
                 made_in.append(source.name)
     assert made_in == ["node.py"]
+
+
+# ----- chunk mode: every point of a chunk's trajectory passes the gate -----
+
+
+class _TrajectoryOutput(_Output):
+    """Records the trajectories a chunk-mode gate publishes."""
+
+    def __init__(self) -> None:
+        super().__init__(Interface.POSITION)
+        self.trajectories: list[TrajectoryPlan] = []
+
+    def publish_trajectory(self, plan: TrajectoryPlan) -> None:
+        self.trajectories.append(plan)
+
+
+def _chunk_gate() -> tuple[ArmGate, _TrajectoryOutput, _Arm, _Log]:
+    output, arm, log = _TrajectoryOutput(), _Arm(), _Log()
+    gate = ArmGate(output, arm, joints=2, period_s=PERIOD_S, log=log, mode=CommandMode.CHUNK,
+                   clock=lambda: arm.now)
+    return gate, output, arm, log
+
+
+def _rows(start: float, step: float, n: int, gripper: float = 0.0) -> list[list[float]]:
+    return [[start + step * (k + 1), 0.0, gripper] for k in range(n)]
+
+
+def test_a_chunk_goes_out_as_one_trajectory_of_its_rows() -> None:
+    gate, output, arm, _ = _chunk_gate()
+    gate.begin_goal(RULES)
+    rows = _rows(0.0, 0.05, 6)
+    assert gate.publish_chunk(rows, arm.now + 0.8 * PERIOD_S) is None
+    (plan,) = output.trajectories
+    assert [list(p) for p in plan.positions] == [r[:2] for r in rows]
+    assert plan.seam == (0.0, 0.0) and output.arm == []
+    # The gripper goes with each step, on its own topic; the arm's targets went with the chunk.
+    _play(gate, rows[0])
+    assert output.gripper == [0.0] and output.arm == [] and len(output.trajectories) == 1
+
+
+@pytest.mark.parametrize(
+    ("row", "change", "words"),
+    [
+        (3, [1.5, 0.0], ("row 3", "joint a", "limits")),
+        (5, [math.nan, 0.0], ("row 5", "joint a", "finite")),
+        (2, [0.0, 0.3], ("trajectory point 2", "joint b", "max_step")),
+        (0, [0.3, 0.0], ("trajectory point 0", "joint a", "max_step")),
+        (4, [0.0, 0.0, 1.5], ("row 4", "gripper", "outside [0, 1]")),
+    ],
+    ids=["limits", "nan", "step", "seam", "gripper"],
+)
+def test_every_point_of_a_chunk_is_checked_before_anything_is_published(
+    row: int, change: list[float], words: tuple[str, ...]
+) -> None:
+    gate, output, arm, _ = _chunk_gate()
+    gate.begin_goal(RULES)
+    rows = _rows(0.0, 0.05, 8)
+    for i, value in enumerate(change):
+        rows[row][i] += value
+    reason = gate.publish_chunk(rows, arm.now + 0.8 * PERIOD_S)
+    assert reason is not None and all(w in reason for w in words), reason
+    assert output.trajectories == [] and output.arm == []
+
+
+def test_a_chunk_continues_from_the_trajectory_it_replaces_and_after_a_wait_from_the_arm() -> None:
+    gate, output, arm, _ = _chunk_gate()
+    gate.begin_goal(RULES)
+    assert gate.publish_chunk(_rows(0.0, 0.05, 15), arm.now + 0.8 * PERIOD_S) is None
+    arm.now += 5.3 * PERIOD_S
+    # The arm lags the trajectory; the seam is what the trajectory commands, not the arm.
+    arm.positions = [0.1, 0.0]
+    assert gate.publish_chunk(_rows(0.25, 0.03, 15), arm.now + 0.7 * PERIOD_S) is None
+    first, second = output.trajectories
+    assert second.seam == pytest.approx(first.position_at(second.start_s))
+    assert second.seam[0] > 0.2
+    # After a wait the arm is where it stopped: the next chunk starts from the measurement.
+    gate.pause()
+    arm.now += 30 * PERIOD_S
+    arm.frames["front"] = arm.now
+    arm.positions = [0.95, 0.0]
+    reason = gate.publish_chunk(_rows(0.2, 0.0, 4), arm.now + 0.8 * PERIOD_S)
+    assert reason is not None and "max_step" in reason
+    assert gate.publish_chunk(_rows(0.9, 0.01, 4), arm.now + 0.8 * PERIOD_S) is None
+    assert output.trajectories[-1].seam == (0.95, 0.0)
+
+
+def test_a_stale_input_stops_a_chunk_and_every_step_of_it() -> None:
+    gate, output, arm, _ = _chunk_gate()
+    gate.begin_goal(RULES)
+    rows = _rows(0.0, 0.05, 6)
+    assert gate.publish_chunk(rows, arm.now + 0.8 * PERIOD_S) is None
+    arm.joint_age_s = 0.3
+    with pytest.raises(StaleObservation, match="max_state_age_s"):
+        gate.check(rows[0])
+    with pytest.raises(StaleObservation, match="max_state_age_s"):
+        gate.publish_chunk(rows, arm.now + 0.8 * PERIOD_S)
+    assert len(output.trajectories) == 1
+
+
+def test_a_chunk_mode_stop_holds_the_measured_position_with_zero_velocity() -> None:
+    gate, output, arm, log = _chunk_gate()
+    gate.begin_goal(RULES)
+    assert gate.publish_chunk(_rows(0.0, 0.05, 15), arm.now + 0.8 * PERIOD_S) is None
+    arm.now += 4 * PERIOD_S
+    arm.positions = [0.17, 0.01]
+    assert gate.hold() is None and not log.errors
+    stop = output.trajectories[-1]
+    assert stop.immediate and stop.positions == ((0.17, 0.01),)
+    assert stop.velocities == ((0.0, 0.0),) and output.arm == []
+
+
+def test_with_stale_joints_a_chunk_mode_stop_holds_what_the_trajectory_commands_now() -> None:
+    gate, output, arm, _ = _chunk_gate()
+    gate.begin_goal(RULES)
+    assert gate.publish_chunk(_rows(0.0, 0.05, 15), arm.now + 0.8 * PERIOD_S) is None
+    playing = output.trajectories[-1]
+    arm.now += 4 * PERIOD_S
+    arm.joint_age_s = 1.8
+    assert gate.hold() is None
+    assert list(output.trajectories[-1].positions[0]) == pytest.approx(
+        playing.position_at(arm.now)
+    )
+
+
+def test_an_idle_chunk_mode_gate_republishes_its_stop() -> None:
+    gate, output, arm, _ = _chunk_gate()
+    gate.begin_goal(RULES)
+    assert gate.publish_chunk(_rows(0.0, 0.05, 3), arm.now + 0.8 * PERIOD_S) is None
+    arm.positions = [0.15, 0.0]
+    gate.hold()
+    gate.end_goal()
+    arm.now += 1.0
+    gate.republish_hold(RULES)
+    stops = output.trajectories[-2:]
+    assert [s.positions for s in stops] == [((0.15, 0.0),)] * 2
+    assert all(s.immediate and s.velocities == ((0.0, 0.0),) for s in stops)

@@ -1,8 +1,8 @@
 """Nodes under test for the safety suite, and the goal bookkeeping the matrix and churn share.
 
-Each node gets its test arm (``node_harness.ArmHarness``) and an executor of its own: a goal
-holds an executor thread for its whole run, so nodes sharing one pool would starve each other
-under churn, which is not what a deployment (one node per process) looks like.
+Each node gets its test arm (``node_harness.ArmHarness``) and executors of its own, as a
+deployment (one node per process) has: the node a ``SingleThreadedExecutor`` like ``main()``,
+its arm a multi-threaded one.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from node_harness import ArmHarness, Command, wait_for
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
 from sequence_ai_ros.node import SequenceAiNode
@@ -27,13 +27,14 @@ EXECUTOR_THREADS = 8
 class Running:
     node: SequenceAiNode
     arm: ArmHarness
-    executor: MultiThreadedExecutor
-    spinner: threading.Thread
+    executor: SingleThreadedExecutor
+    arm_executor: MultiThreadedExecutor
+    spinners: tuple[threading.Thread, threading.Thread]
 
     @property
     def pool_prefix(self) -> str:
-        # rclpy's pool threads appear lazily; they belong to the executor, not to a goal.
-        return self.executor._executor._thread_name_prefix
+        # rclpy's pool threads appear lazily; they belong to the arm's executor, not to a goal.
+        return self.arm_executor._executor._thread_name_prefix
 
 
 class NodeSystem:
@@ -53,12 +54,17 @@ class NodeSystem:
             parameter_overrides=[Parameter(k, value=v) for k, v in values.items()],
         )
         arm = ArmHarness(namespace, self._context)
-        executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS, context=self._context)
+        executor = SingleThreadedExecutor(context=self._context)
         executor.add_node(node)
-        executor.add_node(arm)
-        spinner = threading.Thread(target=executor.spin, name=f"spin{namespace}", daemon=True)
-        spinner.start()
-        self.running.append(Running(node, arm, executor, spinner))
+        arm_executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS, context=self._context)
+        arm_executor.add_node(arm)
+        spinners = (
+            threading.Thread(target=executor.spin, name=f"spin{namespace}", daemon=True),
+            threading.Thread(target=arm_executor.spin, name=f"arm{namespace}", daemon=True),
+        )
+        for spinner in spinners:
+            spinner.start()
+        self.running.append(Running(node, arm, executor, arm_executor, spinners))
         return node, arm
 
     def pool_prefixes(self) -> list[str]:
@@ -71,7 +77,9 @@ class NodeSystem:
             # The spinner must be gone before its nodes are: a wait set still holding a
             # destroyed handle raises in the spin thread.
             running.executor.shutdown(timeout_sec=10.0)
-            running.spinner.join(timeout=10.0)
+            running.arm_executor.shutdown(timeout_sec=10.0)
+            for spinner in running.spinners:
+                spinner.join(timeout=10.0)
             running.node.destroy_node()
             running.arm.destroy_node()
         self.running = []
