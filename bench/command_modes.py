@@ -8,6 +8,7 @@ sim_robot's joint_trajectory_controller stand-in at its own 100 Hz tick).
 from __future__ import annotations
 
 import math
+import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bench.common import PI05, Context, log
+from bench.node_e2e import COMMAND_TOPIC as STEP_TOPIC
 from bench.node_e2e import FPS, LATENCY_MS, VIEWS
 from bench.report import Section, Table
 from bench.stats import Summary, fmt, ratio, times
@@ -76,6 +78,8 @@ class Measured:
     cancels: list[tuple[float, float]] = field(default_factory=list)  # cancel → window end
     results: list[Act.Result] = field(default_factory=list)
     record: dict[str, Any] = field(default_factory=dict)
+    # Step mode: when the arm's commands arrive at a process that only receives them.
+    arrivals: list[float] = field(default_factory=list)
 
 
 def _record(probe: RosProbe, robot: Robot) -> Recording:
@@ -118,7 +122,7 @@ def _record(probe: RosProbe, robot: Robot) -> Recording:
     qos = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
     node = probe.node
     node.create_subscription(
-        Float64MultiArray, robot.topic("forward_position_controller/commands"), on_step, qos
+        Float64MultiArray, robot.topic(STEP_TOPIC), on_step, qos
     )
     node.create_subscription(JointTrajectory, robot.topic(TRAJECTORY_TOPIC), on_trajectory, qos)
     node.create_subscription(
@@ -144,11 +148,19 @@ def _wait_for_motion(goal: GoalRun, timeout_s: float) -> None:
 
 
 def _measure(ctx: Context, mode: str, goal_s: float, cancel_after_s: Sequence[float]) -> Measured:
-    from bench.ros_rig import RosProbe, start_robot, stop_robots, unique_namespace
+    from bench.ros_rig import (
+        RosProbe,
+        start_command_timer,
+        start_robot,
+        stop_command_timer,
+        stop_robots,
+        unique_namespace,
+    )
 
     measured = Measured(mode)
     probe = RosProbe()
     robots: list[Robot] = []
+    timer: tuple[subprocess.Popen, Path] | None = None
     try:
         namespace = unique_namespace(f"modes_{mode}")
         log(f"command modes ({mode}): starting sim_robot (light feed) and the node")
@@ -157,6 +169,8 @@ def _measure(ctx: Context, mode: str, goal_s: float, cancel_after_s: Sequence[fl
         )
         robots.append(robot)
         measured.recording = _record(probe, robot)
+        if mode == "step":
+            timer = start_command_timer(ctx, namespace, STEP_TOPIC)
         probe.wait_for_joint_states(robot)
         time.sleep(2.0)
         log(f"command modes ({mode}): {goal_s:g} s goal")
@@ -176,6 +190,8 @@ def _measure(ctx: Context, mode: str, goal_s: float, cancel_after_s: Sequence[fl
             time.sleep(AFTER_STOP_S)
             measured.cancels.append((cancel_at, time.monotonic()))
     finally:
+        if timer is not None:
+            measured.arrivals = stop_command_timer(*timer)
         stop_robots(robots)
         probe.close()
     measured.record = robot.probe_record()
@@ -302,13 +318,15 @@ def figures(measured: Measured, period_s: float) -> Figures:
     q, v = np.array(rec.joint_q), np.array(rec.joint_v)
     motion = (arm_times[0], window[1]) if arm_times else window
     moving = (t >= motion[0]) & (t <= motion[1])
+    # The node's own step times, from its publish calls (the bench process's arrival times
+    # would add its own scheduling).
+    python_steps = intervals(within(measured.record.get("publishes", []), window), underruns)
     if measured.mode == "step":
-        python_steps = setpoints = intervals(arm_times, underruns)
+        setpoints = intervals(within(measured.arrivals, window), underruns)
         # The first row of every chunk after the first is due at its seam.
         seams = [due for at, due, chunk in measured.record.get("installs", [])
                  if chunk > 1 and window[0] <= at <= window[1]]
     else:
-        python_steps = intervals(within(rec.gripper, window), underruns)
         setpoints = intervals(within(rec.reference, motion))
         # Humble's controller takes a new trajectory over on receipt: each chunk's arrival.
         seams = [m.t for m in arm if not m.still][1:]
@@ -348,11 +366,11 @@ def table_rows(step: Figures, chunk: Figures, period_s: float) -> list[list[str]
         ["arm command messages per second during the goal", fmt(step.commands_per_s, 1),
          fmt(chunk.commands_per_s, 1), times(ratio(chunk.commands_per_s, step.commands_per_s)),
          "", ""],
-        ["Python step interval (driving thread; chunk mode: its gripper commands): "
-         "p50 / p99 / max (ms)",
+        ["Python step interval (the node's publish calls; chunk mode: rows handed out, only "
+         "their gripper value sent): p50 / p99 / max (ms)",
          _ms(Summary.of(step.python_steps)), _ms(Summary.of(chunk.python_steps)), "", "", ""],
-        ["arm setpoint interval (step: the commands; chunk: the controller's samples): "
-         "p50 / p99 / max (ms)",
+        ["arm setpoint interval (step: the commands as a receiving process gets them; chunk: "
+         "the controller's samples): p50 / p99 / max (ms)",
          _ms(Summary.of(step.setpoints)), _ms(Summary.of(chunk.setpoints)), "", "", ""],
         ["sim controller tick (joint_states stamps): p50 / p99 / max (ms)",
          _ms(Summary.of(step.ticks)), _ms(Summary.of(chunk.ticks)), "", "", ""],
@@ -450,10 +468,12 @@ def run(ctx: Context) -> Section:
             f"median {LATENCY_MS / 1000:g} s (lognormal, sigma 0.3). Per mode: one `act` goal "
             f"of {goal_s:g} s, then {len(cancel_after_s)} goals cancelled "
             f"{', '.join(f'{s:g}' for s in cancel_after_s)} s after their first step. The bench "
-            "process records the arm's commands and the gripper's on arrival, and the joint "
+            "process records the arm's commands on arrival (for stop and lead times), the joint "
             "states and the controller's desired state (`joint_trajectory_controller/reference`) "
-            "by their stamps; the node's own process records when each chunk is installed "
-            "(bench/node_probe.py)."
+            "by their stamps; the node's own process records when it publishes each step and "
+            "installs each chunk (bench/node_probe.py); in step mode a process that only "
+            "receives the commands (bench/command_timer.py) times them as a controller gets "
+            "them."
         ),
     )
     if ctx.quick:

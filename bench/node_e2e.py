@@ -22,6 +22,7 @@ FPS = 30.0
 LATENCY_MS = 200.0
 PERIOD_MS = 1000.0 / 15
 ROOT = Path(__file__).resolve().parent.parent
+COMMAND_TOPIC = "forward_position_controller/commands"
 FEEDS = {"raw": "2 × 1280×720 rgb8 Image", "compressed": "2 × 1280×720 JPEG CompressedImage"}
 
 
@@ -60,20 +61,28 @@ def _start_floor(ctx: Context, namespace: str, transport: str) -> tuple[subproce
 
 
 def _measure(ctx: Context, transport: str, idle_s: float, goal_s: float) -> Measured:
-    from bench.ros_rig import RosProbe, start_robot, stop_robots, unique_namespace
+    from bench.ros_rig import (
+        RosProbe,
+        start_command_timer,
+        start_robot,
+        stop_command_timer,
+        stop_robots,
+        unique_namespace,
+    )
 
     measured = Measured()
     probe = RosProbe()
     robots = []
     floor: subprocess.Popen | None = None
-    counts = Path()
+    timer: subprocess.Popen | None = None
+    counts = times = Path()
     try:
         namespace = unique_namespace(f"e2e_{transport}")
         log(f"node e2e ({transport}): starting sim_robot (light feed), the node, the floor")
         robot = start_robot(ctx, namespace, model=PI05, views=VIEWS, transport=transport, fps=FPS)
         robots.append(robot)
         floor, counts = _start_floor(ctx, namespace, transport)
-        watch = probe.watch(robot)
+        timer, times = start_command_timer(ctx, namespace, COMMAND_TOPIC)
         probe.wait_for_joint_states(robot)
         time.sleep(2.0)
         pids = {
@@ -95,9 +104,10 @@ def _measure(ctx: Context, transport: str, idle_s: float, goal_s: float) -> Meas
         if floor is not None:
             floor.send_signal(signal.SIGINT)
             floor.wait(timeout=20)
+        if timer is not None:
+            measured.commands = stop_command_timer(timer, times)
         stop_robots(robots)
         probe.close()
-    measured.commands = [t for t, _ in watch.commands]
     measured.record = robot.probe_record()
     try:
         measured.floor_rates = json.loads(counts.read_text(encoding="utf-8"))
@@ -106,10 +116,13 @@ def _measure(ctx: Context, transport: str, idle_s: float, goal_s: float) -> Meas
     return measured
 
 
-def _periods(measured: Measured) -> tuple[list[float], list[float]]:
-    """Command intervals (ms) between the goal's steps: all of them, and those that span no
-    wait for a late chunk (an underrun is the client's pacing, not the node's)."""
-    times = measured.commands
+def _periods(
+    measured: Measured, times: list[float] | None = None
+) -> tuple[list[float], list[float]]:
+    """Command intervals (ms) between the goal's steps (`times`: as received by default): all
+    of them, and those that span no wait for a late chunk (an underrun is the client's pacing,
+    not the node's)."""
+    times = measured.commands if times is None else times
     # The first and last commands border the start and the hold; periods are between steps.
     intervals = list(zip(times, times[1:]))[1:-1]
     ends = measured.record.get("underruns", [])
@@ -137,6 +150,7 @@ def _column(measured: Measured) -> dict[str, str]:
     observe = Summary.of(a["observe_s"] for a in requests)
     threads = sorted({a["thread"] for a in requests})
     every, clean = _periods(measured)
+    published = _periods(measured, record.get("publishes", []))[1]
     result = measured.result
     stale = len(record.get("stale", [])) + int("StaleObservation" in str(result.reason))
     rate = ", ".join(f"{v:.1f}" for v in measured.floor_rates.values())
@@ -151,6 +165,7 @@ def _column(measured: Measured) -> dict[str, str]:
         "age_stamped": _cell(stamped, 1000.0),
         "period_clean": f"{_cell(Summary.of(clean))} ({len(clean)})",
         "period_all": f"{_cell(Summary.of(every))} ({len(every)})",
+        "period_published": f"{_cell(Summary.of(published))} ({len(published)})",
         "underruns": f"{result.underruns} ({result.underrun_s:.2f} s)",
         "observe": f"{_cell(observe, 1000.0)} on {', '.join(threads) or 'n/a'}",
         "stale": str(stale),
@@ -168,10 +183,12 @@ ROWS = (
     ("age_received", "frame age when a request takes it, since received: p50 / p99 / max (ms)",
      "p99 ≤ 67"),
     ("age_stamped", "same, since the frame's header stamp (includes DDS transport) (ms)", ""),
-    ("period_clean", "command period without an underrun: p50 / p99 / max (ms) (n)",
+    ("period_clean", "command period as received, without an underrun: p50 / p99 / max (ms) (n)",
      "p99 ≤ 80, max ≤ 100"),
-    ("period_all", "command period, every interval: p50 / p99 / max (ms) (n)",
+    ("period_all", "command period as received, every interval: p50 / p99 / max (ms) (n)",
      f"requested {PERIOD_MS:.1f}"),
+    ("period_published", "command period at the node's publish call, without an underrun: "
+     "p50 / p99 / max (ms) (n)", "the node's own timing"),
     ("underruns", "underruns (time waited for a late chunk)", ""),
     ("observe", "observe(): p50 / p99 / max (ms), thread", "off the driving thread"),
     ("stale", "StaleObservation (requests refused + goal ending)", "0"),
@@ -199,7 +216,9 @@ def run(ctx: Context) -> Section:
             "in the same run, a do-nothing subscriber (one `SingleThreadedExecutor`, callbacks "
             "that only count) takes every message of the same topics: the floor of taking every "
             "frame. CPU is user+system time from /proc/<pid>/stat over the window, as a share "
-            "of one core. Commands are timed on arrival in a subscriber in the bench process."
+            "of one core. Commands are timed twice: where the node publishes them (a probe in "
+            "its process) and where they arrive, in a process that only subscribes to them "
+            "(bench/command_timer.py, a controller's role)."
         ),
     )
     try:

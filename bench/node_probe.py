@@ -11,7 +11,9 @@ its header stamp), "stale" (the StaleObservation messages raised by observe()), 
 (monotonic end times of the waits for a late chunk, from the goal runner's ``_on_underrun``) and
 "installs" (each chunk the client's loop installs, in either command mode: [monotonic time of
 the install, monotonic due time of its first row, chunk number], from an ``on_rows`` hook added
-to the run's options ahead of the node's own).
+to the run's options ahead of the node's own) and "publishes" (monotonic time of each step the
+arm gate published: the node's own command timing, free of the transport and of the bench
+process's scheduling).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ if str(ROOT) not in sys.path:
 
 
 def _instrument(record: dict[str, list[Any]]) -> None:
-    from sequence_ai_ros import goals, observations
+    from sequence_ai_ros import arm, goals, observations
 
     # Per thread: with several requests in flight, each observes on its own fetch thread.
     local = threading.local()
@@ -37,6 +39,11 @@ def _instrument(record: dict[str, list[Any]]) -> None:
     original_observe = goals.GoalRunner._observe
     original_underrun = goals.GoalRunner._on_underrun
     original_run_policy = goals.GoalRunner._run_policy
+    original_publish = arm.ArmGate.publish
+
+    def publish(self: Any, row: Any) -> None:
+        original_publish(self, row)
+        record["publishes"].append(time.monotonic())
 
     def on_underrun(self: Any, run: Any) -> None:
         record["underruns"].append(time.monotonic())
@@ -87,11 +94,14 @@ def _instrument(record: dict[str, list[Any]]) -> None:
     goals.GoalRunner._observe = observe  # type: ignore[method-assign]
     goals.GoalRunner._on_underrun = on_underrun  # type: ignore[method-assign]
     goals.GoalRunner._run_policy = run_policy  # type: ignore[method-assign]
+    arm.ArmGate.publish = publish  # type: ignore[method-assign]
 
 
 def main() -> int:
     out = Path(sys.argv[1])
-    record: dict[str, list[Any]] = {"requests": [], "stale": [], "underruns": [], "installs": []}
+    record: dict[str, list[Any]] = {
+        "requests": [], "stale": [], "underruns": [], "installs": [], "publishes": [],
+    }
     _instrument(record)
     from sequence_ai_ros import node
 

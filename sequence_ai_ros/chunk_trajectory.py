@@ -15,7 +15,9 @@ from dataclasses import dataclass
 # The first point is at least this many periods after publishing. Humble's
 # joint_trajectory_controller joins a new trajectory smoothly (from the state it measures) only
 # at a first point still ahead when it takes the message; rows due sooner are left to that join.
-LEAD_PERIODS = 0.5
+# Half a period left trajectories arriving after their first point under camera load (bench
+# section command_modes); one and a half leaves room for that delivery, and smaller seams.
+LEAD_PERIODS = 1.5
 # A secant this small (rad/s) counts as standing still: the knot gets no velocity.
 _STILL = 1e-12
 

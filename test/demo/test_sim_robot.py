@@ -252,9 +252,20 @@ def stamp_ns(msg: JointState) -> int:
     return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
 
 
+@pytest.fixture
+def splicing_sim() -> Iterator[Probe]:
+    with running_sim(
+        image_width=128, image_height=72, render_scale=2, trajectory_replacement="splice"
+    ) as probe:
+        yield probe
+
+
 def test_plays_a_stamped_trajectory_from_its_start_time_and_holds_its_last_point(
-    sim: Probe,
+    splicing_sim: Probe,
 ) -> None:
+    # Splicing, as later controllers do: the arm keeps its state until the stamp. (Humble's
+    # leaves at once for the first point: test_sim_trajectory.py covers that.)
+    sim = splicing_sim
     sim.wait_for("joint states", lambda: len(sim.joints) >= 1)
     middle = HOME + np.array([0.2, 0.1, 0.0, 0.1, 0.0, 0.0, 0.1])
     target = HOME + np.array([0.4, 0.2, 0.0, 0.2, 0.0, 0.0, 0.2])

@@ -5,6 +5,7 @@ Humble's joint_trajectory_controller)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -39,11 +40,12 @@ def _path(q0: float, v: float, start: int, n: int) -> list[list[float]]:
 
 def test_rows_due_after_the_lead_are_points_one_period_apart_from_a_stamp_at_the_seam() -> None:
     rows = _path(0.0, 0.6, 1, 5)
-    # Installed mid-period: the first row is due 0.8 periods from now, after the lead.
-    plan = plan_chunk(rows, T0 + 0.8 * P, P, T0, _at([0.0, 0.5]))
+    # Installed mid-period: the first row is due 0.3 periods after the lead.
+    due = T0 + (LEAD_PERIODS + 0.3) * P
+    plan = plan_chunk(rows, due, P, T0, _at([0.0, 0.5]))
     assert plan is not None and not plan.immediate
     # The stamp is one period before the first point: where its left neighbour was due.
-    assert plan.start_s == pytest.approx(T0 - 0.2 * P)
+    assert plan.start_s == pytest.approx(due - P)
     assert plan.times_s == pytest.approx([(k + 1) * P for k in range(5)])
     assert [list(p) for p in plan.positions] == rows
     assert plan.seam == (0.0, 0.5)
@@ -51,11 +53,12 @@ def test_rows_due_after_the_lead_are_points_one_period_apart_from_a_stamp_at_the
 
 def test_rows_due_before_the_lead_are_left_to_the_controllers_join() -> None:
     rows = _path(0.0, 0.6, 1, 5)
-    # The first chunk of a goal is due at once: no controller could reach its first row.
+    # The first chunk of a goal is due at once: rows due within the lead are not sent.
     plan = plan_chunk(rows, T0, P, T0, _at([0.0, 0.5]))
     assert plan is not None
-    assert [list(p) for p in plan.positions] == rows[1:]
-    assert plan.start_s == pytest.approx(T0)
+    skipped = math.ceil(LEAD_PERIODS)
+    assert [list(p) for p in plan.positions] == rows[skipped:]
+    assert plan.start_s == pytest.approx(T0 + (skipped - 1) * P)
     # Due just inside the lead: skipped as well; just outside it: kept.
     assert len(plan_chunk(rows, T0 + (LEAD_PERIODS - 0.01) * P, P, T0, _at([0, 0])).positions) == 4
     assert len(plan_chunk(rows, T0 + (LEAD_PERIODS + 0.01) * P, P, T0, _at([0, 0])).positions) == 5
