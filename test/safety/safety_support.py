@@ -142,6 +142,8 @@ NODE_CELLS: tuple[NodeCell, ...] = (
              "raised:StaleObservation"),
     NodeCell("camera_dies_mid_chunk", "a camera stops while a 32-row chunk plays",
              "raised:StaleObservation"),
+    NodeCell("goal_burst", "50 goals in one second, every result asked for at once",
+             "49 preempted, then completed"),
     NodeCell("velocity_preempted", "velocity arm, hold_between_goals false: goal preempted, the "
              "new goal cancelled in its first request", "preempted, then interrupted", holds=2),
 )

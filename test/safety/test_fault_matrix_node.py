@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,8 @@ from action_msgs.msg import GoalStatus
 from gateway_fixture import run_gateway
 from lifecycle_msgs.msg import Transition
 from node_harness import JOINTS, SAG, ArmHarness, node_parameters, wait_for
+from rclpy.action import ActionClient
+from rclpy.qos import QoSProfile
 from ros_support import (
     NodeSystem,
     hold_events,
@@ -42,6 +45,7 @@ from safety_support import (
 )
 from std_msgs.msg import Float64MultiArray
 
+from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.node import SequenceAiNode
 from sequence_ai_ros.observations import StaleObservation
 
@@ -434,6 +438,62 @@ def test_a_preempted_velocity_goal_and_a_cancelled_successor_both_end_in_zeros(
     assert first_status == GoalStatus.STATUS_ABORTED
     assert second_status == GoalStatus.STATUS_CANCELED and second_result.actions == 0
     assert row.observed == cell.expected
+    _assert_row(row, next_status, next_result)
+
+
+BURST = 50
+
+
+def test_a_burst_of_goals_preempts_each_in_turn_and_answers_every_one(
+    matrix_system: System,
+) -> None:
+    """Goals sent faster than any can run: each preempts the one before, every result reaches
+    the planner that asked for all of them at once, and the arm ends held once after the last."""
+    arm = matrix_system.arm
+    (cell,) = [c for c in NODE_CELLS if c.name == "goal_burst"]
+    row = record(SIDE, cell, cell.expected)
+    before = _Before(arm)
+    # A planner that fires a burst needs room for its replies (rclpy's default depth is 10).
+    deep = QoSProfile(depth=BURST * 2)
+    client = ActionClient(
+        arm, Act, f"{arm.get_namespace()}/act", goal_service_qos_profile=deep,
+        result_service_qos_profile=deep, cancel_service_qos_profile=deep,
+    )
+    try:
+        assert client.wait_for_server(timeout_sec=30.0)
+        sent = []
+        for index in range(BURST):
+            # Only the last is short enough to complete.
+            goal = Act.Goal(instruction=f"safety matrix burst {index}", max_seconds=GOAL_GUARD_S,
+                            max_actions=NEXT_GOAL_ACTIONS if index == BURST - 1 else 0)
+            sent.append(client.send_goal_async(goal))
+            time.sleep(1.0 / BURST)
+        wait_for(lambda: all(f.done() for f in sent), what="every goal's response")
+        handles = [f.result() for f in sent]
+        assert all(h.accepted for h in handles)
+        results = [h.get_result_async() for h in handles]
+        wait_for(lambda: all(f.done() for f in results), timeout_s=2 * GOAL_GUARD_S,
+                 what=f"all {BURST} results")
+        reasons = [f.result().result.reason for f in results]
+    finally:
+        client.destroy()
+    preempted = reasons[:-1].count("preempted")
+    row.observed = f"{preempted} preempted, then {reasons[-1]}"
+
+    def holds_after_the_last_step(next_start: int) -> int:
+        # Each preempted goal that moved was held too; the row counts the end of the burst.
+        commands = arm.commands_since(before.commands)[: next_start - before.commands]
+        measured = {c.values for c in arm.holds(before.commands)}
+        steps = [i for i, c in enumerate(commands) if c.values not in measured]
+        last = before.commands + (steps[-1] + 1 if steps else 0)
+        return holds_until_next_goal(arm, last, next_start)
+
+    wait_for(lambda: holds_after_the_last_step(arm.command_count()) >= 1,
+             what="the hold after the burst")
+    next_status, next_result = _settle(
+        row, matrix_system, before, "after goal_burst", holds_after_the_last_step
+    )
+    assert row.observed == cell.expected, reasons
     _assert_row(row, next_status, next_result)
 
 
