@@ -18,6 +18,8 @@ from dataclasses import dataclass
 # Half a period left trajectories arriving after their first point under camera load (bench
 # section command_modes); one and a half leaves room for that delivery, and smaller seams.
 LEAD_PERIODS = 1.5
+# Points over which a new chunk's offset from the trajectory it replaces is taken up.
+BLEND_POINTS = 4
 # A secant this small (rad/s) counts as standing still: the knot gets no velocity.
 _STILL = 1e-12
 
@@ -83,7 +85,8 @@ def plan_chunk(
     """The trajectory that plays `rows` (arm joint targets; row k due at `first_due_s +
     k * period_s`), published at `now_s`; None when every row is due before the lead.
 
-    Rows due within LEAD_PERIODS of now are not sent. The stamp is one period before the first
+    Rows due within LEAD_PERIODS of now are not sent; the first BLEND_POINTS points sent are
+    blended from `commanded` at their times towards their rows. The stamp is one period before the first
     point sent, at the seam: a splicing controller hands over there, Humble's from the moment
     it takes the message; both join the old motion to the first point. `commanded(t)` is the
     position commanded at t so far (the trajectory being replaced, or the measured joints): the
@@ -93,14 +96,24 @@ def plan_chunk(
     skip = max(0, math.ceil((lead_s - first_due_s) / period_s - 1e-9))
     if skip >= len(rows):
         return None
-    points = tuple(tuple(float(v) for v in row) for row in rows[skip:])
     start_s = first_due_s + (skip - 1) * period_s
     seam = tuple(float(v) for v in commanded(start_s))
+    points = []
+    for k, row in enumerate(rows[skip:]):
+        # The new plan's offset from the motion in force is taken up over BLEND_POINTS
+        # points, not at the first one: a seam's velocity change is spread the same way.
+        share = min(1.0, (k + 1) / (BLEND_POINTS + 1))
+        if share < 1.0:
+            before = commanded(start_s + (k + 1) * period_s)
+            points.append(tuple((1.0 - share) * float(b) + share * float(v)
+                                for b, v in zip(before, row)))
+        else:
+            points.append(tuple(float(v) for v in row))
     return TrajectoryPlan(
         start_s=start_s,
         seam=seam,
         times_s=tuple((k + 1) * period_s for k in range(len(points))),
-        positions=points,
+        positions=tuple(points),
         velocities=knot_velocities(seam, points, period_s),
     )
 

@@ -11,7 +11,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
+from sequence_ai_ros import chunk_trajectory
 from sequence_ai_ros.chunk_trajectory import (
+    BLEND_POINTS,
     LEAD_PERIODS,
     TrajectoryPlan,
     knot_velocities,
@@ -33,6 +35,12 @@ def _at(position: Sequence[float]) -> Callable[[float], Sequence[float]]:
     return lambda _t: position
 
 
+def _on_path(q0: float, v: float, start: int, due: float) -> Callable[[float], Sequence[float]]:
+    """What a trajectory already on `_path(q0, v, start, …)` commands at t, its first row due
+    at `due`: a new chunk on the same path has nothing to blend."""
+    return lambda t: [q0 + v * (start * P + (t - due)), 0.5]
+
+
 def _path(q0: float, v: float, start: int, n: int) -> list[list[float]]:
     """n rows of a straight path: joint 1 at q0 + v·k·P from row `start`, joint 2 still."""
     return [[q0 + v * (start + k) * P, 0.5] for k in range(n)]
@@ -42,28 +50,38 @@ def test_rows_due_after_the_lead_are_points_one_period_apart_from_a_stamp_at_the
     rows = _path(0.0, 0.6, 1, 5)
     # Installed mid-period: the first row is due 0.3 periods after the lead.
     due = T0 + (LEAD_PERIODS + 0.3) * P
-    plan = plan_chunk(rows, due, P, T0, _at([0.0, 0.5]))
+    plan = plan_chunk(rows, due, P, T0, _on_path(0.0, 0.6, 1, due))
     assert plan is not None and not plan.immediate
     # The stamp is one period before the first point: where its left neighbour was due.
     assert plan.start_s == pytest.approx(due - P)
     assert plan.times_s == pytest.approx([(k + 1) * P for k in range(5)])
-    assert [list(p) for p in plan.positions] == rows
-    assert plan.seam == (0.0, 0.5)
+    assert np.allclose(plan.positions, rows)
+    assert plan.seam == pytest.approx((0.0, 0.5))
 
 
 def test_rows_due_before_the_lead_are_left_to_the_controllers_join() -> None:
     rows = _path(0.0, 0.6, 1, 5)
     # The first chunk of a goal is due at once: rows due within the lead are not sent.
-    plan = plan_chunk(rows, T0, P, T0, _at([0.0, 0.5]))
+    plan = plan_chunk(rows, T0, P, T0, _on_path(0.0, 0.6, 1, T0))
     assert plan is not None
     skipped = math.ceil(LEAD_PERIODS)
-    assert [list(p) for p in plan.positions] == rows[skipped:]
+    assert np.allclose(plan.positions, rows[skipped:])
     assert plan.start_s == pytest.approx(T0 + (skipped - 1) * P)
     # Due just inside the lead: skipped as well; just outside it: kept.
     assert len(plan_chunk(rows, T0 + (LEAD_PERIODS - 0.01) * P, P, T0, _at([0, 0])).positions) == 4
     assert len(plan_chunk(rows, T0 + (LEAD_PERIODS + 0.01) * P, P, T0, _at([0, 0])).positions) == 5
     # Every row already due: nothing to send.
     assert plan_chunk(rows[:1], T0, P, T0, _at([0.0, 0.5])) is None
+
+
+def test_a_new_plans_offset_from_the_motion_in_force_is_taken_up_over_the_blend_points() -> None:
+    rows = [[0.3, 0.5]] * (BLEND_POINTS + 3)
+    due = T0 + (LEAD_PERIODS + 0.3) * P
+    plan = plan_chunk(rows, due, P, T0, _at([0.0, 0.5]))
+    assert plan is not None
+    shares = [min(1.0, (k + 1) / (BLEND_POINTS + 1)) for k in range(len(rows))]
+    assert [p[0] for p in plan.positions] == pytest.approx([0.3 * w for w in shares])
+    assert all(p[1] == pytest.approx(0.5) for p in plan.positions)
 
 
 def test_the_seam_is_what_the_replaced_trajectory_commands_at_the_stamp() -> None:
@@ -200,9 +218,13 @@ def test_motion_is_continuous_in_position_and_velocity_across_seams(
     assert coarse_q[-1][0] == pytest.approx(0.6 * 27 * P, abs=1e-9)
 
 
-def test_the_literal_stamp_would_jump_where_a_controller_splices() -> None:
+def test_the_literal_stamp_would_jump_where_a_controller_splices(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Why the stamp is at the seam and not at the first row: a splicing controller keeps the
     old trajectory until the stamp and then starts at the first point, a position jump."""
+    # Unblended, so that the first point carries the whole seam jump.
+    monkeypatch.setattr(chunk_trajectory, "BLEND_POINTS", 0)
     controller = TrajectoryController(JOINTS, replacement=Replacement.SPLICE)
     old = plan_chunk(_path(0.0, 0.6, 0, 15), T0, P, T0, _at([0.0, 0.5]))
     assert old is not None
