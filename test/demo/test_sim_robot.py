@@ -125,6 +125,10 @@ class Probe:
         pytest.fail(f"timed out waiting for {what}")
 
 
+# These tests are about the arm and its topics; small frames keep the renderer out of the way.
+SMALL_CAMERAS: dict[str, object] = {"image_width": 128, "image_height": 72, "render_scale": 2}
+
+
 @contextmanager
 def running_sim(**parameters: object) -> Iterator[Probe]:
     context = Context()
@@ -151,9 +155,7 @@ def running_sim(**parameters: object) -> Iterator[Probe]:
 
 @pytest.fixture
 def sim() -> Iterator[Probe]:
-    with running_sim(
-        image_width=128, image_height=72, render_scale=2, image_transport="both"
-    ) as probe:
+    with running_sim(**SMALL_CAMERAS, image_transport="both") as probe:
         yield probe
 
 
@@ -254,9 +256,7 @@ def stamp_ns(msg: JointState) -> int:
 
 @pytest.fixture
 def splicing_sim() -> Iterator[Probe]:
-    with running_sim(
-        image_width=128, image_height=72, render_scale=2, trajectory_replacement="splice"
-    ) as probe:
+    with running_sim(**SMALL_CAMERAS, trajectory_replacement="splice") as probe:
         yield probe
 
 
