@@ -32,7 +32,7 @@ def _trial(ctx: Context, policy: Any, observation: Any, *, stalled: bool) -> flo
         chunks[0] += 1
         if stalled and chunks[0] == 1:
             # The next fetch (prefetch or refill) stalls: playback drains, then the loop waits.
-            ctx.gateway.inject("stall", seconds=ctx.pick(5.0, 1.0))
+            ctx.gateway.inject("stall", seconds=ctx.pick(5.0, 3.0))
 
     def drive() -> Any:
         return policy.run(
@@ -44,7 +44,8 @@ def _trial(ctx: Context, policy: Any, observation: Any, *, stalled: bool) -> flo
             on_status=on_status,
             on_chunk=on_chunk,
             progress=False,
-            # Two steps per chunk in the stalled case, so each trial reaches the wait quickly.
+            # Two steps per chunk in the stalled case. A late chunk's rows beyond that are
+            # still played, with the slow-down (about 1.3 s at 15 Hz): the stall outlasts them.
             open_loop_horizon=2 if stalled else None,
         )
 
@@ -74,7 +75,7 @@ def run(ctx: Context) -> Section:
             f"having returned, at {HZ:g} Hz control (pi05-droid chunks). *Playback*: the "
             "interrupt lands at a random moment of normal playback with prefetching (gateway "
             "latency 50 ms). *Stalled fetch*: the next chunk's request is held by the gateway "
-            f"(`inject('stall', seconds={ctx.pick(5, 1)})`), the buffer has run dry and the loop "
+            f"(`inject('stall', seconds={ctx.pick(5, 3)})`), the buffer has run dry and the loop "
             "waits; the interrupt lands at a random moment of that wait. hold() itself is a "
             "no-op here, so the figure is the loop's own reaction time."
         ),

@@ -231,6 +231,11 @@ class ArmGate:
             # Like consecutive steps: the first point from the seam (the last command, or the
             # measured joints at a goal's start and after a wait), each point from the one
             # before, one period apart.
+            # The blend must not let through a jump a step would be refused: the first row, as
+            # the policy planned it, from the seam.
+            reason = safety.check_position_target(plan.first_row, plan.seam, limits)
+            if reason is not None:
+                return f"trajectory point 0 (before the seam blend): {reason}"
             reference: Sequence[float] = plan.seam
             for k, point in enumerate(plan.positions):
                 reason = safety.check_position_target(point, reference, limits)

@@ -32,8 +32,9 @@ class TrajectoryPlan:
 
     `start_s` is the header stamp: the seam, where the trajectory takes over, with the position
     commanded there (`seam`, the first point's left neighbour). Point k is reached at
-    `start_s + times_s[k]`, with `positions[k]` and `velocities[k]`. A plan with `immediate` set
-    is sent with a zero stamp ("now"): a hold.
+    `start_s + times_s[k]`, with `positions[k]` and `velocities[k]`. `first_row` is the row of
+    the first point before the blend: its jump from the seam is what a step would have made. A
+    plan with `immediate` set is sent with a zero stamp ("now"): a hold.
     """
 
     start_s: float
@@ -42,6 +43,7 @@ class TrajectoryPlan:
     positions: tuple[Position, ...]
     velocities: tuple[Position, ...]
     immediate: bool = False
+    first_row: Position = ()
 
     @classmethod
     def still(cls, positions: Sequence[float], now_s: float) -> TrajectoryPlan:
@@ -86,11 +88,11 @@ def plan_chunk(
     k * period_s`), published at `now_s`; None when every row is due before the lead.
 
     Rows due within LEAD_PERIODS of now are not sent; the first BLEND_POINTS points sent are
-    blended from `commanded` at their times towards their rows. The stamp is one period before the first
-    point sent, at the seam: a splicing controller hands over there, Humble's from the moment
-    it takes the message; both join the old motion to the first point. `commanded(t)` is the
-    position commanded at t so far (the trajectory being replaced, or the measured joints): the
-    seam, the first point's left neighbour for its velocity and its step check.
+    blended from `commanded` at their times towards their rows. The stamp is one period before
+    the first point sent, at the seam: a splicing controller hands over there, Humble's from the
+    moment it takes the message; both join the old motion to the first point. `commanded(t)` is
+    the position commanded at t so far (the trajectory being replaced, or the measured joints):
+    the seam, the first point's left neighbour for its velocity and its step check.
     """
     lead_s = now_s + LEAD_PERIODS * period_s
     skip = max(0, math.ceil((lead_s - first_due_s) / period_s - 1e-9))
@@ -115,6 +117,7 @@ def plan_chunk(
         times_s=tuple((k + 1) * period_s for k in range(len(points))),
         positions=tuple(points),
         velocities=knot_velocities(seam, points, period_s),
+        first_row=tuple(float(v) for v in rows[skip]),
     )
 
 

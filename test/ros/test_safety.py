@@ -12,7 +12,7 @@ import pytest
 
 import sequence_ai_ros
 from sequence_ai_ros.arm import ArmGate, CommandRefused, MotionRules
-from sequence_ai_ros.chunk_trajectory import TrajectoryPlan
+from sequence_ai_ros.chunk_trajectory import BLEND_POINTS, LEAD_PERIODS, TrajectoryPlan
 from sequence_ai_ros.commands import CommandMode, Interface
 from sequence_ai_ros.observations import JointSnapshot, StaleObservation
 from sequence_ai_ros.safety import (
@@ -353,6 +353,10 @@ def _chunk_gate() -> tuple[ArmGate, _TrajectoryOutput, _Arm, _Log]:
     return gate, output, arm, log
 
 
+# A chunk installed mid-period, its first row due just after the lead: every row is sent.
+DUE_S = (LEAD_PERIODS + 0.3) * PERIOD_S
+
+
 def _rows(start: float, step: float, n: int, gripper: float = 0.0) -> list[list[float]]:
     return [[start + step * (k + 1), 0.0, gripper] for k in range(n)]
 
@@ -361,9 +365,12 @@ def test_a_chunk_goes_out_as_one_trajectory_of_its_rows() -> None:
     gate, output, arm, _ = _chunk_gate()
     gate.begin_goal(RULES)
     rows = _rows(0.0, 0.05, 6)
-    assert gate.publish_chunk(rows, arm.now + 0.8 * PERIOD_S) is None
+    assert gate.publish_chunk(rows, arm.now + DUE_S) is None
     (plan,) = output.trajectories
-    assert [list(p) for p in plan.positions] == [r[:2] for r in rows]
+    # From the measured joints (0, 0) at a goal's start, blended into the rows.
+    shares = [min(1.0, (k + 1) / (BLEND_POINTS + 1)) for k in range(len(rows))]
+    assert [p[0] for p in plan.positions] == pytest.approx([w * r[0] for w, r in zip(shares, rows)])
+    assert all(p[1] == 0.0 for p in plan.positions)
     assert plan.seam == (0.0, 0.0) and output.arm == []
     # The gripper goes with each step, on its own topic; the arm's targets went with the chunk.
     _play(gate, rows[0])
@@ -375,8 +382,9 @@ def test_a_chunk_goes_out_as_one_trajectory_of_its_rows() -> None:
     [
         (3, [1.5, 0.0], ("row 3", "joint a", "limits")),
         (5, [math.nan, 0.0], ("row 5", "joint a", "finite")),
-        (2, [0.0, 0.3], ("trajectory point 2", "joint b", "max_step")),
-        (0, [0.3, 0.0], ("trajectory point 0", "joint a", "max_step")),
+        (6, [0.0, 0.3], ("trajectory point 6", "joint b", "max_step")),
+        # A jump at the seam is refused as a step's would be, whatever the blend makes of it.
+        (0, [0.3, 0.0], ("trajectory point 0", "before the seam blend", "joint a", "max_step")),
         (4, [0.0, 0.0, 1.5], ("row 4", "gripper", "outside [0, 1]")),
     ],
     ids=["limits", "nan", "step", "seam", "gripper"],
@@ -389,7 +397,7 @@ def test_every_point_of_a_chunk_is_checked_before_anything_is_published(
     rows = _rows(0.0, 0.05, 8)
     for i, value in enumerate(change):
         rows[row][i] += value
-    reason = gate.publish_chunk(rows, arm.now + 0.8 * PERIOD_S)
+    reason = gate.publish_chunk(rows, arm.now + DUE_S)
     assert reason is not None and all(w in reason for w in words), reason
     assert output.trajectories == [] and output.arm == []
 
@@ -397,11 +405,11 @@ def test_every_point_of_a_chunk_is_checked_before_anything_is_published(
 def test_a_chunk_continues_from_the_trajectory_it_replaces_and_after_a_wait_from_the_arm() -> None:
     gate, output, arm, _ = _chunk_gate()
     gate.begin_goal(RULES)
-    assert gate.publish_chunk(_rows(0.0, 0.05, 15), arm.now + 0.8 * PERIOD_S) is None
+    assert gate.publish_chunk(_rows(0.0, 0.05, 15), arm.now + DUE_S) is None
     arm.now += 5.3 * PERIOD_S
     # The arm lags the trajectory; the seam is what the trajectory commands, not the arm.
     arm.positions = [0.1, 0.0]
-    assert gate.publish_chunk(_rows(0.25, 0.03, 15), arm.now + 0.7 * PERIOD_S) is None
+    assert gate.publish_chunk(_rows(0.25, 0.03, 15), arm.now + DUE_S - 0.1 * PERIOD_S) is None
     first, second = output.trajectories
     assert second.seam == pytest.approx(first.position_at(second.start_s))
     assert second.seam[0] > 0.2
@@ -410,9 +418,9 @@ def test_a_chunk_continues_from_the_trajectory_it_replaces_and_after_a_wait_from
     arm.now += 30 * PERIOD_S
     arm.frames["front"] = arm.now
     arm.positions = [0.95, 0.0]
-    reason = gate.publish_chunk(_rows(0.2, 0.0, 4), arm.now + 0.8 * PERIOD_S)
+    reason = gate.publish_chunk(_rows(0.2, 0.0, 4), arm.now + DUE_S)
     assert reason is not None and "max_step" in reason
-    assert gate.publish_chunk(_rows(0.9, 0.01, 4), arm.now + 0.8 * PERIOD_S) is None
+    assert gate.publish_chunk(_rows(0.9, 0.01, 4), arm.now + DUE_S) is None
     assert output.trajectories[-1].seam == (0.95, 0.0)
 
 
@@ -420,19 +428,19 @@ def test_a_stale_input_stops_a_chunk_and_every_step_of_it() -> None:
     gate, output, arm, _ = _chunk_gate()
     gate.begin_goal(RULES)
     rows = _rows(0.0, 0.05, 6)
-    assert gate.publish_chunk(rows, arm.now + 0.8 * PERIOD_S) is None
+    assert gate.publish_chunk(rows, arm.now + DUE_S) is None
     arm.joint_age_s = 0.3
     with pytest.raises(StaleObservation, match="max_state_age_s"):
         gate.check(rows[0])
     with pytest.raises(StaleObservation, match="max_state_age_s"):
-        gate.publish_chunk(rows, arm.now + 0.8 * PERIOD_S)
+        gate.publish_chunk(rows, arm.now + DUE_S)
     assert len(output.trajectories) == 1
 
 
 def test_a_chunk_mode_stop_holds_the_measured_position_with_zero_velocity() -> None:
     gate, output, arm, log = _chunk_gate()
     gate.begin_goal(RULES)
-    assert gate.publish_chunk(_rows(0.0, 0.05, 15), arm.now + 0.8 * PERIOD_S) is None
+    assert gate.publish_chunk(_rows(0.0, 0.05, 15), arm.now + DUE_S) is None
     arm.now += 4 * PERIOD_S
     arm.positions = [0.17, 0.01]
     assert gate.hold() is None and not log.errors
@@ -444,7 +452,7 @@ def test_a_chunk_mode_stop_holds_the_measured_position_with_zero_velocity() -> N
 def test_with_stale_joints_a_chunk_mode_stop_holds_what_the_trajectory_commands_now() -> None:
     gate, output, arm, _ = _chunk_gate()
     gate.begin_goal(RULES)
-    assert gate.publish_chunk(_rows(0.0, 0.05, 15), arm.now + 0.8 * PERIOD_S) is None
+    assert gate.publish_chunk(_rows(0.0, 0.05, 15), arm.now + DUE_S) is None
     playing = output.trajectories[-1]
     arm.now += 4 * PERIOD_S
     arm.joint_age_s = 1.8
@@ -457,7 +465,7 @@ def test_with_stale_joints_a_chunk_mode_stop_holds_what_the_trajectory_commands_
 def test_an_idle_chunk_mode_gate_republishes_its_stop() -> None:
     gate, output, arm, _ = _chunk_gate()
     gate.begin_goal(RULES)
-    assert gate.publish_chunk(_rows(0.0, 0.05, 3), arm.now + 0.8 * PERIOD_S) is None
+    assert gate.publish_chunk(_rows(0.0, 0.05, 3), arm.now + DUE_S) is None
     arm.positions = [0.15, 0.0]
     gate.hold()
     gate.end_goal()

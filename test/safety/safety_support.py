@@ -144,6 +144,8 @@ NODE_CELLS: tuple[NodeCell, ...] = (
              "raised:StaleObservation"),
     NodeCell("goal_burst", "50 goals in one second, every result asked for at once",
              "49 preempted, then completed"),
+    NodeCell("shutdown_mid_goal", "lifecycle shutdown while a goal moves the arm; the next "
+             "goal goes to a new node", "interrupted"),
     NodeCell("velocity_preempted", "velocity arm, hold_between_goals false: goal preempted, the "
              "new goal cancelled in its first request", "preempted, then interrupted", holds=2),
 )

@@ -497,6 +497,47 @@ def test_a_burst_of_goals_preempts_each_in_turn_and_answers_every_one(
     _assert_row(row, next_status, next_result)
 
 
+def test_a_node_shut_down_mid_goal_holds_the_arm_and_answers_the_goal(
+    safety_ros_context: Any, tmp_path_factory: Any, matrix_gateway: Any
+) -> None:
+    (cell,) = [c for c in NODE_CELLS if c.name == "shutdown_mid_goal"]
+    row = record(SIDE, cell, cell.expected)
+    key_dir = tmp_path_factory.mktemp("key")
+    with _active(safety_ros_context, matrix_gateway, key_dir, "safety_shutdown") as system:
+        arm = system.arm
+        before = _Before(arm)
+        handle, _ = arm.send_goal(f"safety matrix {cell.name}", GOAL_GUARD_S)
+        assert handle.accepted
+        wait_first_step(arm, before.commands)
+        assert arm.transition(Transition.TRANSITION_ACTIVE_SHUTDOWN)
+        status, result = arm.result(handle)
+        row.observed = result.reason
+        wait_for(lambda: holds_until_next_goal(arm, before.commands, arm.command_count()),
+                 what="the hold on shutdown")
+        row.holds = holds_until_next_goal(arm, before.commands, arm.command_count())
+        commands = arm.commands_since(before.commands)
+        row.invalid_steps = (
+            len(invalid_arm_commands([c.values for c in commands]))
+            + len(jumps(commands, MAX_STEP, SAG))
+        )
+        assert arm.state() == "finalized"
+        ignore = system.nodes.pool_prefixes()
+        wait_for(lambda: not new_threads(before.threads, ignore)
+                 and child_pids() <= before.children, what="the goal's threads to end")
+        row.leaked = len(new_threads(before.threads, ignore)) + len(child_pids() - before.children)
+    # A shut-down node runs nothing more: the next goal goes to a new node, same gateway.
+    with _active(safety_ros_context, matrix_gateway, key_dir, "safety_restarted") as fresh:
+        next_handle, _ = fresh.arm.send_goal(f"after {cell.name}", GOAL_GUARD_S,
+                                             NEXT_GOAL_ACTIONS)
+        next_status, next_result = fresh.arm.result(next_handle)
+        row.next_run = next_result.reason
+
+    assert status == GoalStatus.STATUS_ABORTED and result.stopped_early
+    assert "node shut down" in result.message, result.message
+    assert row.observed == cell.expected
+    _assert_row(row, next_status, next_result)
+
+
 def _zero_after_motion(velocities: list[tuple[float, ...]], start: int) -> int | None:
     """Index of the first zero command after the last moving one since ``start``."""
     moving = [i for i in range(start, len(velocities)) if any(velocities[i])]
