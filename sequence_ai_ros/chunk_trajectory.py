@@ -100,7 +100,7 @@ def plan_chunk(
         return None
     start_s = first_due_s + (skip - 1) * period_s
     seam = tuple(float(v) for v in commanded(start_s))
-    points = []
+    points: list[Position] = []
     for k, row in enumerate(rows[skip:]):
         # The new plan's offset from the motion in force is taken up over BLEND_POINTS
         # points, not at the first one: a seam's velocity change is spread the same way.
