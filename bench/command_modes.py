@@ -42,10 +42,11 @@ SEAM_TARGET = 0.5
 
 @dataclass(frozen=True)
 class ArmMessage:
-    """One arm command as the bench received it: arrival (monotonic), its values (step: the
-    targets; chunk: every point's positions then velocities), whether it is a trajectory and
-    whether that trajectory commands no motion (all points at one position, zero velocity)
-    and, for a timed trajectory, when its first point is due (monotonic)."""
+    """One arm command as a process that only receives them got it (bench/command_timer.py):
+    arrival (monotonic), its values (step: the targets; chunk: every point's positions then
+    velocities), whether it is a trajectory and whether that trajectory commands no motion
+    (all points at one position, zero velocity) and, for a timed trajectory, when its first
+    point is due (monotonic)."""
 
     t: float
     values: tuple[float, ...]
@@ -53,10 +54,18 @@ class ArmMessage:
     still: bool = False
     first_point: float = math.nan
 
+    @classmethod
+    def of(cls, record: dict[str, Any]) -> ArmMessage:
+        return cls(
+            float(record["t"]), tuple(record["values"]), bool(record.get("trajectory", False)),
+            bool(record.get("still", False)), float(record.get("first_point", math.nan)),
+        )
+
 
 @dataclass
 class Recording:
-    """Everything the bench process received from one namespace, on its monotonic clock."""
+    """What the bench process received from one namespace, by stamps or on its monotonic
+    clock; the arm's commands, timed by a process that only receives them."""
 
     arm: list[ArmMessage] = field(default_factory=list)
     gripper: list[float] = field(default_factory=list)
@@ -78,40 +87,22 @@ class Measured:
     cancels: list[tuple[float, float]] = field(default_factory=list)  # cancel → window end
     results: list[Act.Result] = field(default_factory=list)
     record: dict[str, Any] = field(default_factory=dict)
-    # Step mode: when the arm's commands arrive at a process that only receives them.
-    arrivals: list[float] = field(default_factory=list)
 
 
 def _record(probe: RosProbe, robot: Robot) -> Recording:
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
-    from trajectory_msgs.msg import JointTrajectory
 
     from sequence_ai_ros.sim.arm import JOINT_NAMES
-    from sequence_ai_ros.sim.robot import REFERENCE_TOPIC, TRAJECTORY_TOPIC
+    from sequence_ai_ros.sim.robot import REFERENCE_TOPIC
 
     recording = Recording()
     # Stamps are the ROS (system) clock of this machine; one offset maps them onto monotonic.
     offset = time.time() - time.monotonic()
 
-    def stamp(msg: JointState | JointTrajectory) -> float:
+    def stamp(msg: JointState) -> float:
         return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9 - offset
-
-    def on_step(msg: Float64MultiArray) -> None:
-        recording.arm.append(ArmMessage(time.monotonic(), tuple(msg.data)))
-
-    def on_trajectory(msg: JointTrajectory) -> None:
-        at = time.monotonic()
-        positions = [tuple(p.positions) for p in msg.points]
-        velocities = [v for p in msg.points for v in p.velocities]
-        still = len(set(positions)) == 1 and not any(velocities)
-        flat = tuple(v for p in positions for v in p) + tuple(velocities)
-        first = msg.points[0].time_from_start if msg.points else None
-        # A zero stamp means "now" (the hold): no due time.
-        timed = first is not None and (msg.header.stamp.sec or msg.header.stamp.nanosec)
-        due = stamp(msg) + first.sec + first.nanosec * 1e-9 if timed else math.nan
-        recording.arm.append(ArmMessage(at, flat, trajectory=True, still=still, first_point=due))
 
     def on_joints(msg: JointState) -> None:
         index = [list(msg.name).index(name) for name in JOINT_NAMES]
@@ -121,10 +112,6 @@ def _record(probe: RosProbe, robot: Robot) -> Recording:
 
     qos = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
     node = probe.node
-    node.create_subscription(
-        Float64MultiArray, robot.topic(STEP_TOPIC), on_step, qos
-    )
-    node.create_subscription(JointTrajectory, robot.topic(TRAJECTORY_TOPIC), on_trajectory, qos)
     node.create_subscription(
         Float64MultiArray, robot.topic("gripper_controller/commands"),
         lambda _msg: recording.gripper.append(time.monotonic()), qos,
@@ -156,6 +143,7 @@ def _measure(ctx: Context, mode: str, goal_s: float, cancel_after_s: Sequence[fl
         stop_robots,
         unique_namespace,
     )
+    from sequence_ai_ros.sim.robot import TRAJECTORY_TOPIC
 
     measured = Measured(mode)
     probe = RosProbe()
@@ -169,8 +157,8 @@ def _measure(ctx: Context, mode: str, goal_s: float, cancel_after_s: Sequence[fl
         )
         robots.append(robot)
         measured.recording = _record(probe, robot)
-        if mode == "step":
-            timer = start_command_timer(ctx, namespace, STEP_TOPIC)
+        topic, kind = (STEP_TOPIC, "step") if mode == "step" else (TRAJECTORY_TOPIC, "trajectory")
+        timer = start_command_timer(ctx, namespace, topic, kind)
         probe.wait_for_joint_states(robot)
         time.sleep(2.0)
         log(f"command modes ({mode}): {goal_s:g} s goal")
@@ -191,7 +179,7 @@ def _measure(ctx: Context, mode: str, goal_s: float, cancel_after_s: Sequence[fl
             measured.cancels.append((cancel_at, time.monotonic()))
     finally:
         if timer is not None:
-            measured.arrivals = stop_command_timer(*timer)
+            measured.recording.arm = [ArmMessage.of(r) for r in stop_command_timer(*timer)]
         stop_robots(robots)
         probe.close()
     measured.record = robot.probe_record()
@@ -224,6 +212,10 @@ def _state_at(t: np.ndarray, q: np.ndarray, at: float) -> np.ndarray:
     return q[max(0, int(np.searchsorted(t, at, side="right")) - 1)]
 
 
+def _mean_velocity(t: np.ndarray, q: np.ndarray, start: float, period_s: float) -> np.ndarray:
+    return (_state_at(t, q, start + period_s) - _state_at(t, q, start)) / period_s
+
+
 def seam_jumps(
     t: np.ndarray, q: np.ndarray, seams: Sequence[float], period_s: float
 ) -> list[float]:
@@ -234,10 +226,26 @@ def seam_jumps(
     for s in seams:
         if s - period_s < t[0] or s + period_s > t[-1]:
             continue
-        before = (_state_at(t, q, s) - _state_at(t, q, s - period_s)) / period_s
-        after = (_state_at(t, q, s + period_s) - _state_at(t, q, s)) / period_s
-        jumps.append(float(np.max(np.abs(after - before))))
+        change = _mean_velocity(t, q, s, period_s) - _mean_velocity(t, q, s - period_s, period_s)
+        jumps.append(float(np.max(np.abs(change))))
     return jumps
+
+
+def seam_discontinuities(
+    t: np.ndarray, q: np.ndarray, seams: Sequence[float], period_s: float
+) -> list[float]:
+    """Per seam, the part of its |Δv| (as in `seam_jumps`) that the motion's own acceleration
+    does not explain: the change across the seam less the mean of the changes one period
+    before and one after it (rad/s, largest joint). A steady acceleration measures zero, a
+    velocity step its full height: a seam inside a fast start measures the seam, not the start."""
+    out = []
+    for s in seams:
+        if s - 2 * period_s < t[0] or s + 2 * period_s > t[-1]:
+            continue
+        v = [_mean_velocity(t, q, s + k * period_s, period_s) for k in (-2, -1, 0, 1)]
+        across, before, after = v[2] - v[1], v[1] - v[0], v[3] - v[2]
+        out.append(float(np.max(np.abs(across - 0.5 * (before + after)))))
+    return out
 
 
 def rms_jerk(t: np.ndarray, v: np.ndarray) -> float:
@@ -265,6 +273,18 @@ def stop_command(arm: Sequence[ArmMessage], window: tuple[float, float]) -> floa
         if all(m.values == message.values for m in inside[i:]):
             return message.t
     return None
+
+
+def node_stop(
+    cancels: Sequence[float], holds: Sequence[float], window: tuple[float, float]
+) -> float:
+    """In the node's own times: from the first cancel it got in the window to the first hold it
+    published after that (inf when it published none, NaN when no cancel reached it)."""
+    got = within(cancels, window)
+    if not got:
+        return math.nan
+    held = [h for h in within(holds, window) if h >= got[0]]
+    return held[0] - got[0] if held else math.inf
 
 
 def still_from(
@@ -295,9 +315,12 @@ class Figures:
     ticks: list[float]
     seams: list[float]
     jumps: list[float]
+    discontinuities: list[float]
     jerk: float
     stop_command: list[float]
     stop_measured: list[float]
+    # Inside the node: its cancel callback → its hold published (s).
+    stop_in_node: list[float]
     # Chunk mode: how long before its first point was due each trajectory arrived (s).
     leads: list[float] = field(default_factory=list)
 
@@ -322,7 +345,7 @@ def figures(measured: Measured, period_s: float) -> Figures:
     # would add its own scheduling).
     python_steps = intervals(within(measured.record.get("publishes", []), window), underruns)
     if measured.mode == "step":
-        setpoints = intervals(within(measured.arrivals, window), underruns)
+        setpoints = intervals(arm_times, underruns)
         # The first row of every chunk after the first is due at its seam.
         seams = [due for at, due, chunk in measured.record.get("installs", [])
                  if chunk > 1 and window[0] <= at <= window[1]]
@@ -331,6 +354,8 @@ def figures(measured: Measured, period_s: float) -> Figures:
         # Humble's controller takes a new trajectory over on receipt: each chunk's arrival.
         seams = [m.t for m in arm if not m.still][1:]
     stops = [(stop_command(rec.arm, w), still_from(t, v, w), w[0]) for w in measured.cancels]
+    node_cancels = measured.record.get("cancels", [])
+    holds = measured.record.get("holds", [])
     return Figures(
         commands_per_s=rate_per_s(arm_times),
         python_steps=python_steps,
@@ -338,9 +363,11 @@ def figures(measured: Measured, period_s: float) -> Figures:
         ticks=intervals(list(t[moving])),
         seams=seams,
         jumps=seam_jumps(t, q, seams, period_s),
+        discontinuities=seam_discontinuities(t, q, seams, period_s),
         jerk=rms_jerk(t[moving], v[moving]),
         stop_command=[math.inf if c is None else c - at for c, _, at in stops],
         stop_measured=[math.inf if s is None else s - at for _, s, at in stops],
+        stop_in_node=[node_stop(node_cancels, holds, w) for w in measured.cancels],
         leads=[m.first_point - m.t for m in arm if m.trajectory and not m.still],
     )
 
@@ -358,6 +385,8 @@ def table_rows(step: Figures, chunk: Figures, period_s: float) -> list[list[str]
     step_late, chunk_python = _lateness(step.python_steps), _lateness(chunk.python_steps)
     chunk_late, chunk_ticks = _lateness(chunk.setpoints), _lateness(chunk.ticks)
     step_jump, chunk_jump = Summary.of(step.jumps), Summary.of(chunk.jumps)
+    step_cut = Summary.of(step.discontinuities)
+    chunk_cut = Summary.of(chunk.discontinuities)
     step_stop, chunk_stop = Summary.of(step.stop_command), Summary.of(chunk.stop_command)
     # "Equals the controller's": the setpoints run late by no more than the controller's own
     # tick does (1 ms of scheduling slack), whatever the Python steps did.
@@ -382,10 +411,15 @@ def table_rows(step: Figures, chunk: Figures, period_s: float) -> list[list[str]
          _late(chunk_late), "",
          f"chunk: the controller's own (tick p99 {fmt(chunk_ticks.p99 * 1000, 1)} ms)",
          _met(independent)],
-        ["max \\|Δv\\| of the measured joints across a seam: p50 / p99 / max (rad/s) (seams)",
+        ["\\|Δv\\| of the measured joints across a seam (largest joint): p50 / p99 / max "
+         "(rad/s) (seams)",
          f"{_jumps(step_jump)} ({step_jump.n})", f"{_jumps(chunk_jump)} ({chunk_jump.n})",
-         times(ratio(chunk_jump.max, step_jump.max)), f"chunk max ≤ {SEAM_TARGET:g}× step's",
-         _met(chunk_jump.max <= SEAM_TARGET * step_jump.max)],
+         times(ratio(chunk_jump.max, step_jump.max)), "", ""],
+        ["… its velocity discontinuity: less the motion's own change either side: p50 / p99 / "
+         "max (rad/s)",
+         _jumps(step_cut), _jumps(chunk_cut), times(ratio(chunk_cut.max, step_cut.max)),
+         f"chunk max ≤ {SEAM_TARGET:g}× step's",
+         _met(chunk_cut.max <= SEAM_TARGET * step_cut.max)],
         ["chunk trajectories: first point due after arrival, min / p50 (ms); arrived after it "
          "was due (the controller jumps to the trajectory instead of joining it)", "n/a",
          f"{fmt(min(chunk.leads, default=math.nan) * 1000, 1)} / "
@@ -393,7 +427,10 @@ def table_rows(step: Figures, chunk: Figures, period_s: float) -> list[list[str]
          f"{sum(lead < 0 for lead in chunk.leads)} of {len(chunk.leads)}", "", "", ""],
         ["RMS jerk of the measured joints during the goal (rad/s³)", fmt(step.jerk, 0),
          fmt(chunk.jerk, 0), times(ratio(chunk.jerk, step.jerk)), "", ""],
-        ["stop: cancel → first still command: p50 / max (ms) (cancels)",
+        ["stop in the node: its cancel callback → its hold published: p50 / max (ms)",
+         _stop(Summary.of(step.stop_in_node)), _stop(Summary.of(chunk.stop_in_node)), "", "",
+         ""],
+        ["stop: cancel sent → first still command received: p50 / max (ms) (cancels)",
          f"{_stop(step_stop)} ({step_stop.n})", f"{_stop(chunk_stop)} ({chunk_stop.n})",
          times(ratio(chunk_stop.max, step_stop.max)),
          f"chunk ≤ one period ({fmt(period_s * 1000, 1)} ms)",
@@ -468,12 +505,11 @@ def run(ctx: Context) -> Section:
             f"median {LATENCY_MS / 1000:g} s (lognormal, sigma 0.3). Per mode: one `act` goal "
             f"of {goal_s:g} s, then {len(cancel_after_s)} goals cancelled "
             f"{', '.join(f'{s:g}' for s in cancel_after_s)} s after their first step. The bench "
-            "process records the arm's commands on arrival (for stop and lead times), the joint "
-            "states and the controller's desired state (`joint_trajectory_controller/reference`) "
-            "by their stamps; the node's own process records when it publishes each step and "
-            "installs each chunk (bench/node_probe.py); in step mode a process that only "
-            "receives the commands (bench/command_timer.py) times them as a controller gets "
-            "them."
+            "process records the joint states and the controller's desired state "
+            "(`joint_trajectory_controller/reference`) by their stamps; the node's own process "
+            "records when it publishes each step, installs each chunk, gets a cancel and holds "
+            "(bench/node_probe.py); a process that only receives the arm's commands "
+            "(bench/command_timer.py) times them as a controller gets them."
         ),
     )
     if ctx.quick:
@@ -517,11 +553,17 @@ def run(ctx: Context) -> Section:
             "largest joint's change between its mean velocity over the control period before "
             "the seam and over the one after: the simulated arm moves to a step's target within "
             "a tick, so its instantaneous velocity in step mode is a spike per step, and the "
-            "period mean compares both modes at the rate they are commanded at. The jerk is "
+            "period mean compares both modes at the rate they are commanded at. Part of that "
+            "change is the motion's own acceleration (the model's chunks start fast), wherever "
+            "a seam falls; the discontinuity row takes it out, as the mean of the same change "
+            "one period before and one after the seam. The jerk is "
             "taken from the measured velocities at the simulation's tick, spikes included. "
             "Lateness is an interval's excess over the median interval of its stream; intervals "
-            "that span a wait for a late chunk (an underrun) are left out. A trajectory's lead "
-            "is taken at its arrival in the bench process, a proxy for sim_robot's. A still "
+            "that span a wait for a late chunk (an underrun) are left out. Commands are timed on "
+            "arrival in a process that only receives them (bench/command_timer.py), the "
+            "controller's role: a trajectory's lead, the seams and the stop. The cancel is timed "
+            "where the planner sends it, and again where the node's cancel callback runs "
+            "(bench/node_probe.py, with the node's hold). A still "
             "command: the first command after the cancel that every later one repeats (the "
             "hold and its idle republish), in chunk mode a trajectory at one position with "
             "zero velocity. The measured joints are still from the sample after their last "

@@ -1,17 +1,21 @@
 """When the arm's commands arrive, timed by a receiver that does nothing else.
 
-    python bench/command_timer.py TIMES.json NAMESPACE TOPIC
+    python bench/command_timer.py TIMES.json NAMESPACE TOPIC {step,trajectory}
 
 One node on a `SingleThreadedExecutor` with a single reliable subscription to TOPIC (a
-`std_msgs/Float64MultiArray` command topic): the role of a controller's command subscriber, in a
-process of its own so that the bench process's own work (its gateway, its planner, its
-diagnostics) does not add to the intervals. Stops on SIGINT/SIGTERM and writes the monotonic
-arrival time of every message to TIMES.json.
+`std_msgs/Float64MultiArray` for `step`, a `trajectory_msgs/JointTrajectory` for `trajectory`):
+the role of a controller's command subscriber, in a process of its own so that the bench
+process's own work (its gateway, its planner, its diagnostics) does not add to the times.
+Stops on SIGINT/SIGTERM and writes one record per message to TIMES.json: "t" (monotonic
+arrival), "values" (step: the targets; trajectory: every point's positions, then every
+velocity), "trajectory", "still" (a trajectory at one position with zero velocity) and
+"first_point" (a timed trajectory's first point's due time, monotonic; NaN otherwise).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import signal
 import sys
 import threading
@@ -26,8 +30,9 @@ def main() -> int:
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rclpy.signals import SignalHandlerOptions
     from std_msgs.msg import Float64MultiArray
+    from trajectory_msgs.msg import JointTrajectory
 
-    out, namespace, topic = sys.argv[1:]
+    out, namespace, topic, kind = sys.argv[1:]
     stop = threading.Event()
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:
@@ -38,17 +43,42 @@ def main() -> int:
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node("bench_command_timer", namespace=namespace)
     # CLOCK_MONOTONIC is the same clock in every process: comparable with the node's probe.
-    arrivals: list[float] = []
-    node.create_subscription(
-        Float64MultiArray, topic, lambda _msg: arrivals.append(time.monotonic()),
-        QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE),
-    )
+    records: list[dict[str, object]] = []
+    # Stamps are on the system clock: one offset maps them onto monotonic.
+    offset = time.time() - time.monotonic()
+
+    def on_step(msg: Float64MultiArray) -> None:
+        records.append({"t": time.monotonic(), "values": list(msg.data)})
+
+    def on_trajectory(msg: JointTrajectory) -> None:
+        at = time.monotonic()
+        positions = [tuple(p.positions) for p in msg.points]
+        velocities = [v for p in msg.points for v in p.velocities]
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        first_point = math.nan
+        # A zero stamp means "start now" (a hold): no due time.
+        if msg.points and stamp:
+            first = msg.points[0].time_from_start
+            first_point = stamp + first.sec + first.nanosec * 1e-9 - offset
+        records.append({
+            "t": at,
+            "values": [v for p in positions for v in p] + velocities,
+            "trajectory": True,
+            "still": len(set(positions)) == 1 and not any(velocities),
+            "first_point": first_point,
+        })
+
+    qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+    if kind == "trajectory":
+        node.create_subscription(JointTrajectory, topic, on_trajectory, qos)
+    else:
+        node.create_subscription(Float64MultiArray, topic, on_step, qos)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     print("command timer: ready", flush=True)
     while not stop.is_set():
         executor.spin_once(timeout_sec=0.2)
-    Path(out).write_text(json.dumps(arrivals), encoding="utf-8")
+    Path(out).write_text(json.dumps(records), encoding="utf-8")
     executor.shutdown()
     node.destroy_node()
     rclpy.try_shutdown()

@@ -105,7 +105,7 @@ def _measure(ctx: Context, transport: str, idle_s: float, goal_s: float) -> Meas
             floor.send_signal(signal.SIGINT)
             floor.wait(timeout=20)
         if timer is not None:
-            measured.commands = stop_command_timer(timer, times)
+            measured.commands = [float(c["t"]) for c in stop_command_timer(timer, times)]
         stop_robots(robots)
         probe.close()
     measured.record = robot.probe_record()

@@ -13,7 +13,8 @@ its header stamp), "stale" (the StaleObservation messages raised by observe()), 
 the install, monotonic due time of its first row, chunk number], from an ``on_rows`` hook added
 to the run's options ahead of the node's own) and "publishes" (monotonic time of each step the
 arm gate published: the node's own command timing, free of the transport and of the bench
-process's scheduling).
+process's scheduling), "cancels" (monotonic time each cancel request reached the goal runner)
+and "holds" (monotonic time each hold the arm gate published returned).
 """
 
 from __future__ import annotations
@@ -40,6 +41,18 @@ def _instrument(record: dict[str, list[Any]]) -> None:
     original_underrun = goals.GoalRunner._on_underrun
     original_run_policy = goals.GoalRunner._run_policy
     original_publish = arm.ArmGate.publish
+    original_hold = arm.ArmGate.hold
+    original_cancel = goals.GoalRunner.cancel
+
+    def hold(self: Any) -> Any:
+        problem = original_hold(self)
+        if problem is None:
+            record["holds"].append(time.monotonic())
+        return problem
+
+    def cancel(self: Any, handle: Any) -> None:
+        record["cancels"].append(time.monotonic())
+        original_cancel(self, handle)
 
     def publish(self: Any, row: Any) -> None:
         original_publish(self, row)
@@ -95,12 +108,15 @@ def _instrument(record: dict[str, list[Any]]) -> None:
     goals.GoalRunner._on_underrun = on_underrun  # type: ignore[method-assign]
     goals.GoalRunner._run_policy = run_policy  # type: ignore[method-assign]
     arm.ArmGate.publish = publish  # type: ignore[method-assign]
+    arm.ArmGate.hold = hold  # type: ignore[method-assign]
+    goals.GoalRunner.cancel = cancel  # type: ignore[method-assign]
 
 
 def main() -> int:
     out = Path(sys.argv[1])
     record: dict[str, list[Any]] = {
         "requests": [], "stale": [], "underruns": [], "installs": [], "publishes": [],
+        "cancels": [], "holds": [],
     }
     _instrument(record)
     from sequence_ai_ros import node

@@ -186,26 +186,28 @@ class RosProbe:
         self.planner.close()
 
 
-def start_command_timer(ctx: Context, namespace: str, topic: str) -> tuple[subprocess.Popen, Path]:
-    """bench/command_timer.py on `topic` of `namespace`: (its process, the JSON it writes on
-    SIGINT — the monotonic arrival time of every command)."""
+def start_command_timer(
+    ctx: Context, namespace: str, topic: str, kind: str = "step"
+) -> tuple[subprocess.Popen, Path]:
+    """bench/command_timer.py on `topic` of `namespace` (`kind`: step or trajectory): (its
+    process, the JSON it writes on SIGINT — one record per command, see that script)."""
     times = ctx.log_dir / f"{namespace}-command-times.json"
     log_file = (ctx.log_dir / f"{namespace}-command-timer.log").open("w")
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "bench" / "command_timer.py"), str(times), f"/{namespace}",
-         topic],
+         topic, kind],
         stdout=log_file, stderr=subprocess.STDOUT, env=dict(os.environ),
     )
     log_file.close()
     return process, times
 
 
-def stop_command_timer(process: subprocess.Popen, times: Path) -> list[float]:
-    """Stop the timer; the arrival times it recorded (none if it wrote nothing)."""
+def stop_command_timer(process: subprocess.Popen, times: Path) -> list[dict[str, Any]]:
+    """Stop the timer; the commands it recorded (none if it wrote nothing)."""
     process.send_signal(signal.SIGINT)
     process.wait(timeout=20)
     try:
-        return [float(t) for t in json.loads(times.read_text(encoding="utf-8"))]
+        return [dict(record) for record in json.loads(times.read_text(encoding="utf-8"))]
     except (OSError, ValueError):
         return []
 

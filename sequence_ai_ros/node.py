@@ -28,11 +28,9 @@ from rclpy.qos import (
     QoSProfile,
     ReliabilityPolicy,
     qos_profile_action_status_default,
-    qos_profile_sensor_data,
 )
 from rclpy.signals import SignalHandlerOptions
-from rclpy.subscription import Subscription
-from sensor_msgs.msg import CompressedImage, Image, JointState
+from sensor_msgs.msg import CompressedImage, Image
 
 import sequence_ai
 from sequence_ai_interfaces.action import Act
@@ -42,6 +40,7 @@ from sequence_ai_ros.cameras import Cameras
 from sequence_ai_ros.commands import CommandMode, CommandPublisher
 from sequence_ai_ros.diagnostics import HealthRecord, build_array
 from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
+from sequence_ai_ros.joint_feed import JointFeed
 from sequence_ai_ros.model_fit import controller_for, fit_problems
 from sequence_ai_ros.observations import ObservationCache
 from sequence_ai_ros.parameters import NodeConfig
@@ -52,6 +51,10 @@ _STOP_TIMEOUT_S = 5.0
 _READY_POLL_S = 1.0
 # main() looks at its stop flag at least this often (a signal cannot wake rcl's wait).
 _SIGNAL_POLL_S = 0.2
+# How long a thread that wants the GIL waits before the holder must hand it over (Python's
+# default is 5 ms). The driving thread takes it several times a step, behind request and sensor
+# threads; each wait adds to the step's lateness (bench section 6).
+_GIL_SWITCH_S = 0.001
 # After the last goal's execute returned, the executor sends the result responses rclpy
 # queued for it; this bounds that last spin before the node is destroyed.
 _RESULT_FLUSH_S = 0.3
@@ -76,11 +79,12 @@ class SequenceAiNode(LifecycleNode):
     Spun by one `SingleThreadedExecutor` (main()): its callbacks never block on a goal, the
     network or an image. Lifecycle callbacks run on that thread and own every field; `_lock`
     guards the ones other threads read: `_accepting`, `_runner`, `_cache`, `_gate`,
-    `_open_executes` (the goal, sensor, cancel, diagnostics and idle-hold callbacks, the driving
-    thread's `_wake`). Entities the executor takes from (the joint_states subscription, the
-    command publishers) are created and destroyed only by lifecycle callbacks, on the executor's
-    thread, or by `destroy_node()` once nothing spins the node; the camera subscriptions live on
-    a node of their own that nothing spins (cameras.py).
+    `_open_executes` (the goal, cancel, diagnostics and idle-hold callbacks, the driving
+    thread's `_wake`). Entities the executor takes from (the command publishers) are created and
+    destroyed only by lifecycle callbacks, on the executor's thread, or by `destroy_node()` once
+    nothing spins the node. Sensors live on nodes of their own: joint states on a small
+    executor's thread (joint_feed.py), camera subscriptions on a node nothing spins
+    (cameras.py).
 
     The readiness thread (from activate until the model is loaded) shares the goals' Policy:
     it reads only its `policy` argument, calling `Policy.ready()`, which the client makes safe
@@ -103,8 +107,8 @@ class SequenceAiNode(LifecycleNode):
         # The only publisher of arm commands: it owns the CommandPublisher.
         self._gate: ArmGate | None = None
         self._cameras: Cameras | None = None
+        self._joints: JointFeed | None = None
         self._policy: sequence_ai.Policy | None = None
-        self._joint_states: Subscription | None = None
         # Destroyers of entities a teardown off the executor's thread had to leave; run by the
         # next lifecycle callback (or left to destroy_node()).
         self._orphans: list[Callable[[], object]] = []
@@ -280,9 +284,14 @@ class SequenceAiNode(LifecycleNode):
             frames=self._cameras,
             warn=self.get_logger().warning,
         )
-        # Joint states flow at full rate through this node's executor: a few floats each.
-        self._joint_states = self.create_subscription(
-            JointState, config.joint_states_topic, self._on_joint_state, qos_profile_sensor_data
+        # Joint states flow at their full rate, straight into the cache, on their own thread.
+        self._joints = JointFeed(
+            self.context,
+            self.get_name(),
+            self.get_namespace(),
+            self.resolve_topic_name(config.joint_states_topic),
+            cache.store_joint_state,
+            self.get_logger(),
         )
         # The catalogue's period, fixed here: the step check and trajectory timing use it.
         period_s = 1.0 / model.control_hz
@@ -362,15 +371,16 @@ class SequenceAiNode(LifecycleNode):
             self._accepting = False
             gate, runner, cameras = self._gate, self._runner, self._cameras
             self._runner = self._cache = self._gate = self._cameras = None
+            joints, self._joints = self._joints, None
         self._republish_timer.cancel()
         self._stop_readiness()
         if runner is not None:
             runner.close(_STOP_TIMEOUT_S)
         if cameras is not None:
             cameras.destroy()
-        subscription, self._joint_states = self._joint_states, None
-        if subscription is not None:
-            self._orphans.append(lambda: self.destroy_subscription(subscription))
+        # After the runner: a goal's last hold is checked against fresh joints.
+        if joints is not None:
+            joints.destroy()
         if gate is not None:
             self._orphans.append(gate.destroy)
         if destroy:
@@ -383,12 +393,6 @@ class SequenceAiNode(LifecycleNode):
         orphans, self._orphans = self._orphans, []
         for destroy in orphans:
             destroy()
-
-    def _on_joint_state(self, msg: JointState) -> None:
-        with self._lock:
-            cache = self._cache
-        if cache is not None:
-            cache.store_joint_state(msg)
 
     # ----- goals -----
 
@@ -552,6 +556,7 @@ def main(args: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    sys.setswitchinterval(_GIL_SWITCH_S)
     logger: Any = rclpy.logging.get_logger(NODE_NAME)
     executor: SingleThreadedExecutor | None = None
     node: SequenceAiNode | None = None

@@ -18,9 +18,12 @@ from sequence_ai_ros.cameras import TakenFrame
 from sequence_ai_ros.image_conversion import ImageConversionError, to_array
 
 # A camera age read (the gate's check, diagnostics) takes a frame only when the one in hand is
-# older than this — or than half of max_image_age_s once a goal has said it (`watch_images`):
-# requests take frames several times a second, so the driving thread rarely has to.
+# older than this — or, once a goal has said its limit (`watch_images`), within _RETAKE_MARGIN_S
+# of that limit: requests take frames several times a second, so the driving thread rarely has
+# to. The margin keeps a live camera from reading older than the limit between the read and the
+# check (a frame period and a control period fit in it).
 _FRESH_S = 0.1
+_RETAKE_MARGIN_S = 0.1
 
 
 class StaleObservation(RuntimeError):
@@ -132,14 +135,21 @@ class ObservationCache:
         the views whose frame in hand is older than that (or missing)."""
         if self._frames is None:
             return
+        wanted = list(self._views if views is None else views)
+        if older_than_s > 0:
+            # Decided before the take lock: the gate's check, on the driving thread, must not
+            # wait behind a request taking 2.7 MB frames when the frames in hand will do.
+            now = self._clock()
+            with self._lock:
+                wanted = [
+                    view for view in wanted
+                    if view not in self._images
+                    or now - self._images[view].received_s > older_than_s
+                ]
+            if not wanted:
+                return
         with self._take_lock:
-            for view in self._views if views is None else views:
-                if older_than_s > 0:
-                    now = self._clock()
-                    with self._lock:
-                        entry = self._images.get(view)
-                    if entry is not None and now - entry.received_s <= older_than_s:
-                        continue
+            for view in wanted:
                 taken = self._frames.take(view)
                 if taken is not None:
                     self._note_timing(view, self._clocks[view], taken)
@@ -147,9 +157,10 @@ class ObservationCache:
 
     def watch_images(self, max_age_s: float) -> None:
         """The age limit the gate checks from now on: an age read takes a new frame once the
-        one in hand is half that old, so a live camera never reads older than the limit."""
+        one in hand is within _RETAKE_MARGIN_S of it (at least half of it), so a live camera
+        never reads older than the limit."""
         with self._lock:
-            self._retake_after_s = max_age_s / 2
+            self._retake_after_s = max(max_age_s / 2, max_age_s - _RETAKE_MARGIN_S)
 
     def _note_timing(self, view: str, state: _FrameClock, taken: TakenFrame) -> None:
         """Update the view's frame period; warn once when a frame is taken later than two
@@ -220,8 +231,8 @@ class ObservationCache:
     def ages(self) -> dict[str, float | None]:
         """Age (s) of the newest message per view and of joint state; None = never received.
 
-        A camera's frame in hand older than half the watched limit (`watch_images`) is replaced
-        by its newest first."""
+        A camera's frame in hand near the watched limit (`watch_images`) is replaced by its
+        newest first."""
         with self._lock:
             retake_after_s = self._retake_after_s
         self.take_frames(older_than_s=retake_after_s)

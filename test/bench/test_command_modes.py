@@ -8,7 +8,9 @@ import pytest
 from bench.command_modes import (
     ArmMessage,
     intervals,
+    node_stop,
     rms_jerk,
+    seam_discontinuities,
     seam_jumps,
     still_from,
     stop_command,
@@ -39,6 +41,19 @@ def test_a_seam_on_a_steady_motion_measures_nothing_and_edges_are_skipped() -> N
     assert seam_jumps(t, q, [0.05, 1.0, 1.95], PERIOD) == [pytest.approx(0.0, abs=1e-9)]
 
 
+def test_a_steady_acceleration_is_no_discontinuity_but_a_velocity_step_is() -> None:
+    t = np.arange(0.0, 2.0, 0.01)
+    q = np.zeros((len(t), 7))
+    q[:, 2] = 0.5 * 3.0 * t**2  # 3 rad/s² throughout
+    (jump,) = seam_jumps(t, q, [1.0], PERIOD)
+    (cut,) = seam_discontinuities(t, q, [1.0], PERIOD)
+    assert jump == pytest.approx(0.3, abs=0.01)
+    assert cut == pytest.approx(0.0, abs=0.01)
+    t, q = _ramp(1.0)
+    (cut,) = seam_discontinuities(t, q, [1.0, 1.95], PERIOD)
+    assert cut == pytest.approx(1.0, abs=1e-6)
+
+
 def test_rms_jerk_is_zero_for_a_constant_acceleration() -> None:
     t = np.arange(0.0, 1.0, 0.01)
     v = np.outer(2.0 * t, np.ones(7))
@@ -63,6 +78,21 @@ def test_in_chunk_mode_only_a_still_trajectory_stops_the_arm() -> None:
     still = ArmMessage(1.07, (0.15, 0.0), trajectory=True, still=True)
     assert stop_command([moving], (1.0, 3.0)) is None
     assert stop_command([moving, still], (1.0, 3.0)) == 1.07
+
+
+def test_a_command_timer_record_becomes_an_arm_message() -> None:
+    step = ArmMessage.of({"t": 1.5, "values": [0.1, 0.2]})
+    assert step == ArmMessage(1.5, (0.1, 0.2))
+    record = {"t": 2.0, "values": [0.3, 0.0], "trajectory": True, "still": True,
+              "first_point": 2.1}
+    assert ArmMessage.of(record) == ArmMessage(2.0, (0.3, 0.0), True, True, 2.1)
+
+
+def test_the_node_stop_runs_from_its_cancel_to_its_next_hold() -> None:
+    cancels, holds = [1.2, 5.2], [0.5, 1.25, 1.9, 5.4]
+    assert node_stop(cancels, holds, (1.0, 3.0)) == pytest.approx(0.05)
+    assert node_stop(cancels, [0.5], (1.0, 3.0)) == float("inf")
+    assert np.isnan(node_stop([], holds, (1.0, 3.0)))
 
 
 def test_the_arm_is_still_from_the_sample_after_its_last_motion() -> None:

@@ -1,6 +1,6 @@
-"""The node's threads: goals run on one driving thread, and camera frames are taken on demand
-from a node that nothing spins. (A goal burst answered in full is a row of the fault matrix,
-test/safety/test_fault_matrix_node.py.)"""
+"""The node's threads: goals run on one driving thread, joint states arrive on a small executor
+of their own, and camera frames are taken on demand from a node that nothing spins. (A goal
+burst answered in full is a row of the fault matrix, test/safety/test_fault_matrix_node.py.)"""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 from node_harness import node_parameters, wait_for
 
 from sequence_ai_ros.goals import DRIVING_THREAD
+from sequence_ai_ros.joint_feed import JOINT_THREAD
 
 
 def test_goals_run_on_one_driving_thread_and_cameras_are_never_spun(
@@ -33,3 +34,29 @@ def test_goals_run_on_one_driving_thread_and_cameras_are_never_spun(
     wait_for(
         lambda: cameras in arm.get_node_names(), what=f"the camera node {cameras} in the graph"
     )
+    # Joint states too: the goals above were checked against them, on their own thread.
+    assert not [t for t in topics if t.endswith("joint_states")], topics
+    assert f"{node.get_name()}_joints" in arm.get_node_names()
+    assert [t.name for t in threading.enumerate()].count(JOINT_THREAD) >= 1
+
+
+def test_cleanup_stops_the_joint_thread_and_a_new_configuration_starts_one(
+    ros_system: Any, gateway: Any, key_file: str
+) -> None:
+    from lifecycle_msgs.msg import Transition
+
+    node, arm = ros_system(**node_parameters(gateway.url, key_file))
+
+    def feeds() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name == JOINT_THREAD]
+
+    before = feeds()
+    arm.configure_and_activate()
+    (mine,) = [t for t in feeds() if t not in before]
+    assert arm.transition(Transition.TRANSITION_DEACTIVATE)
+    assert arm.transition(Transition.TRANSITION_CLEANUP)
+    assert not mine.is_alive()
+    arm.configure_and_activate()
+    handle, _ = arm.send_goal("pick up the cup", max_seconds=30.0, max_actions=4)
+    _, result = arm.result(handle)
+    assert result.reason == "completed", result.message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 import time
 
 import numpy as np
@@ -167,6 +168,38 @@ def test_frames_are_taken_when_a_request_needs_them_not_before(clock: FakeClock)
     cache.images(max_age_s=0.5)
     assert camera.takes == takes + 1
     assert cache.ages()["front"] == pytest.approx(0.0)
+
+
+def test_under_a_goal_an_age_read_takes_a_frame_only_near_the_limit(clock: FakeClock) -> None:
+    camera = FakeCamera()
+    cache = ObservationCache(["front"], ["j1"], "", clock=clock, frames=camera)
+    cache.watch_images(0.5)
+    camera.queued["front"] = [_taken(clock.now, time.time(), 1)]
+    cache.images(max_age_s=0.5)
+    takes = camera.takes
+    clock.now += 0.35
+    assert cache.ages()["front"] == pytest.approx(0.35)
+    assert camera.takes == takes
+    clock.now += 0.1
+    camera.queued["front"] = [_taken(clock.now, time.time(), 2)]
+    assert cache.ages()["front"] == pytest.approx(0.0)
+    assert camera.takes == takes + 1
+
+
+def test_an_age_read_does_not_wait_behind_a_take_when_the_frames_in_hand_will_do(
+    clock: FakeClock,
+) -> None:
+    camera = FakeCamera()
+    cache = ObservationCache(["front"], ["j1"], "", clock=clock, frames=camera)
+    camera.queued["front"] = [_taken(clock.now, time.time(), 1)]
+    cache.images(max_age_s=0.5)
+    # A request's take in progress holds the take lock; the gate's read needs no new frame.
+    with cache._take_lock:
+        done = threading.Event()
+        reader = threading.Thread(target=lambda: (cache.ages(), done.set()))
+        reader.start()
+        assert done.wait(10.0), "the age read waited for the take lock"
+    reader.join()
 
 
 def test_a_frame_taken_later_than_two_periods_is_warned_about_once(clock: FakeClock) -> None:
