@@ -68,7 +68,6 @@ class Recording:
     clock; the arm's commands, timed by a process that only receives them."""
 
     arm: list[ArmMessage] = field(default_factory=list)
-    gripper: list[float] = field(default_factory=list)
     # The trajectory controller's desired state, by its sample stamps (chunk mode only).
     reference: list[float] = field(default_factory=list)
     # joint_states: stamp, positions, velocities of the seven arm joints.
@@ -92,7 +91,6 @@ class Measured:
 def _record(probe: RosProbe, robot: Robot) -> Recording:
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
-    from std_msgs.msg import Float64MultiArray
 
     from sequence_ai_ros.sim.arm import JOINT_NAMES
     from sequence_ai_ros.sim.robot import REFERENCE_TOPIC
@@ -112,10 +110,6 @@ def _record(probe: RosProbe, robot: Robot) -> Recording:
 
     qos = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
     node = probe.node
-    node.create_subscription(
-        Float64MultiArray, robot.topic("gripper_controller/commands"),
-        lambda _msg: recording.gripper.append(time.monotonic()), qos,
-    )  # fmt: skip
     node.create_subscription(
         JointState, robot.topic(REFERENCE_TOPIC),
         lambda msg: recording.reference.append(stamp(msg)), qos,

@@ -139,21 +139,27 @@ class ObservationCache:
         if older_than_s > 0:
             # Decided before the take lock: the gate's check, on the driving thread, must not
             # wait behind a request taking 2.7 MB frames when the frames in hand will do.
-            now = self._clock()
-            with self._lock:
-                wanted = [
-                    view for view in wanted
-                    if view not in self._images
-                    or now - self._images[view].received_s > older_than_s
-                ]
+            wanted = self._older_than(wanted, older_than_s)
             if not wanted:
                 return
         with self._take_lock:
+            if older_than_s > 0:
+                # Again: a take that held the lock meanwhile may have brought them.
+                wanted = self._older_than(wanted, older_than_s)
             for view in wanted:
                 taken = self._frames.take(view)
                 if taken is not None:
                     self._note_timing(view, self._clocks[view], taken)
                     self.store_image(view, taken.msg, taken.received_s)
+
+    def _older_than(self, views: Sequence[str], age_s: float) -> list[str]:
+        """The views whose frame in hand is older than `age_s`, or missing."""
+        now = self._clock()
+        with self._lock:
+            return [
+                view for view in views
+                if view not in self._images or now - self._images[view].received_s > age_s
+            ]
 
     def watch_images(self, max_age_s: float) -> None:
         """The age limit the gate checks from now on: an age read takes a new frame once the
