@@ -35,14 +35,20 @@ def steps_of(rows: list) -> list:
 def test_an_answer_overtaken_by_a_newer_one_is_discarded_never_played(gw) -> None:
     robot = Robot()
     released = threading.Event()
+    stalling = threading.Event()
 
     def on_chunk(prediction) -> None:
         robot.on_chunk(prediction)
-        if len(robot.chunks) == 1:
-            # The next request (the first prefetch) is held; the one after it overtakes it.
+        # Hold the next request the gateway takes and release it once another answer is in:
+        # that one overtook it. If the stall caught a request observed after the answer that
+        # came in (it was sent before the fault reached the gateway), nothing was overtaken,
+        # and the next install starts the cycle again.
+        if not stalling.is_set():
             gw.inject("stall", seconds=None)
-        elif not released.is_set():
+            stalling.set()
+        else:
             gw.clear_faults()
+            stalling.clear()
             released.set()
 
     with open_policy(gw, control_hz=60, max_in_flight=2) as policy:
