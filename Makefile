@@ -58,7 +58,7 @@ endif
 PYTHON39 ?= $(if $(shell pyenv prefix 3.9 2>/dev/null),$(shell pyenv prefix 3.9)/bin/python,$(shell command -v python3.9))
 
 # Extras of setup.py (the single source of the Python dependencies) for each venv.
-VENV_EXTRAS := gateway image test lint
+VENV_EXTRAS := gateway image episodes test lint
 VENV39_EXTRAS := client-test
 
 # A block of 8 ROS domains per make run (from its pid; TEST_DOMAIN_BASE=N pins it), so concurrent

@@ -21,7 +21,11 @@ CLIENT_TEST = ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.50"]
 EXTRAS_REQUIRE = {
     "gateway": ["fastapi>=0.100", "uvicorn>=0.22", "pillow>=9", "numpy>=1.21", "trustme>=1.0"],
     "image": ["pillow>=9", "numpy>=1.21"],
-    "test": CLIENT_TEST + ["schemathesis>=3.19", "matplotlib>=3.5"],
+    # record: goals and `python -m sequence_ai_ros.episodes`. mcap 1.6 is the first whose
+    # Writer.flush() closes a chunk on demand (a killed node's file reads back to it).
+    "episodes": ["mcap>=1.6", "matplotlib>=3.5"],
+    # rosbags: the tests open the episode files with a second, independent reader.
+    "test": CLIENT_TEST + ["schemathesis>=3.19", "matplotlib>=3.5", "rosbags>=0.11"],
     "client-test": CLIENT_TEST,
     "lint": ["ruff>=0.12", "vermin>=1.6"],
 }

@@ -10,7 +10,7 @@ import enum
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from builtin_interfaces.msg import Duration
 from rclpy.duration import Duration as RosDuration
@@ -74,8 +74,11 @@ class CommandPublisher:
         command_type: str,
         gripper_topic: str,
         period_s: float,
+        on_publish: Callable[[str, object], None] | None = None,
     ) -> None:
         self._node = node
+        # Told every message published ("arm" or "gripper"): the episode recorder.
+        self._on_publish = on_publish
         self._joint_names = list(joint_names)
         self._interface = Interface(interface)
         self._command_type = command_type
@@ -98,8 +101,10 @@ class CommandPublisher:
     def publish_arm(self, values: Sequence[float]) -> None:
         """One arm command: positions or velocities in joint_names order."""
         values = [float(v) for v in values[: len(self._joint_names)]]
-        self._arm.publish(self._message(values))
+        msg = self._message(values)
+        self._arm.publish(msg)
         self._count()
+        self._published("arm", msg)
 
     def publish_trajectory(self, plan: TrajectoryPlan) -> None:
         """One JointTrajectory with every point of `plan`, stamped in ROS time (a zero stamp,
@@ -122,10 +127,17 @@ class CommandPublisher:
         ]
         self._arm.publish(msg)
         self._count()
+        self._published("arm", msg)
 
     def publish_gripper(self, value: float) -> None:
         if self._gripper is not None:
-            self._gripper.publish(Float64MultiArray(data=[float(value)]))
+            msg = Float64MultiArray(data=[float(value)])
+            self._gripper.publish(msg)
+            self._published("gripper", msg)
+
+    def _published(self, group: str, msg: object) -> None:
+        if self._on_publish is not None:
+            self._on_publish(group, msg)
 
     def command_rate_hz(self, window_s: float = 2.0) -> float:
         """Arm commands per second over the last `window_s`."""

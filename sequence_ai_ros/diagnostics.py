@@ -42,6 +42,9 @@ class Health:
     # Body bytes of the last request that brought a chunk, and each view's share of them.
     request_bytes: int | None = None
     view_bytes: dict[str, int] | None = None
+    # Episode recording (episodes/recorder.py): off, the file being written, or the error.
+    recording: str = "off"
+    recording_dropped: int = 0
 
 
 class HealthRecord:
@@ -134,6 +137,8 @@ def build_array(
         "command_rate_hz": f"{command_rate_hz:.1f}",
         **_continuity_values(health),
         "image_conversion": CONVERTER,
+        "recording": health.recording,
+        "recording_dropped": str(health.recording_dropped),
     }
     for source, age in ages.items():
         key = "joint_state_age_s" if source == "joint_states" else f"camera_{source}_age_s"
@@ -145,6 +150,8 @@ def build_array(
 
     if health.problem:
         level, message = DiagnosticStatus.ERROR, health.problem
+    elif health.recording.startswith("error:"):
+        level, message = DiagnosticStatus.WARN, f"recording {health.recording}"
     elif health.lifecycle == "active" and health.readiness_error:
         level, message = DiagnosticStatus.WARN, f"readiness check failing: {health.readiness_error}"
     elif health.lifecycle == "active" and missing:

@@ -21,6 +21,7 @@ from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.arm import ArmGate, MotionRules
 from sequence_ai_ros.commands import CommandMode, Interface
 from sequence_ai_ros.diagnostics import HealthRecord
+from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.observations import ObservationCache, StaleObservation
 from sequence_ai_ros.parameters import NodeConfig
 
@@ -221,6 +222,7 @@ class GoalRunner:
         live_config: Callable[[], NodeConfig],
         log: RcutilsLogger,
         wake: Callable[[], None],
+        episodes: EpisodeRecorder,
     ) -> None:
         self._policy = policy
         self._model = model
@@ -231,6 +233,7 @@ class GoalRunner:
         self._live_config = live_config
         self._log = log
         self._wake = wake
+        self._episodes = episodes
         self._cond = threading.Condition()
         # Every goal not yet ended, by goal id, in the order they were accepted.
         self._goals: dict[bytes, GoalRun] = {}
@@ -377,12 +380,17 @@ class GoalRunner:
                 run.handle.abort()
             except Exception:  # noqa: BLE001 - rclpy aborts an unfinished goal itself
                 pass
-        return Act.Result(
+        result = Act.Result(
             reason=f"{ResultReason.RAISED.value}:{type(exc).__name__}",
             stopped_early=True,
             max_seam_jump=math.nan,
             message=f"the node failed while ending the goal: {exc}",
         )
+        self._episodes.goal_ended(
+            bytes(run.handle.goal_id.uuid), run.handle.request, result, None,
+            Terminal.ABORTED.value,
+        )
+        return result
 
     def _finish(self, run: GoalRun, result: Act.Result) -> None:
         """The goal is over: forget it, answer its `execute`, wake the executor."""
@@ -398,6 +406,7 @@ class GoalRunner:
     def _run(self, run: GoalRun) -> Act.Result:
         config = self._live_config()
         goal = run.handle.request
+        self._episodes.goal_started(bytes(run.handle.goal_id.uuid), goal, config)
         max_seconds = min(goal.max_seconds, config.max_goal_seconds)
         options: dict[str, Any] = {
             "max_seconds": max_seconds,
@@ -410,7 +419,7 @@ class GoalRunner:
             "startup_timeout_s": config.startup_timeout_s,
             "on_status": lambda state: self._on_status(run, state),
             "on_chunk": lambda prediction: self._on_chunk(run, prediction),
-            "on_underrun": lambda _waited_s: self._on_underrun(run),
+            "on_underrun": lambda waited_s: self._on_underrun(run, waited_s),
             "controller": self._controller,
             "progress": False,
             "call": run.call,
@@ -557,6 +566,10 @@ class GoalRunner:
             result.actions, result.chunks, result.underruns = counts
             result.elapsed_s = time.monotonic() - run.started_s
             result.max_seam_jump = math.nan
+        self._episodes.goal_ended(
+            bytes(run.handle.goal_id.uuid), run.handle.request, result, outcome,
+            row.terminal.value,
+        )
         self._set_terminal(run, row.terminal)
         self._health.end_goal(f"{result.reason}: {result.message}", ran=ran)
         self._log.info(
@@ -587,9 +600,10 @@ class GoalRunner:
     def _observe(self, config: NodeConfig, instruction: str) -> sequence_ai.Observation:
         """A fresh observation, or StaleObservation: a stale one is never sent. Safe from any
         thread: the cache takes frames and copies joints under its own locks."""
+        captured_ns = time.time_ns()
         frames = self._cache.images(config.max_image_age_s)
         joints = self._cache.joints(config.max_state_age_s)
-        return sequence_ai.observation(
+        observation = sequence_ai.observation(
             self._model,
             images=frames,
             joints=joints.positions,
@@ -597,6 +611,8 @@ class GoalRunner:
             instruction=instruction,
             quality=config.jpeg_quality,
         )
+        self._episodes.observation_sent(observation, captured_ns)
+        return observation
 
     def _validate(self, run: GoalRun, step: list[float]) -> bool:
         with self._cond:
@@ -608,6 +624,7 @@ class GoalRunner:
             with self._cond:
                 run.validate_reason = reason
             self._log.warning(f"step refused: {reason}")
+            self._episodes.refusal(reason)
             return False
         return True
 
@@ -633,6 +650,7 @@ class GoalRunner:
             with self._cond:
                 run.refused = run.validate_reason = reason
             self._log.warning(f"chunk refused: {reason}")
+            self._episodes.refusal(reason, installed.chunk)
 
     def _hold(self, run: GoalRun, config: NodeConfig, force: bool = False) -> None:
         with self._cond:
@@ -646,6 +664,7 @@ class GoalRunner:
             and self._gate.mode is CommandMode.STEP
         ):
             return
+        self._episodes.hold()
         problem = self._gate.hold()
         if problem is not None:
             with self._cond:
@@ -666,6 +685,7 @@ class GoalRunner:
         with self._cond:
             run.chunks += 1
             run.request_bytes = prediction.request_bytes or 0
+        self._episodes.chunk_received(prediction)
         latency = _request_latency_s(prediction)
         if latency is not None:
             self._health.add_latency(latency)
@@ -675,7 +695,8 @@ class GoalRunner:
             view_bytes=None if observation is None else dict(observation.view_bytes),
         )
 
-    def _on_underrun(self, run: GoalRun) -> None:
+    def _on_underrun(self, run: GoalRun, waited_s: float) -> None:
+        self._episodes.underrun(waited_s)
         with self._cond:
             run.underruns += 1
         self._health.add_underrun()
@@ -708,6 +729,7 @@ class GoalRunner:
         else:
             feedback.requests_per_s = feedback.speed = math.nan
         run.handle.publish_feedback(feedback)
+        self._episodes.feedback(feedback)
 
 
 def _continuity_into(result: Act.Result, outcome: sequence_ai.RunOutcome) -> None:

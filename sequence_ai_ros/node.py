@@ -39,6 +39,7 @@ from sequence_ai_ros.arm import ArmGate, MotionRules
 from sequence_ai_ros.cameras import Cameras
 from sequence_ai_ros.commands import CommandMode, CommandPublisher
 from sequence_ai_ros.diagnostics import HealthRecord, build_array
+from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
 from sequence_ai_ros.joint_feed import JointFeed
 from sequence_ai_ros.model_fit import controller_for, fit_problems
@@ -295,6 +296,15 @@ class SequenceAiNode(LifecycleNode):
         )
         # The catalogue's period, fixed here: the step check and trajectory timing use it.
         period_s = 1.0 / model.control_hz
+        # One MCAP file per goal while `record` is goals (docs/recording.md).
+        episodes = EpisodeRecorder(
+            node_name=self.get_fully_qualified_name(),
+            model=model,
+            state_names=[*config.joint_names, *filter(None, [config.gripper_joint])],
+            health=self.health,
+            live_config=lambda: NodeConfig.from_node(self),
+            error=self.get_logger().error,
+        )
         gate = ArmGate(
             CommandPublisher(
                 self,
@@ -304,6 +314,7 @@ class SequenceAiNode(LifecycleNode):
                 command_type=config.command_type,
                 gripper_topic=config.gripper_command_topic,
                 period_s=period_s,
+                on_publish=episodes.command_published,
             ),
             cache,
             joints=len(config.joint_names),
@@ -321,6 +332,7 @@ class SequenceAiNode(LifecycleNode):
             live_config=lambda: NodeConfig.from_node(self),
             log=self.get_logger(),
             wake=self._wake_guard.trigger,
+            episodes=episodes,
         )
         with self._lock:
             self._cache, self._gate, self._runner = cache, gate, runner

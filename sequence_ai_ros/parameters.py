@@ -191,6 +191,22 @@ SPECS: dict[str, Spec] = {
         "message before it ends StaleObservation (s)",
         float_range=(0.0, 60.0),
     ),
+    "record": Spec(
+        "off",
+        "off | goals: one MCAP episode file per act goal in record_dir (docs/recording.md)",
+        choices=("off", "goals"),
+    ),
+    "record_dir": Spec("~/.ros/sequence_ai/episodes", "folder of the episode files"),
+    "record_max_mb": Spec(
+        2048.0,
+        "largest size of record_dir's episodes; the oldest are removed first (MB, 0 = no bound)",
+        float_range=(0.0, 1e7),
+    ),
+    "record_cameras_hz": Spec(
+        0.0,
+        "also record each camera's raw frames at this rate (Hz, 0 = only the JPEGs sent)",
+        float_range=(0.0, 30.0),
+    ),
 }
 # How a type is named in a refusal.
 TYPE_NAMES = {
@@ -238,6 +254,10 @@ class NodeConfig:
     hold_between_goals: bool
     hold_republish_hz: float
     input_wait_s: float
+    record: str
+    record_dir: str
+    record_max_mb: float
+    record_cameras_hz: float
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> NodeConfig:

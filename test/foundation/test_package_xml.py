@@ -24,8 +24,10 @@ ROSDEP_KEYS = {
     "yaml": "python3-yaml",
     "matplotlib": "python3-matplotlib",
 }
-# Imported only for an option no launch uses (the gateway's --tls): pip, not rosdep.
-OPTIONAL = {"trustme"}
+# Imported only for an option no launch uses (the gateway's --tls): pip, not rosdep. The
+# episode recorder (record: goals) and its tools: setup.py's `episodes` extra, from pip (no
+# jammy package); the node runs without them and says so when asked to record.
+OPTIONAL = {"trustme", "mcap", "matplotlib"}
 
 
 def _keys(which: Callable[[str], bool]) -> set[str]:

@@ -1,0 +1,229 @@
+"""`EpisodeRecorder`: one MCAP file per `act` goal when `record` is `goals` — the observer the
+goal runner, the client's callbacks and the gate's output stage report to."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import sequence_ai
+from sequence_ai_interfaces.action import Act
+from sequence_ai_ros.diagnostics import HealthRecord
+from sequence_ai_ros.episodes.episode import EPISODE_RECORD, Disposition, Episode
+from sequence_ai_ros.parameters import NodeConfig
+
+RECORD_OFF = "off"
+RECORD_GOALS = "goals"
+RECORD_MODES = (RECORD_OFF, RECORD_GOALS)
+SUFFIX = ".mcap"
+# A goal's end waits at most this long for its file to be closed (the arm is held by then).
+CLOSE_WAIT_S = 2.0
+_SLUG_CHARS = re.compile(r"[^a-z0-9]+")
+
+
+def episode_name(started: datetime, model: str, instruction: str) -> str:
+    """`<UTC start>_<model>_<instruction slug>.mcap`: sorts by start, reads at a glance."""
+    slug = _SLUG_CHARS.sub("-", instruction.lower()).strip("-")[:48].rstrip("-") or "goal"
+    model_part = _SLUG_CHARS.sub("-", model.lower()).strip("-") or "model"
+    return f"{started:%Y%m%dT%H%M%S_%f}Z_{model_part}_{slug}{SUFFIX}"
+
+
+def prune(folder: Path, max_mb: float, keep: Path | None = None) -> list[Path]:
+    """Remove the oldest episodes until the folder's episodes fit in `max_mb` (0: no bound);
+    the files removed. `keep` (the file being written) is never removed."""
+    if max_mb <= 0:
+        return []
+    files = sorted(folder.glob(f"*{SUFFIX}"))
+    sizes = {path: path.stat().st_size for path in files}
+    total = sum(sizes.values())
+    removed: list[Path] = []
+    for path in files:
+        if total <= max_mb * 1e6:
+            break
+        if path == keep:
+            continue
+        path.unlink(missing_ok=True)
+        total -= sizes[path]
+        removed.append(path)
+    return removed
+
+
+def recorded_parameters(config: NodeConfig) -> dict[str, object]:
+    """The parameters as recorded: everything, with any credentials in `base_url` removed
+    (the API key itself is never a parameter)."""
+    values = dataclasses.asdict(config)
+    url = urlsplit(config.base_url)
+    if url.username or url.password:
+        values["base_url"] = urlunsplit(url._replace(netloc=url.hostname or ""))
+    return values
+
+
+def versions() -> dict[str, str]:
+    found = {"sequence_ai": sequence_ai.__version__, "python": platform.python_version()}
+    for package in ("sequence_ai_ros", "mcap"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            found[package] = "not installed"
+    return found
+
+
+class EpisodeRecorder:
+    """Turns a goal's events into its episode file.
+
+    Events come from the driving thread, the request threads and the executor; none of them
+    waits on the disk. `_lock` guards `_episodes` (the open file of each goal, by goal id) and
+    `_running` (the episode of the goal whose run drives the arm: it gets the run's events).
+    """
+
+    def __init__(
+        self,
+        *,
+        node_name: str,
+        model: sequence_ai.Model,
+        state_names: Sequence[str],
+        health: HealthRecord,
+        live_config: Callable[[], NodeConfig],
+        error: Callable[[str], object],
+    ) -> None:
+        self._prefix = f"{node_name.rstrip('/')}/episode"
+        self._model = model
+        self._state_names = list(state_names)
+        self._health = health
+        self._live_config = live_config
+        self._error = error
+        self._lock = threading.Lock()
+        self._episodes: dict[bytes, Episode | None] = {}
+        self._running: Episode | None = None
+
+    # ----- a goal -----
+
+    def goal_started(self, goal_id: bytes, goal: Act.Goal, config: NodeConfig) -> None:
+        """The goal's run begins: its file opens (with `record: goals`) and takes its events."""
+        episode = self._open(goal_id, goal, config)
+        with self._lock:
+            # None too: the goal's end then knows its recording was off or failed.
+            self._episodes[goal_id] = episode
+            self._running = episode
+
+    def goal_ended(
+        self,
+        goal_id: bytes,
+        goal: Act.Goal,
+        result: Act.Result,
+        outcome: sequence_ai.RunOutcome | None,
+        status: str,
+    ) -> None:
+        """The goal's result, its run's figures and the summary; the file is closed. A goal
+        that never ran gets a file too, with its goal and result."""
+        with self._lock:
+            started = goal_id in self._episodes
+            episode = self._episodes.pop(goal_id, None)
+            if episode is not None and episode is self._running:
+                self._running = None
+        if not started:
+            episode = self._open(goal_id, goal, self._live_config(), started=False)
+        if episode is None:
+            return  # not recording, or its file could not be opened (reported then)
+        stats = episode.ended(result, outcome, status, CLOSE_WAIT_S)
+        if not stats.error:
+            dropped = f", {stats.dropped} dropped" if stats.dropped else ""
+            self._health.update(recording=f"last {episode.writer.path}{dropped}")
+            self._health.update(recording_dropped=stats.dropped)
+        prune(episode.writer.path.parent, self._live_config().record_max_mb)
+
+    # ----- the run's events (no-ops without a running episode) -----
+
+    def observation_sent(self, observation: sequence_ai.Observation, captured_ns: int) -> None:
+        episode = self._current()
+        if episode is not None:
+            episode.observation(observation, captured_ns)
+
+    def chunk_received(self, prediction: sequence_ai.Prediction) -> None:
+        episode = self._current()
+        if episode is not None:
+            episode.chunk(prediction, Disposition.INSTALLED)
+
+    def refusal(self, reason: str, chunk: int | None = None) -> None:
+        episode = self._current()
+        if episode is not None:
+            episode.refusal(reason, chunk)
+
+    def command_published(self, group: str, message: object) -> None:
+        episode = self._current()
+        if episode is not None:
+            episode.command(group, message)
+
+    def underrun(self, waited_s: float) -> None:
+        episode = self._current()
+        if episode is not None:
+            episode.underrun(waited_s)
+
+    def hold(self) -> None:
+        episode = self._current()
+        if episode is not None:
+            episode.hold()
+
+    def feedback(self, feedback: Act.Feedback) -> None:
+        episode = self._current()
+        if episode is not None:
+            episode.feedback(feedback)
+
+    # ----- internals -----
+
+    def _current(self) -> Episode | None:
+        with self._lock:
+            return self._running
+
+    def _open(
+        self, goal_id: bytes, goal: Act.Goal, config: NodeConfig, started: bool = True
+    ) -> Episode | None:
+        if config.record != RECORD_GOALS:
+            self._health.update(recording=RECORD_OFF)
+            return None
+        now = datetime.now(timezone.utc)
+        folder = Path(config.record_dir).expanduser()
+        path = folder / episode_name(now, self._model.short_id, goal.instruction)
+        try:
+            # Imported here: a node that never records needs no mcap package.
+            from sequence_ai_ros.episodes.writer import EpisodeWriter
+        except ImportError as exc:
+            self._failed(f"{exc}; install the episodes extra: pip install 'mcap>=1.6'")
+            return None
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            prune(folder, config.record_max_mb)
+            writer = EpisodeWriter(path, self._failed)
+        except OSError as exc:
+            self._failed(f"cannot record to {path}: {exc}")
+            return None
+        episode = Episode(writer, prefix=self._prefix, state_names=self._state_names)
+        writer.metadata(EPISODE_RECORD, {
+            "goal_id": goal_id.hex(),
+            "instruction": goal.instruction,
+            "model": self._model.short_id,
+            "started_ns": str(time.time_ns()),
+            "ran": str(started).lower(),
+            "topics": self._prefix,
+            "state_names": json.dumps(self._state_names),
+            "parameters": json.dumps(recorded_parameters(config)),
+            "catalogue_row": json.dumps(self._model.raw),
+            "versions": json.dumps(versions()),
+        })
+        episode.goal(goal)
+        self._health.update(recording=f"recording {path}")
+        return episode
+
+    def _failed(self, reason: str) -> None:
+        """A write error: this episode records no more; one ERROR and the diagnostics flag."""
+        self._error(f"recording stopped: {reason}; the goal goes on")
+        self._health.update(recording=f"error: {reason}")
