@@ -55,6 +55,9 @@ ROS_WHEELS := ros-jazzy-rclpy ros-jazzy-rmw-fastrtps-cpp ros-jazzy-rcl-lifecycle
 	colcon-core colcon-ros colcon-cmake colcon-python-setup-py colcon-bash \
 	colcon-package-selection colcon-package-information numpy
 endif
+# `export-lerobot` only: lerobot needs Python >= 3.12 and torch (docs/recording.md says what it costs).
+PYTHON312 ?= $(if $(shell pyenv prefix 3.12 2>/dev/null),$(shell pyenv prefix 3.12)/bin/python,$(shell command -v python3.12))
+VENV_LEROBOT := $(ROOT)/.venv-lerobot
 PYTHON39 ?= $(if $(shell pyenv prefix 3.9 2>/dev/null),$(shell pyenv prefix 3.9)/bin/python,$(shell command -v python3.9))
 
 # Extras of setup.py (the single source of the Python dependencies) for each venv.
@@ -93,7 +96,8 @@ CLIENT_TESTS := $(wildcard test/client) test/foundation/test_client_import.py \
 	test/gateway/test_fixture_any_python.py
 FLOORS_TESTS := $(wildcard test/client test/gateway) test/foundation/test_client_import.py
 
-.PHONY: setup setup-locked test lint pytest pytest39 floors demo bench bench-quick
+.PHONY: setup setup-locked test lint pytest pytest39 floors demo bench bench-quick lerobot-venv \
+	export-lerobot
 
 # Serialised with flock: several engineers share this tree and colcon must not run twice at once.
 setup:
@@ -184,6 +188,22 @@ floors: $(VENV_FLOORS)/.stamp-deps
 	cd $(ROOT) && env -u AMENT_PREFIX_PATH PYTHONPATH=$(ROOT) \
 		SEQUENCE_AI_GATEWAY_PYTHON=$(VENV_FLOORS_PY) \
 		$(VENV_FLOORS_PY) -m pytest $(PYTEST_ARGS) $(FLOORS_TESTS)
+
+# The environment of `export-lerobot` (not part of `make test`: torch alone is gigabytes).
+lerobot-venv: $(VENV_LEROBOT)/.stamp-deps
+
+$(VENV_LEROBOT)/.stamp-deps: $(VENV)/.stamp-deps setup.py .ci/requirements.py
+	@if [ -z "$(PYTHON312)" ]; then echo "No Python 3.12 found: pass PYTHON312=/path/to/python3.12"; \
+		exit 1; fi
+	$(OUTSIDE) $(PYTHON312) -m venv $(VENV_LEROBOT)
+	$(VENV_PY) .ci/requirements.py lerobot > $(VENV_LEROBOT)/requirements.txt
+	$(OUTSIDE) $(VENV_LEROBOT)/bin/python $(PIP_INSTALL) -r $(VENV_LEROBOT)/requirements.txt
+	@touch $@
+
+# make export-lerobot DIR=~/.ros/sequence_ai/episodes OUT=/tmp/dataset
+export-lerobot: lerobot-venv
+	PYTHONPATH=$(ROOT) $(VENV_LEROBOT)/bin/python -m sequence_ai_ros.episodes export-lerobot \
+		$(DIR) $(OUT) $(ARGS)
 
 demo: setup
 	$(WS_ENV) export ROS_DOMAIN_ID=$(RUN_DOMAIN_ID) && $(VENV_PY) -m sequence_ai_ros.demo $(ARGS)

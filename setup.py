@@ -24,6 +24,9 @@ EXTRAS_REQUIRE = {
     # record: goals and `python -m sequence_ai_ros.episodes`. mcap 1.6 is the first whose
     # Writer.flush() closes a chunk on demand (a killed node's file reads back to it).
     "episodes": ["mcap>=1.6", "matplotlib>=3.5"],
+    # `export-lerobot` in its own environment (Python >= 3.12 and torch: make lerobot-venv):
+    # LeRobot's dataset writer (v3 datasets from 0.4), rosbags to decode without rclpy.
+    "lerobot": ["lerobot>=0.4", "mcap>=1.6", "rosbags>=0.11", "pillow>=9", "numpy>=1.21"],
     # rosbags: the tests open the episode files with a second, independent reader.
     "test": CLIENT_TEST + ["schemathesis>=3.19", "matplotlib>=3.5", "rosbags>=0.11"],
     "client-test": CLIENT_TEST,
@@ -56,6 +59,7 @@ setup(
             "sim_robot = sequence_ai_ros.sim.robot:main",
             "sequence-ai-gateway = sequence_ai_gateway.__main__:main",
             "sequence-ai = sequence_ai.cli:main",
+            "sequence-ai-episodes = sequence_ai_ros.episodes.tools:main",
         ],
     },
 )

@@ -20,6 +20,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import sequence_ai
 from sequence_ai_interfaces.action import Act
+from sequence_ai_ros.episodes.reader import SUMMARY_RECORD
 
 if TYPE_CHECKING:
     from sequence_ai_ros.episodes.writer import EpisodeWriter, WriterStats
@@ -39,9 +40,6 @@ INSTRUCTION = "instruction"
 FEEDBACK = "feedback"
 RESULT = "result"
 OUTCOME = "outcome"
-# Metadata records (besides rosbag2's own).
-EPISODE_RECORD = "sequence_ai.episode"
-SUMMARY_RECORD = "sequence_ai.summary"
 
 
 class Disposition(str, enum.Enum):
@@ -164,12 +162,15 @@ class Episode:
             for k, row in enumerate(chunk.steps)
         ]
         self.put(CHUNK, trajectory, arrived_ns)
-        round_trip = prediction.perf.get("round_trip_ms")
+        # Latency as the node lived it: from the observation's capture (the request left
+        # right after its encoding) to the chunk's arrival at the loop; the service's own
+        # time to first action beside it.
+        ttfa = prediction.perf.get("ttfa_ms")
         self.put(CHUNK_INFO, _status("chunk", disposition.value, {
             "chunk": number, "observation": observation, "request_id": prediction.id,
-            "model": prediction.model, "sent_ns": captured_ns, "arrived_ns": arrived_ns,
-            "latency_s": float(round_trip) / 1000.0 if isinstance(round_trip, (int, float))
-            else None,
+            "model": prediction.model, "captured_ns": captured_ns, "arrived_ns": arrived_ns,
+            "latency_s": (arrived_ns - captured_ns) / 1e9,
+            "service_ttfa_s": float(ttfa) / 1000.0 if isinstance(ttfa, (int, float)) else None,
             "action_space": chunk.action_space, "control_frequency_hz": chunk.control_frequency_hz,
             "covers_seconds": chunk.covers_seconds, "rows": len(chunk.steps),
         }), arrived_ns)

@@ -1,5 +1,7 @@
 """Reading an episode file back: its records, and every message as its ROS message class —
-also a file cut short by a killed node (its messages up to the last flushed chunk)."""
+also a file cut short by a killed node (its messages up to the last flushed chunk). Where
+rclpy is missing (the LeRobot export's environment) `rosbags` decodes the messages instead,
+from the schemas in the file."""
 
 from __future__ import annotations
 
@@ -8,12 +10,14 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mcap.exceptions import McapError
 from mcap.reader import NonSeekingReader, make_reader
-from rclpy.serialization import deserialize_message
 
-from sequence_ai_ros.episodes.episode import EPISODE_RECORD, SUMMARY_RECORD
+# Metadata records of an episode file (besides rosbag2's own).
+EPISODE_RECORD = "sequence_ai.episode"
+SUMMARY_RECORD = "sequence_ai.summary"
 
 
 def message_class(name: str) -> type:
@@ -28,11 +32,13 @@ def message_class(name: str) -> type:
 
 @dataclass(frozen=True)
 class Message:
-    """One recorded message: its topic relative to the episode's, its log time, the message."""
+    """One recorded message: its topic relative to the episode's, its log time, its type
+    (`pkg/msg/Type`) and the message."""
 
     topic: str
     log_time_ns: int
-    message: object
+    type_name: str
+    message: Any
 
 
 @dataclass
@@ -104,6 +110,11 @@ def _take_metadata(episode: EpisodeFile, name: str, values: dict[str, str]) -> N
 
 
 def _messages(path: Path, episode: EpisodeFile) -> Iterator[Message]:
+    try:
+        from rclpy.serialization import deserialize_message
+    except ImportError:
+        yield from _rosbags_messages(path, episode)
+        return
     prefix = episode.episode.get("topics", "").rstrip("/") + "/"
     classes: dict[str, type] = {}
     with open(path, "rb") as stream:
@@ -116,13 +127,25 @@ def _messages(path: Path, episode: EpisodeFile) -> Iterator[Message]:
                 cls = classes.get(schema.name)
                 if cls is None:
                     cls = classes[schema.name] = message_class(schema.name)
-                topic = channel.topic
-                if topic.startswith(prefix):
-                    topic = topic[len(prefix):]
-                yield Message(topic, message.log_time, deserialize_message(message.data, cls))
+                yield Message(_relative(channel.topic, prefix), message.log_time, schema.name,
+                              deserialize_message(message.data, cls))
         except (McapError, EOFError, ValueError):
             # The end of what a killed node flushed.
             episode.cut = True
+
+
+def _rosbags_messages(path: Path, episode: EpisodeFile) -> Iterator[Message]:
+    from rosbags.highlevel import AnyReader
+
+    prefix = episode.episode.get("topics", "").rstrip("/") + "/"
+    with AnyReader([path]) as bag:
+        for connection, log_time, raw in bag.messages():
+            yield Message(_relative(connection.topic, prefix), log_time, connection.msgtype,
+                          bag.deserialize(raw, connection.msgtype))
+
+
+def _relative(topic: str, prefix: str) -> str:
+    return topic[len(prefix):] if topic.startswith(prefix) else topic
 
 
 def episode_files(folder: Path) -> list[Path]:

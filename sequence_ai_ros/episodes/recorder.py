@@ -18,7 +18,8 @@ from urllib.parse import urlsplit, urlunsplit
 import sequence_ai
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.diagnostics import HealthRecord
-from sequence_ai_ros.episodes.episode import EPISODE_RECORD, Disposition, Episode
+from sequence_ai_ros.episodes.episode import Disposition, Episode
+from sequence_ai_ros.episodes.reader import EPISODE_RECORD
 from sequence_ai_ros.parameters import NodeConfig
 
 RECORD_OFF = "off"

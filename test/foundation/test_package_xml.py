@@ -27,7 +27,9 @@ ROSDEP_KEYS = {
 # Imported only for an option no launch uses (the gateway's --tls): pip, not rosdep. The
 # episode recorder (record: goals) and its tools: setup.py's `episodes` extra, from pip (no
 # jammy package); the node runs without them and says so when asked to record.
-OPTIONAL = {"trustme", "mcap", "matplotlib"}
+# `export-lerobot` runs in an environment of its own (make lerobot-venv): lerobot, and rosbags
+# to decode the messages where rclpy is missing.
+OPTIONAL = {"trustme", "mcap", "matplotlib", "lerobot", "rosbags"}
 
 
 def _keys(which: Callable[[str], bool]) -> set[str]:

@@ -216,3 +216,48 @@ def test_an_unwritable_record_dir_logs_one_error_flags_diagnostics_and_the_goal_
     assert arm.log_text().count("recording stopped") == 1, arm.log_text()
     wait_for(lambda: (v := arm.node_status()) and v["recording"].startswith("error:"),
              what="the recording error in /diagnostics")
+
+
+def test_the_tools_list_show_plot_write_frames_and_convert_a_recorded_goal(
+    ros_system: Any, gateway: Any, key_file: str, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from sequence_ai_ros.episodes.export import episode_frames
+    from sequence_ai_ros.episodes.tools import main
+
+    folder = tmp_path / "episodes"
+    _, arm = _recording(ros_system, gateway, key_file, folder)
+    arm.configure_and_activate()
+    handle, _ = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=20)
+    status, result = arm.result(handle)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    path = _one_file(folder)
+
+    assert main(["list", str(folder)]) == 0
+    line = capsys.readouterr().out.strip()
+    assert INSTRUCTION in line and "succeeded completed" in line and path.name in line
+    assert f"chunks {result.chunks:>3}" in line and "refusals  0" in line
+    assert main(["show", str(path)]) == 0
+    shown = capsys.readouterr().out
+    assert "latency      p50" in shown and f"+  0.000 s  {INSTRUCTION!r}" not in shown
+    assert f"actions      {result.actions}" in shown and repr(INSTRUCTION) in shown
+
+    assert main(["plot", str(path), "--out", str(tmp_path / "plot.png")]) == 0
+    assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["frames", str(path), "--out", str(tmp_path / "frames")]) == 0
+    jpegs = sorted((tmp_path / "frames").glob("*.jpg"))
+    episode = reader.read(path)
+    assert len(jpegs) == 2 * len(episode.on("observation/exterior_1"))
+    assert all(j.read_bytes()[:2] == b"\xff\xd8" for j in jpegs)
+
+    # The export's conversion, without lerobot: one frame per row played, the rows as the
+    # arm got them (arm targets, then the gripper), the state the model saw last.
+    frames = episode_frames(episode)
+    assert len(frames) == result.actions
+    played = [list(m.message.data) for m in episode.on("command")][: result.actions]
+    assert [a[:7] for a in frames.actions] == played
+    assert {(len(a), len(s)) for a, s in zip(frames.actions, frames.states)} == {(8, 8)}
+    assert set(frames.tasks) == {INSTRUCTION} and frames.fps == 15.0
+    assert set(frames.images) == {"exterior_1", "wrist_left"}
+    assert all(len(v) == len(frames) for v in frames.images.values())
+    assert frames.timestamps == sorted(frames.timestamps) and frames.timestamps[0] == 0.0

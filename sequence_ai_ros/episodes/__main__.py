@@ -1,0 +1,7 @@
+"""`python -m sequence_ai_ros.episodes list | show | plot | frames | export-lerobot`."""
+
+import sys
+
+from sequence_ai_ros.episodes.tools import main
+
+sys.exit(main())
