@@ -40,6 +40,8 @@ from lifecycle_msgs.msg import Transition
 from sequence_ai_ros import launch_plan
 from sequence_ai_ros.launch_plan import GATEWAY_READY_PREFIX, PACKAGE
 
+PARAMS_FILE = "params_file"
+
 
 def _change_state(node: LifecycleNode, transition: int) -> EmitEvent:
     return EmitEvent(
@@ -51,7 +53,11 @@ def _actions(context: LaunchContext) -> list[Action]:
     plan = launch_plan.plan(
         {name: LaunchConfiguration(name).perform(context) for name in launch_plan.ARGUMENTS}
     )
-    params_file = os.path.join(get_package_share_directory(PACKAGE), plan.params_file)
+    # params_file:= a copy of config/droid.yaml (e.g. with `record: goals`) instead of the
+    # controller's own file, as the launcher for machines without ros2 launch takes it.
+    params_file = LaunchConfiguration(PARAMS_FILE).perform(context) or os.path.join(
+        get_package_share_directory(PACKAGE), plan.params_file
+    )
     actions: list[Action] = []
     gateway: ExecuteProcess | None = None
     node: LifecycleNode | None = None
@@ -118,6 +124,12 @@ def generate_launch_description() -> LaunchDescription:
                 name, default_value=argument.default, description=argument.description
             )
             for name, argument in launch_plan.ARGUMENTS.items()
+        ]
+        + [
+            DeclareLaunchArgument(
+                PARAMS_FILE, default_value="",
+                description="parameters file of the node; empty = the controller's config file",
+            )
         ]
         + [OpaqueFunction(function=_actions)]
     )

@@ -103,6 +103,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--namespace", default="", help="namespace of the node and the arm (default: none)"
     )
+    parser.add_argument(
+        "--record-dir",
+        default="episodes",
+        help="record each goal as an episode file here (the node's record: goals; "
+        "default %(default)s; empty: no recording)",
+    )
     args = parser.parse_args(argv)
     if not (math.isfinite(args.max_seconds) and args.max_seconds > 0):
         parser.error(f"--max-seconds {args.max_seconds}: expected a positive number of seconds")
@@ -379,7 +385,8 @@ class Demo:
         self.status.end()
         print(f"{target}: configured and active")
         parameters = self.planner.parameters(target)
-        overrides = [f"prefetch={self.args.prefetch}", *self.args.overrides]
+        overrides = [f"prefetch={self.args.prefetch}", *_recording(self.args.record_dir),
+                     *self.args.overrides]
         for override in overrides:
             name, _, value = override.partition("=")
             # What `ros2 param set` sends; the node's refusal is an error.
@@ -553,6 +560,20 @@ class Demo:
         }
 
 
+def _recording(record_dir: str) -> list[str]:
+    """The node's parameters that record each goal into `record_dir` (none if empty)."""
+    if not record_dir:
+        return []
+    return ["record=goals", f"record_dir={Path(record_dir).resolve()}"]
+
+
+def _episodes(record_dir: str, since_s: float) -> list[Path]:
+    """The episode files this run's goals left."""
+    if not record_dir:
+        return []
+    return [p for p in sorted(Path(record_dir).glob("*.mcap")) if p.stat().st_mtime >= since_s]
+
+
 def _set_ros_defaults() -> None:
     # A demo never needs the network: keep discovery on this machine unless told otherwise.
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
@@ -563,6 +584,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     _set_ros_defaults()
     started = time.monotonic()
+    started_wall = time.time()
     demo = Demo(args)
     failure = ""
     try:
@@ -586,6 +608,12 @@ def main(argv: list[str] | None = None) -> int:
 
         plot = draw(demo, Path(args.out))
         print(f"wrote {plot}")
+    episodes = _episodes(args.record_dir, started_wall)
+    for path in episodes:
+        print(f"recorded {path}")
+    if episodes:
+        print(f"inspect: python -m sequence_ai_ros.episodes show {episodes[-1]}"
+              f" (or list {args.record_dir})")
     stopped = ", ".join(f"{name} (exit {code})" for name, code in demo.stopped.items())
     print(f"stopped: {stopped}" + (f"; STILL RUNNING: {alive}" if alive else "; none left running"))
     lines = demo.report()
@@ -595,7 +623,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"demo took {elapsed_s:.1f} s")
     if args.summary:
         Path(args.summary).write_text(
-            json.dumps(demo.summary(alive, plot, elapsed_s), indent=2), encoding="utf-8"
+            json.dumps(demo.summary(alive, plot, elapsed_s)
+                       | {"episodes": [str(p) for p in episodes]}, indent=2),
+            encoding="utf-8",
         )
     first, second = demo.goals
     ok = (

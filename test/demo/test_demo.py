@@ -38,6 +38,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
         "--out", str(out / "demo.png"),
         "--summary", str(out / "summary.json"),
         "--log-dir", str(out / "logs"),
+        "--record-dir", str(out / "episodes"),
     ]  # fmt: skip
     completed = subprocess.run(
         command, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False
@@ -99,3 +100,23 @@ def test_picture_was_written(demo_run: dict) -> None:
     with image_module.open(path) as picture:
         assert picture.format == "PNG"
         assert picture.width >= 800 and picture.height >= 600
+
+
+def test_each_goal_left_an_episode_that_the_tools_read(demo_run: dict) -> None:
+    pytest.importorskip("mcap")
+    from sequence_ai_ros.episodes import reader
+    from sequence_ai_ros.episodes.tools import show_text
+
+    files = [Path(p) for p in demo_run["summary"]["episodes"]]
+    assert len(files) == 2 and all(f.parent == demo_run["out"] / "episodes" for f in files)
+    assert f"recorded {files[0]}" in demo_run["completed"].stdout
+    for path, goal in zip(files, demo_run["summary"]["goals"]):
+        episode = reader.read(path)
+        assert episode.instruction == goal["instruction"] and not episode.cut
+        summary = episode.summary
+        assert (summary["status"], summary["reason"]) == (goal["status"], goal["reason"])
+        assert (int(summary["actions"]), int(summary["chunks"])) == (
+            goal["actions"], goal["chunks"]
+        )
+        assert int(summary["dropped"]) == 0
+        assert f"actions      {goal['actions']}" in show_text(episode)

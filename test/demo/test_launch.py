@@ -87,7 +87,7 @@ def _description(monkeypatch: pytest.MonkeyPatch, arguments: dict[str, str]) -> 
 
 def _run_launch_file(monkeypatch: pytest.MonkeyPatch, **given: str) -> list[Any]:
     defaults = {name: a.default for name, a in launch_plan.ARGUMENTS.items()}
-    description = _description(monkeypatch, {**defaults, **given})
+    description = _description(monkeypatch, {**defaults, "params_file": "", **given})
     (opaque,) = [a for a in description if type(a).__name__ == "OpaqueFunction"]
     return opaque.kwargs["function"](object())
 
@@ -175,16 +175,29 @@ def test_launch_file_and_launcher_start_the_same_plan(
     ] * len(gateways)
 
 
+def test_a_params_file_argument_replaces_the_controllers_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # e.g. a copy of config/droid.yaml with `record: goals`.
+    actions = _run_launch_file(monkeypatch, params_file="/robot/droid_recording.yaml")
+    (node,) = _of(actions, "LifecycleNode")
+    assert node.kwargs["parameters"][0] == "/robot/droid_recording.yaml"
+    (node,) = _of(_run_launch_file(monkeypatch), "LifecycleNode")
+    assert str(node.kwargs["parameters"][0]).endswith("config/droid.yaml")
+
+
 def test_launch_file_declares_the_plans_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     declared = {
         a.args[0]: a.kwargs["default_value"]
         for a in _description(monkeypatch, {})
         if type(a).__name__ == "DeclareLaunchArgument"
     }
-    assert declared == {n: a.default for n, a in launch_plan.ARGUMENTS.items()}
+    assert declared == {n: a.default for n, a in launch_plan.ARGUMENTS.items()} | {
+        "params_file": ""
+    }
     assert declared == {
         "model": "pi05-droid", "base_url": "", "namespace": "", "sim": "false",
-        "autostart": "true", "controller": "forward",
+        "autostart": "true", "controller": "forward", "params_file": "",
     }  # fmt: skip
 
 
