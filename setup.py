@@ -26,7 +26,7 @@ EXTRAS_REQUIRE = {
     "episodes": ["mcap>=1.6", "matplotlib>=3.5"],
     # `export-lerobot` in its own environment (Python >= 3.12 and torch: make lerobot-venv):
     # LeRobot's dataset writer (v3 datasets from 0.4), rosbags to decode without rclpy.
-    "lerobot": ["lerobot>=0.4", "mcap>=1.6", "rosbags>=0.11", "pillow>=9", "numpy>=1.21"],
+    "lerobot": ["lerobot[dataset]>=0.4", "mcap>=1.6", "rosbags>=0.11", "pillow>=9", "numpy>=1.21"],
     # rosbags: the tests open the episode files with a second, independent reader.
     "test": CLIENT_TEST + ["schemathesis>=3.19", "matplotlib>=3.5", "rosbags>=0.11"],
     "client-test": CLIENT_TEST,

@@ -32,14 +32,14 @@ def _value_end(kind: str, value: object, offset: int) -> int:
     array = _ARRAY.match(kind)
     if sequence or array:
         element = (sequence or array).group(1)  # type: ignore[union-attr]
-        items = list(value)  # type: ignore[call-overload]
+        count = len(value)  # type: ignore[arg-type]
         if sequence:
             offset = _align(offset, 4) + 4
         element_size = _SIZES.get(element)
         if element_size is not None:
             # Primitive elements: one alignment, then packed.
-            return _align(offset, element_size) + element_size * len(items) if items else offset
-        for item in items:
+            return _align(offset, element_size) + element_size * count if count else offset
+        for item in value:  # type: ignore[attr-defined]
             offset = _value_end(element, item, offset)
         return offset
     return message_end(value, offset)

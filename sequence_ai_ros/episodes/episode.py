@@ -3,6 +3,7 @@ and the summary written when the goal ends."""
 
 from __future__ import annotations
 
+import array
 import base64
 import dataclasses
 import enum
@@ -127,7 +128,9 @@ class Episode:
         self.instruction(observation.instruction)
         when = stamp(captured_ns)
         for frame in observation.images:
-            image = CompressedImage(format="jpeg", data=base64.b64decode(frame.data))
+            # An array('B') is taken as it is; bytes would be checked value by value.
+            jpeg = array.array("B", base64.b64decode(frame.data))
+            image = CompressedImage(format="jpeg", data=jpeg)
             image.header.stamp, image.header.frame_id = when, frame.view
             self.put(f"{OBSERVATION}/{frame.view}", image, captured_ns)
         proprio = observation.proprioception
