@@ -304,6 +304,7 @@ class SequenceAiNode(LifecycleNode):
             health=self.health,
             live_config=lambda: NodeConfig.from_node(self),
             error=self.get_logger().error,
+            frames=cache.newest_frames,
         )
         gate = ArmGate(
             CommandPublisher(

@@ -265,6 +265,13 @@ class ObservationCache:
             return None
         return max(stamps) - min(stamps)
 
+    def newest_frames(self) -> dict[str, Image | CompressedImage]:
+        """The newest camera message of each view, as received (taken first); for the episode
+        recorder's `record_cameras_hz`."""
+        self.take_frames()
+        with self._lock:
+            return {view: entry.msg for view, entry in self._images.items()}
+
     def images(self, max_age_s: float) -> dict[str, np.ndarray]:
         """The newest frame of every view as an array; StaleObservation if one is unusable.
 

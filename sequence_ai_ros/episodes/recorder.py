@@ -9,7 +9,7 @@ import platform
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -18,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 import sequence_ai
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.diagnostics import HealthRecord
+from sequence_ai_ros.episodes.cameras import CameraSampler
 from sequence_ai_ros.episodes.episode import Disposition, Episode
 from sequence_ai_ros.episodes.reader import EPISODE_RECORD
 from sequence_ai_ros.parameters import NodeConfig
@@ -82,8 +83,9 @@ class EpisodeRecorder:
     """Turns a goal's events into its episode file.
 
     Events come from the driving thread, the request threads and the executor; none of them
-    waits on the disk. `_lock` guards `_episodes` (the open file of each goal, by goal id) and
-    `_running` (the episode of the goal whose run drives the arm: it gets the run's events).
+    waits on the disk. `_lock` guards `_episodes` (the open file of each goal, by goal id),
+    `_running` (the episode of the goal whose run drives the arm: it gets the run's events) and
+    `_cameras` (that goal's raw camera sampler, if any).
     """
 
     def __init__(
@@ -95,6 +97,7 @@ class EpisodeRecorder:
         health: HealthRecord,
         live_config: Callable[[], NodeConfig],
         error: Callable[[str], object],
+        frames: Callable[[], Mapping[str, object]],
     ) -> None:
         self._prefix = f"{node_name.rstrip('/')}/episode"
         self._model = model
@@ -102,19 +105,26 @@ class EpisodeRecorder:
         self._health = health
         self._live_config = live_config
         self._error = error
+        self._frames = frames
         self._lock = threading.Lock()
         self._episodes: dict[bytes, Episode | None] = {}
         self._running: Episode | None = None
+        # The running goal's raw camera sampler (record_cameras_hz > 0).
+        self._cameras: CameraSampler | None = None
 
     # ----- a goal -----
 
     def goal_started(self, goal_id: bytes, goal: Act.Goal, config: NodeConfig) -> None:
         """The goal's run begins: its file opens (with `record: goals`) and takes its events."""
         episode = self._open(goal_id, goal, config)
+        cameras = None
+        if episode is not None and config.record_cameras_hz > 0:
+            cameras = CameraSampler(episode, self._frames, config.record_cameras_hz)
         with self._lock:
             # None too: the goal's end then knows its recording was off or failed.
             self._episodes[goal_id] = episode
             self._running = episode
+            self._cameras = cameras
 
     def goal_ended(
         self,
@@ -129,8 +139,12 @@ class EpisodeRecorder:
         with self._lock:
             started = goal_id in self._episodes
             episode = self._episodes.pop(goal_id, None)
+            cameras = None
             if episode is not None and episode is self._running:
                 self._running = None
+                cameras, self._cameras = self._cameras, None
+        if cameras is not None:
+            cameras.stop()
         if not started:
             episode = self._open(goal_id, goal, self._live_config(), started=False)
         if episode is None:

@@ -118,12 +118,13 @@ def test_a_completed_goal_records_what_was_sent_received_and_commanded(
     assert episode.parameters()["record"] == "goals"
 
 
-def test_a_chunk_mode_goal_records_each_trajectory(
+def test_a_chunk_mode_goal_records_each_trajectory_and_decimated_camera_frames(
     ros_system: Any, gateway: Any, key_file: str, tmp_path: Path
 ) -> None:
     _, arm = _recording(
         ros_system, gateway, key_file, tmp_path, command_topic=TRAJECTORY_TOPIC,
         command_type="trajectory_msgs/msg/JointTrajectory", command_mode="chunk",
+        record_cameras_hz=5.0,
     )
     arm.configure_and_activate()
     handle, _ = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=30)
@@ -132,6 +133,11 @@ def test_a_chunk_mode_goal_records_each_trajectory(
     episode = _check_file(_one_file(tmp_path), gateway.api_key, status, result)
     sent = [m.message for m in episode.on("command")]
     assert sent and all(len(t.points) >= 1 for t in sent)
+    # The raw frames as the cameras published them, at most 5 a second of goal.
+    raw = episode.on("camera/exterior_1")
+    assert raw and all(m.type_name == "sensor_msgs/msg/Image" for m in raw)
+    assert len(raw) <= 5 * result.elapsed_s + 1
+    assert raw[0].message.width > 0 and len(raw[0].message.data) > 0
 
 
 def test_cancel_preempt_service_error_and_refusal_each_leave_one_matching_file(
