@@ -64,11 +64,13 @@ def show_text(episode: EpisodeFile) -> str:
              f"  outcome      {_outcome(episode)}"]
     if episode.summary.get("message"):
         lines.append(f"  message      {episode.summary['message']}")
-    for key in ("actions", "chunks", "underruns", "requests", "discarded", "elapsed_s",
+    for key in ("actions", "chunks", "underruns", "requests", "discarded",
                 "recorded_observations", "recorded_commands", "recorded_refusals",
-                "recorded_holds", "messages", "dropped"):
+                "recorded_underruns", "recorded_holds", "messages", "dropped"):
         if key in episode.summary:
             lines.append(f"  {key:<12} {episode.summary[key]}")
+    if "elapsed_s" in episode.summary:
+        lines.append(f"  elapsed      {float(episode.summary['elapsed_s']):.2f} s")
     from sequence_ai_ros.diagnostics import percentile
 
     latencies = latencies_s(episode)
