@@ -301,6 +301,7 @@ class SequenceAiNode(LifecycleNode):
             node_name=self.get_fully_qualified_name(),
             model=model,
             state_names=[*config.joint_names, *filter(None, [config.gripper_joint])],
+            period_s=period_s,
             health=self.health,
             live_config=lambda: NodeConfig.from_node(self),
             error=self.get_logger().error,

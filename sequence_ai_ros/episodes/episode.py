@@ -83,8 +83,12 @@ class Episode:
         *,
         prefix: str,
         state_names: Sequence[str],
+        period_s: float,
     ) -> None:
         self.writer = writer
+        # The catalogue's control period: a chunk's points are timed by it, not by the rate
+        # the response claims (that one is kept in chunk/info).
+        self._period_ns = round(period_s * 1e9)
         self._prefix = prefix.rstrip("/")
         self._state_names = list(state_names)
         self._lock = threading.Lock()
@@ -155,7 +159,7 @@ class Episode:
         chunk = prediction.action_chunk
         trajectory = JointTrajectory(joint_names=self._state_names[: chunk.action_dim])
         trajectory.header.stamp = stamp(captured_ns)
-        period_ns = round(1e9 / chunk.control_frequency_hz)
+        period_ns = self._period_ns
         trajectory.points = [
             JointTrajectoryPoint(
                 positions=[float(v) for v in row],

@@ -94,6 +94,7 @@ class EpisodeRecorder:
         node_name: str,
         model: sequence_ai.Model,
         state_names: Sequence[str],
+        period_s: float,
         health: HealthRecord,
         live_config: Callable[[], NodeConfig],
         error: Callable[[str], object],
@@ -102,6 +103,7 @@ class EpisodeRecorder:
         self._prefix = f"{node_name.rstrip('/')}/episode"
         self._model = model
         self._state_names = list(state_names)
+        self._period_s = period_s  # the catalogue's control period
         self._health = health
         self._live_config = live_config
         self._error = error
@@ -221,7 +223,8 @@ class EpisodeRecorder:
         except OSError as exc:
             self._failed(f"cannot record to {path}: {exc}")
             return None
-        episode = Episode(writer, prefix=self._prefix, state_names=self._state_names)
+        episode = Episode(writer, prefix=self._prefix, state_names=self._state_names,
+                          period_s=self._period_s)
         writer.metadata(EPISODE_RECORD, {
             "goal_id": goal_id.hex(),
             "instruction": goal.instruction,
