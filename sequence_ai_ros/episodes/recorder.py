@@ -151,12 +151,14 @@ class EpisodeRecorder:
             episode = self._open(goal_id, goal, self._live_config(), started=False)
         if episode is None:
             return  # not recording, or its file could not be opened (reported then)
-        stats = episode.ended(result, outcome, status, CLOSE_WAIT_S)
+        # A goal that never ran may end on the executor (end_overdue): it does not wait there.
+        stats = episode.ended(result, outcome, status, CLOSE_WAIT_S if started else 0.0)
         if not stats.error:
             dropped = f", {stats.dropped} dropped" if stats.dropped else ""
             self._health.update(recording=f"last {episode.writer.path}{dropped}")
             self._health.update(recording_dropped=stats.dropped)
-        prune(episode.writer.path.parent, self._live_config().record_max_mb)
+        prune(episode.writer.path.parent, self._live_config().record_max_mb,
+              keep=episode.writer.path)
 
     # ----- the run's events (no-ops without a running episode) -----
 

@@ -118,11 +118,12 @@ class EpisodeWriter:
     ) -> WriterStats:
         """Close the file after what is queued, with `summary(stats)`'s metadata records and
         the rosbag2 record; waits at most `timeout_s` for the writer thread to be done."""
+        deadline = time.monotonic() + timeout_s
         try:
             self._queue.put(_Finish(summary), timeout=timeout_s)
         except queue.Full:
             self._fail(f"{self.path} was not closed: its writer is {timeout_s:g} s behind")
-        self._thread.join(timeout_s)
+        self._thread.join(max(0.0, deadline - time.monotonic()))
         return self.stats()
 
     @property

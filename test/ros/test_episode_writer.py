@@ -132,3 +132,29 @@ def test_the_stored_bytes_are_exactly_the_message(message: object) -> None:
     assert deserialize_message(data, type(message)) == message
     # A strict reader refuses a single trailing byte more.
     get_typestore(Stores.ROS2_HUMBLE).deserialize_cdr(data, type_name(type(message)))
+
+
+def test_a_goal_that_never_ran_leaves_a_file_with_its_goal_and_result(tmp_path: Path) -> None:
+    import sequence_ai
+    from sequence_ai_interfaces.action import Act
+    from sequence_ai_ros.diagnostics import HealthRecord
+    from sequence_ai_ros.episodes.recorder import EpisodeRecorder
+    from sequence_ai_ros.parameters import SPECS, NodeConfig
+
+    values = {name: spec.default for name, spec in SPECS.items()}
+    config = NodeConfig.from_values(values | {"record": "goals", "record_dir": str(tmp_path)})
+    errors: list[str] = []
+    recorder = EpisodeRecorder(
+        node_name="/robot/sequence_ai", model=sequence_ai.Model(id="pi05-droid", control_hz=15.0),
+        state_names=["j1"], period_s=1 / 15, health=HealthRecord(),
+        live_config=lambda: config, error=errors.append, frames=dict,
+    )
+    goal = Act.Goal(instruction="stack the blocks", max_seconds=5.0)
+    result = Act.Result(reason="preempted", stopped_early=True,
+                        message="preempted by a newer goal; it never started")
+    recorder.goal_ended(b"\x01" * 16, goal, result, None, "aborted")
+    (path,) = wait_for(lambda: reader.episode_files(tmp_path), what="the episode file")
+    episode = wait_for(lambda: (e := reader.read(path)) and not e.cut and e, what="its close")
+    assert errors == [] and episode.episode["ran"] == "false"
+    assert (episode.summary["status"], episode.summary["reason"]) == ("aborted", "preempted")
+    assert [m.topic for m in episode.messages] == ["goal", "instruction", "result"]
