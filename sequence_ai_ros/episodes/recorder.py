@@ -221,7 +221,7 @@ class EpisodeRecorder:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             prune(folder, config.record_max_mb)
-            writer = EpisodeWriter(path, self._failed)
+            writer = EpisodeWriter(path, self._failed, on_drop=self._dropped)
         except OSError as exc:
             self._failed(f"cannot record to {path}: {exc}")
             return None
@@ -240,8 +240,12 @@ class EpisodeRecorder:
             "versions": json.dumps(versions()),
         })
         episode.goal(goal)
-        self._health.update(recording=f"recording {path}")
+        self._health.update(recording=f"recording {path}", recording_dropped=0)
         return episode
+
+    def _dropped(self, total: int) -> None:
+        """The running episode's writer fell behind: /diagnostics shows the count at once."""
+        self._health.update(recording_dropped=total)
 
     def _failed(self, reason: str) -> None:
         """A write error: this episode records no more; one ERROR and the diagnostics flag."""

@@ -26,6 +26,9 @@ FLUSH_PERIOD_S = 0.5
 # A chunk is also closed when it grows past this (compression works per chunk).
 CHUNK_BYTES = 4 * 1024 * 1024
 PROFILE = "ros2"
+# rosbag2 reads each channel's publisher QoS profiles as a YAML list: none were offered here
+# (`ros2 bag play` then uses its defaults).
+NO_QOS_PROFILES = "[]"
 LIBRARY = "sequence_ai_ros episodes"
 
 
@@ -62,10 +65,11 @@ class _Finish:
 class EpisodeWriter:
     """Appends ROS messages to one MCAP file from any thread, never blocking the caller.
 
-    `put`/`metadata` enqueue (a full queue drops and counts); the writer thread serialises,
-    writes and flushes. A write error stops the writing: `on_error` is called once with the
-    reason and later messages are discarded. `_lock` guards `_dropped`, `_error` and
-    `_counts`; the `Writer`, the file and `_channels` belong to the writer thread.
+    `put`/`metadata` enqueue (a full queue drops, counts and tells `on_drop` the total); the
+    writer thread serialises, writes and flushes. A write error stops the writing: `on_error`
+    is called once with the reason and later messages are discarded. `_lock` guards
+    `_dropped`, `_error`, `_counts` and the first and last log times; the `Writer`, the file,
+    `_channels`, `_types` and `_schemas` belong to the writer thread.
     """
 
     def __init__(
@@ -73,10 +77,12 @@ class EpisodeWriter:
         path: Path,
         on_error: Callable[[str], None],
         *,
+        on_drop: Callable[[int], None] | None = None,
         queue_messages: int = QUEUE_MESSAGES,
     ) -> None:
         self.path = path
         self._on_error = on_error
+        self._on_drop = on_drop
         # Opened here so that an unwritable folder is reported before the goal's first message.
         self._file = open(path, "wb")  # noqa: SIM115 - closed by the writer thread
         self._mcap = Writer(self._file, chunk_size=CHUNK_BYTES, compression=CompressionType.ZSTD)
@@ -141,6 +147,9 @@ class EpisodeWriter:
         except queue.Full:
             with self._lock:
                 self._dropped += 1
+                dropped = self._dropped
+            if self._on_drop is not None:
+                self._on_drop(dropped)
 
     def _fail(self, reason: str) -> None:
         with self._lock:
@@ -228,7 +237,7 @@ class EpisodeWriter:
             self._schemas[name] = schema
         channel = self._mcap.register_channel(
             topic=topic, message_encoding="cdr", schema_id=schema,
-            metadata={"offered_qos_profiles": ""},
+            metadata={"offered_qos_profiles": NO_QOS_PROFILES},
         )
         self._channels[topic] = channel
         self._types[topic] = name
@@ -243,7 +252,7 @@ class EpisodeWriter:
             {
                 "topic_metadata": {
                     "name": topic, "type": self._types.get(topic, ""),
-                    "serialization_format": "cdr", "offered_qos_profiles": "",
+                    "serialization_format": "cdr", "offered_qos_profiles": NO_QOS_PROFILES,
                 },
                 "message_count": count,
             }

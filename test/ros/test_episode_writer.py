@@ -45,12 +45,13 @@ def test_a_writer_that_falls_behind_drops_and_counts_and_never_blocks(
     monkeypatch.setattr(writer, "serialize_message", held)
     path = tmp_path / "episode.mcap"
     errors: list[str] = []
-    episode = writer.EpisodeWriter(path, errors.append, queue_messages=2)
+    totals: list[int] = []
+    episode = writer.EpisodeWriter(path, errors.append, on_drop=totals.append, queue_messages=2)
     episode.put(TOPIC, Float64MultiArray(data=[0.0]))
     assert inside.wait(10.0)
     for k in range(1, 6):  # 2 fit in the queue, 3 are dropped: put never waits
         episode.put(TOPIC, Float64MultiArray(data=[float(k)]))
-    assert episode.stats().dropped == 3
+    assert episode.stats().dropped == 3 and totals == [1, 2, 3]
     release.set()
     stats = episode.finish(_summary, timeout_s=10.0)
     assert (stats.written, stats.dropped, stats.error, errors) == (3, 3, "", [])
