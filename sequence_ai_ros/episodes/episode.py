@@ -94,6 +94,8 @@ class Episode:
         self._lock = threading.Lock()
         # (number, capture time) by the identity of the observation object the client sent.
         self._observations: dict[int, tuple[int, int]] = {}
+        # The numbers of the observations whose chunk was installed.
+        self._answered: set[int] = set()
         self._instruction = ""
         self._counts = {"observations": 0, "chunks": 0, "refusals": 0, "underruns": 0,
                         "holds": 0, "commands": 0}
@@ -156,6 +158,7 @@ class Episode:
             observation, captured_ns = self._observations.get(
                 id(prediction.observation), (0, arrived_ns)
             )
+            self._answered.add(observation)
         chunk = prediction.action_chunk
         trajectory = JointTrajectory(joint_names=self._state_names[: chunk.action_dim])
         trajectory.header.stamp = stamp(captured_ns)
@@ -213,7 +216,17 @@ class Episode:
         if outcome is not None:
             figures = {f.name: getattr(outcome, f.name) for f in dataclasses.fields(outcome)}
             self.put(OUTCOME, _status("outcome", outcome.ending.value, figures))
-        counts = self.counts()
+        with self._lock:
+            sent = self._counts["observations"]
+            unanswered = [n for n in range(1, sent + 1) if n not in self._answered]
+        if unanswered:
+            # Their answers were discarded (overtaken, or too late), failed, or were still
+            # in flight at the end: the client reports only the chunks it installs.
+            self.put(EVENT, _status("unanswered", f"{len(unanswered)} observations got no "
+                                    "installed chunk", {
+                                        "observations": ",".join(map(str, unanswered)),
+                                        "count": len(unanswered)}))
+        counts = self.counts() | {"unanswered": len(unanswered)}
 
         def summary(stats: WriterStats) -> dict[str, dict[str, str]]:
             values: dict[str, object] = {

@@ -66,7 +66,8 @@ def show_text(episode: EpisodeFile) -> str:
         lines.append(f"  message      {episode.summary['message']}")
     for key in ("actions", "chunks", "underruns", "requests", "discarded",
                 "recorded_observations", "recorded_commands", "recorded_refusals",
-                "recorded_underruns", "recorded_holds", "messages", "dropped"):
+                "recorded_underruns", "recorded_holds", "recorded_unanswered", "messages",
+                "dropped"):
         if key in episode.summary:
             lines.append(f"  {key:<12} {episode.summary[key]}")
     if "elapsed_s" in episode.summary:
@@ -89,7 +90,7 @@ def show_text(episode: EpisodeFile) -> str:
 
 
 @dataclass
-class _Series:
+class PlotSeries:
     """What `plot` draws, in seconds since the episode's first message."""
 
     target_t: list[float]
@@ -101,9 +102,9 @@ class _Series:
     holds: list[float]
 
 
-def _series(episode: EpisodeFile) -> _Series:
+def plot_series(episode: EpisodeFile) -> PlotSeries:
     t0 = min((m.log_time_ns for m in episode.messages), default=0)
-    series = _Series([], [], [], [], [], [], [])
+    series = PlotSeries([], [], [], [], [], [], [])
     for message in episode.on("command"):
         msg = message.message
         kind = message.type_name.rsplit("/", 1)[-1]
@@ -124,7 +125,10 @@ def _series(episode: EpisodeFile) -> _Series:
     series.chunks = [(m.log_time_ns - t0) / 1e9 for m in episode.on("chunk")]
     for message in episode.on("event"):
         when = (message.log_time_ns - t0) / 1e9
-        (series.underruns if message.message.name == "underrun" else series.holds).append(when)
+        if message.message.name == "underrun":
+            series.underruns.append(when)
+        elif message.message.name == "hold":
+            series.holds.append(when)
     return series
 
 
@@ -135,7 +139,7 @@ def plot(episode: EpisodeFile, out: Path) -> Path:
     matplotlib.use("Agg")  # no display is assumed
     import matplotlib.pyplot as plt
 
-    series = _series(episode)
+    series = plot_series(episode)
     fig, axes = plt.subplots(4, 2, figsize=(14, 10), sharex=True)
     for j, ax in enumerate(axes.flat):
         if j >= JOINTS_PLOTTED:

@@ -116,6 +116,11 @@ def test_a_completed_goal_records_what_was_sent_received_and_commanded(
     assert [list(m.message.data) for m in commands][-1] == list(arm.holds()[-1].values)
     assert episode.on("feedback") and episode.on("outcome")
     assert int(episode.summary["recorded_commands"]) == len(commands)
+    # Every observation sent is answered by an installed chunk or listed as unanswered.
+    unanswered = [m.message for m in episode.on("event") if m.message.name == "unanswered"]
+    listed = {kv.key: kv.value for kv in unanswered[0].values}["count"] if unanswered else "0"
+    assert int(listed) == int(episode.summary["recorded_unanswered"])
+    assert len(images) == result.chunks + int(listed)
     assert episode.parameters()["record"] == "goals"
 
 
@@ -251,6 +256,12 @@ def test_the_tools_list_show_plot_write_frames_and_convert_a_recorded_goal(
     assert f"actions      {result.actions}" in shown and repr(INSTRUCTION) in shown
 
     assert main(["plot", str(path), "--out", str(tmp_path / "plot.png")]) == 0
+    capsys.readouterr()
+    from sequence_ai_ros.episodes.tools import plot_series
+
+    drawn = plot_series(reader.read(path))
+    assert len(drawn.holds) == 1 and len(drawn.chunks) == result.chunks
+    assert len(drawn.target_t) == len(reader.read(path).on("command"))
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["frames", str(path), "--out", str(tmp_path / "frames")]) == 0
     jpegs = sorted((tmp_path / "frames").glob("*.jpg"))
