@@ -8,6 +8,7 @@ from . import errors, recipes
 from .actions import prepare, to_joint_positions
 from .calls import CallHandle
 from .catalogue import Model, models
+from .chat import ChatReply, chat, image_block
 from .errors import (
     AuthError,
     ChunkExhausted,
@@ -31,6 +32,9 @@ __all__ = [
     "connect",
     "models",
     "Model",
+    "chat",
+    "ChatReply",
+    "image_block",
     "observation",
     "encode",
     "Policy",

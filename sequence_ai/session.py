@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Callable, Optional
 
 from .calls import CallHandle
-from .catalogue import Model, check_chunk, find_model, models
+from .catalogue import Model, act_row, check_chunk, models
 from .errors import InvalidRequest, SequencesError
 from .fetch import Fetch
 from .observation import is_fatal, problems_with
@@ -153,7 +153,7 @@ class Session:
         if cached is not None:
             return cached[0]
         # Fetched outside the lock: two first callers may both fetch, and agree.
-        row = find_model(models(endpoint="act", transport=self.transport), self.model_id)
+        row = act_row(models(transport=self.transport), self.model_id)
         with self._lock:
             self._spec = (row,)
         return row

@@ -250,7 +250,8 @@ def complete_row(row: Dict[str, Any]) -> Dict[str, Any]:
         raise ValueError(
             f"catalogue row {name}: 'endpoint' is {out['endpoint']!r}, expected one of {ENDPOINTS}"
         )
-    for key in ("action_dim", "control_hz"):
+    # Only motion rows need a width and a rate: a chat row has neither.
+    for key in ("action_dim", "control_hz") if out["endpoint"] == "act" else ():
         value = out[key]
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
             raise ValueError(f"catalogue row {name}: {key!r} must be positive, got {value!r}")

@@ -12,6 +12,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, 
 from sequence_ai_gateway import DEVELOPMENT_KEY
 from sequence_ai_gateway.catalogue import Catalogue, complete_row, short_id
 from sequence_ai_gateway.faults import Fault, FaultBook, make_fault
+from sequence_ai_gateway.planner_model import SimulatedPlanner
 from sequence_ai_gateway.policies import builtin_policies
 from sequence_ai_gateway.serving import (
     NETWORK_MS,
@@ -63,7 +64,9 @@ class Gateway:
         keep_warm_s: float = 600.0,
         seed: int = 0,
     ) -> None:
-        served = list(builtin_policies() if policies is None else policies) + list(extra_policies)
+        if policies is None:
+            policies = [*builtin_policies(), SimulatedPlanner()]
+        served = list(policies) + list(extra_policies)
         rows = [complete_row(p.row) for p in served]
         self.catalogue = Catalogue(rows)
         self.api_keys: List[str] = list(api_keys) if api_keys else [DEVELOPMENT_KEY]
