@@ -23,7 +23,7 @@ from sequence_ai_gateway.serving import (
     WarmthSettings,
 )
 
-ENDPOINT_COUNTERS = ("health", "models", "ready", "act")
+ENDPOINT_COUNTERS = ("health", "models", "ready", "act", "chat")
 # Used when the ``warming`` fault names no duration and the gateway has no cold start.
 DEFAULT_FORCED_WARMING_S = 1.0
 

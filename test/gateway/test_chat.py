@@ -191,6 +191,16 @@ def test_a_prompt_the_planner_cannot_read_is_a_400_saying_why(gateway, messages,
     assert response.status_code == 400 and said in response.json()["detail"]
 
 
+def test_chat_requests_are_counted(gateway):
+    before = gateway.counters()
+    ask(gateway, prompt())
+    after = gateway.counters()
+    assert after["requests"]["chat"] == before["requests"]["chat"] + 1
+    assert after["requests"]["act"] == before["requests"]["act"]
+    assert after["models"]["sim-planner"]["requests"] == before["models"]["sim-planner"][
+        "requests"] + 1
+
+
 def test_a_status_fault_answers_once(gateway):
     gateway.inject("status", status=503, model="sim-planner")
     assert ask(gateway, prompt()).status_code == 503
