@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from .catalogue import find_model, full_model_id, models
+from .catalogue import Model, find_model, full_model_id, models
 from .errors import InvalidRequest, InvalidResponse
 from .observation import DEFAULT_QUALITY, encode
 from .transport import Transport, VerifyArg
@@ -140,6 +140,17 @@ def _checked_messages(messages: object) -> list[dict[str, object]]:
     return out
 
 
+def _checked_tools(tools: object) -> list[dict[str, object]]:
+    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Sequence):
+        raise TypeError(f"tools is {tools!r:.60}; expected a list of tool objects or None")
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, Mapping):
+            raise TypeError(
+                f"tools[{i}] is {tool!r:.60}; expected {{'type': 'function', 'function': {{...}}}}"
+            )
+    return [dict(t) for t in tools]
+
+
 def _check_options(max_tokens: int, temperature: Optional[float]) -> None:
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise ValueError(f"max_tokens is {max_tokens!r}; expected an integer >= 1")
@@ -152,7 +163,7 @@ def _check_options(max_tokens: int, temperature: Optional[float]) -> None:
 
 
 def chat(
-    model: str,
+    model: Union[str, Model],
     messages: Sequence[Mapping[str, object]],
     *,
     max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -173,7 +184,7 @@ def chat(
     (``AuthError``, ``OutOfCredit``, ``InvalidRequest``, ``Unavailable`` — a 503 is raised,
     never retried).
     """
-    model_id = full_model_id(model)
+    model_id = model.id if isinstance(model, Model) else full_model_id(model)
     _check_options(max_tokens, temperature)
     body: dict[str, object] = {
         "model": model_id,
@@ -183,7 +194,7 @@ def chat(
     if temperature is not None:
         body["temperature"] = float(temperature)
     if tools is not None:
-        body["tools"] = [dict(t) for t in tools]
+        body["tools"] = _checked_tools(tools)
     with Transport(
         base_url=base_url,
         api_key=api_key,
@@ -192,9 +203,9 @@ def chat(
         allow_insecure=allow_insecure,
     ) as transport:
         row = find_model(models(transport=transport), model_id)
-        if row is not None and row.endpoint != "chat":
+        if row is not None and row.endpoint not in (None, "chat"):
             raise InvalidRequest(
-                f"model {row.short_id!r} is served on /v1/{row.endpoint or '?'}, not /v1/chat: "
+                f"model {row.short_id!r} is served on /v1/{row.endpoint}, not /v1/chat: "
                 "chat() takes a model of models(endpoint='chat')"
                 + (" (drive this one with sequence_ai.connect())" if row.endpoint == "act" else "")
             )

@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
+from PIL import Image, UnidentifiedImageError
 
 from sequence_ai_gateway.catalogue import short_id
 from sequence_ai_gateway.chat_wire import ChatRequest, MessageIn
@@ -45,16 +46,16 @@ _RNG = random.Random(0)
 async def chat(body: ChatRequest, request: Request, gateway: GatewayDep) -> Any:
     received = time.monotonic()
     row = _admit(gateway, request, body)
-    prompt_text = _prompt(body.messages)
     images = _check_images(body.messages)
     server = gateway.servers[row["id"]]
+    # Answered before any simulated time is spent, so a prompt the model cannot read is
+    # refused like any other check: before faults and without the model's latency.
+    reply = _reply(server.policy, row, _prompt(body.messages))
     transport_ms = await server.arrive(len(await request.body()))
     fault = gateway.faults.take(row["id"], CHAT_FAULTS)
     await before_inference(gateway, server, fault, gateway.release_generation)
     started = time.monotonic()
-    reply = _reply(server.policy, row, prompt_text)
-    await _provider_time(gateway, float(getattr(server.policy, "inference_ms", 0.0) or 0.0),
-                         time.monotonic() - started)
+    await _provider_time(gateway, float(getattr(server.policy, "inference_ms", 0.0) or 0.0))
     inference_ms = (time.monotonic() - started) * 1000.0
     out = _answer(row, body, reply, images)
     ttfa_ms = (time.monotonic() - received) * 1000.0
@@ -92,8 +93,6 @@ def _prompt(messages: List[MessageIn]) -> str:
 
 def _check_images(messages: List[MessageIn]) -> int:
     """Every image block must be a base64 JPEG; returns how many there are."""
-    from PIL import Image, UnidentifiedImageError
-
     count = 0
     for m, message in enumerate(messages):
         for b, block in enumerate(message.content if isinstance(message.content, list) else []):
@@ -132,13 +131,13 @@ def _reply(model: Any, row: Dict[str, Any], prompt_text: str) -> PlannerReply:
         raise HTTPException(400, f"messages: {exc}") from None
 
 
-async def _provider_time(gateway: Gateway, inference_ms: float, spent_s: float) -> None:
-    """Sleep out the rest of the provider's sampled time (the gateway's latency settings)."""
+async def _provider_time(gateway: Gateway, inference_ms: float) -> None:
+    """The provider's time: a sample around the model's median (the gateway's settings)."""
     settings = gateway.latency
     median = settings.latency_ms if settings.latency_ms is not None else inference_ms
     seconds = sample_latency_s(median, settings.jitter_ms, settings.scale, _RNG)
-    if seconds > spent_s:
-        await asyncio.sleep(seconds - spent_s)
+    if seconds > 0:
+        await asyncio.sleep(seconds)
 
 
 def _tokens(text: str) -> int:

@@ -77,6 +77,11 @@ def test_tools_go_out_only_when_given(shared_gateway, no_env):
     assert any("tools" in w for w in ask(shared_gateway, prompt(), tools=[tool]).warnings)
 
 
+def test_a_catalogue_row_is_a_model_too(shared_gateway, no_env):
+    (planner,) = models("chat", base_url=shared_gateway.url)
+    assert ask(shared_gateway, prompt(), model=planner).model == PLANNER_ID
+
+
 def test_max_tokens_is_sent(shared_gateway, no_env):
     reply = ask(shared_gateway, prompt(), max_tokens=1, temperature=0.0)
     assert reply.finish_reason == "length" and len(reply.text.split()) == 1
@@ -152,6 +157,7 @@ def test_a_broken_answer_is_invalid_response_or_unavailable(gw, no_env):
         ([{"role": "user", "content": "x"}], {"max_tokens": 0}, ValueError, "max_tokens"),
         ([{"role": "user", "content": "x"}], {"temperature": math.nan}, ValueError,
          "temperature"),
+        ([{"role": "user", "content": "x"}], {"tools": ["next_step"]}, TypeError, "tools[0]"),
     ],
 )
 def test_bad_arguments_are_refused_locally(no_env, messages, kwargs, error, said):

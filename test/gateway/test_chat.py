@@ -215,3 +215,10 @@ def test_chat_leaves_chunk_faults_to_act(gateway):
         assert c.get("/v1/models").status_code == 200
     gateway.clear_faults()
 
+
+
+def test_a_refused_prompt_leaves_the_fault_pending(gateway):
+    gateway.inject("status", status=503, model="sim-planner")
+    assert ask(gateway, "no task here").status_code == 400
+    assert [f.kind.value for f in pending_faults(gateway)] == ["status"]
+    gateway.clear_faults()
