@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_support import PLANNER, client, frame, pending_faults  # noqa: E402
+from gateway_support import PI05, PLANNER, act_body, client, frame, pending_faults  # noqa: E402
 
 TASK = "put the cup on the blue block"
 REST = [0.0, -0.5, 0.0, -2.0, 0.0, 1.6, 0.8]
@@ -222,3 +222,24 @@ def test_a_refused_prompt_leaves_the_fault_pending(gateway):
     assert ask(gateway, "no task here").status_code == 400
     assert [f.kind.value for f in pending_faults(gateway)] == ["status"]
     gateway.clear_faults()
+
+
+def test_the_planner_and_pi05_play_the_task_through_to_done(gateway):
+    """Closed loop over HTTP: ask the planner, play pi05-droid's chunk for its step (q_reference
+    + row for the open-loop horizon), repeat; every step is reached and the task ends in done."""
+    joints, said, step = list(REST), [], None
+    with client(gateway) as c:
+        for _ in range(200):  # a hang guard: the task takes a few dozen exchanges
+            text = prompt(step=step, joints=joints)
+            answer = c.post("/v1/chat", json=chat_body(text)).json()["message"]["content"]
+            if answer == "done":
+                break
+            if answer != step:
+                said.append(answer)
+                step = answer
+            chunk = c.post("/v1/act", json=act_body(PI05, joints=joints, instruction=step))
+            rows = [s["values"] for s in chunk.json()["action_chunk"]["steps"]]
+            horizon = chunk.json()["action_chunk"]["open_loop_horizon"]
+            joints = [q + d for q, d in zip(joints, rows[horizon - 1][:7])]
+    assert answer == "done"
+    assert said == [s for s, _ in plan(gateway)]
