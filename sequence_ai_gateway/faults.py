@@ -179,13 +179,19 @@ class FaultBook:
             return list(self._pending)
 
     def take(
-        self, model_id: str, kinds: Optional[Collection[FaultKind]] = None
+        self,
+        model_id: str,
+        kinds: Optional[Collection[FaultKind]] = None,
+        *,
+        named_only: bool = False,
     ) -> Optional[Fault]:
-        """Consume one use of the first fault that applies to ``model_id`` (and is one of
-        ``kinds``, when given: an endpoint takes only the faults it can apply)."""
+        """Consume one use of the first fault that applies to ``model_id``. Another endpoint
+        than act takes only the ``kinds`` it can apply, and only faults naming its model
+        (``named_only``): a fault for every model stays a fault of act calls."""
+        wanted = (model_id,) if named_only else (None, model_id)
         with self._lock:
             for i, fault in enumerate(self._pending):
-                if fault.model in (None, model_id) and (kinds is None or fault.kind in kinds):
+                if fault.model in wanted and (kinds is None or fault.kind in kinds):
                     if fault.count <= 1:
                         del self._pending[i]
                     else:

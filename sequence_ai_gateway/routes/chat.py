@@ -35,8 +35,8 @@ from sequence_ai_gateway.wire import error_responses
 router = APIRouter()
 # Tokens a frame costs in ``usage``, as on /v1/act.
 TOKENS_PER_IMAGE = 256
-# The faults that mean something for a chat answer; the others shape action chunks and are
-# left for /v1/act.
+# The faults that mean something for a chat answer, taken only when injected for the chat
+# model; the others shape action chunks, and a fault for every model is one of act calls.
 CHAT_FAULTS = frozenset({FaultKind.STATUS, FaultKind.STALL, FaultKind.RESET, FaultKind.MALFORMED})
 # Provider time varies; one generator for every chat answer (jitter_ms sets the spread).
 _RNG = random.Random(0)
@@ -52,7 +52,7 @@ async def chat(body: ChatRequest, request: Request, gateway: GatewayDep) -> Any:
     # refused like any other check: before faults and without the model's latency.
     reply = _reply(server.policy, row, _prompt(body.messages))
     transport_ms = await server.arrive(len(await request.body()))
-    fault = gateway.faults.take(row["id"], CHAT_FAULTS)
+    fault = gateway.faults.take(row["id"], CHAT_FAULTS, named_only=True)
     await before_inference(gateway, server, fault, gateway.release_generation)
     started = time.monotonic()
     await _provider_time(gateway, float(getattr(server.policy, "inference_ms", 0.0) or 0.0))

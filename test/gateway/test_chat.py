@@ -207,12 +207,13 @@ def test_a_status_fault_answers_once(gateway):
     assert ask(gateway, prompt()).status_code == 200
 
 
-def test_chat_leaves_chunk_faults_to_act(gateway):
-    gateway.inject("nan")
+def test_chat_takes_only_faults_named_for_it_and_meant_for_a_message(gateway):
+    gateway.inject("status", status=503)
+    gateway.inject("nan", model="sim-planner")
     assert ask(gateway, prompt()).status_code == 200
-    assert [f.kind.value for f in pending_faults(gateway)] == ["nan"]
+    assert [f.kind.value for f in pending_faults(gateway)] == ["status", "nan"]
     with client(gateway) as c:
-        assert c.get("/v1/models").status_code == 200
+        assert c.post("/v1/act", json=act_body(PI05)).status_code == 503
     gateway.clear_faults()
 
 
