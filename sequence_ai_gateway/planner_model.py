@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from sequence_ai_gateway import catalogue
 from sequence_ai_gateway.policies import instruction_target, normalise_instruction
@@ -177,7 +177,6 @@ class SimulatedPlanner:
 
 def planner_row() -> Dict[str, Any]:
     """The chat model's catalogue row: an act row's shape with the motion fields empty."""
-    tasks: Mapping[str, Sequence[str]] = DECOMPOSITIONS
     return {
         "id": catalogue.MODEL_PREFIX + SimulatedPlanner.name,
         "object": "model",
@@ -195,7 +194,7 @@ def planner_row() -> Dict[str, Any]:
             "prompt": PROMPT_FORMAT,
             "tasks": {
                 task: [{"step": s, "joint_target": step_target(s)} for s in steps]
-                for task, steps in tasks.items()
+                for task, steps in DECOMPOSITIONS.items()
             },
             "arrival_tolerance_rad": ARRIVAL_TOLERANCE_RAD,
             "done": DONE,
