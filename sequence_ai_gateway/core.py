@@ -21,6 +21,13 @@ from sequence_ai_gateway.serving import (
     ModelServer,
     WarmthSettings,
 )
+from sequence_ai_gateway.training import (
+    DEFAULT_BALANCE_USD,
+    DEFAULT_TRAIN_SECONDS,
+    Trainer,
+    TrainJob,
+    tuned_row,
+)
 
 ENDPOINT_COUNTERS = ("health", "models", "ready", "act")
 # Used when the ``warming`` fault names no duration and the gateway has no cold start.
@@ -62,6 +69,9 @@ class Gateway:
         cold_start_s: float = 0.0,
         keep_warm_s: float = 600.0,
         seed: int = 0,
+        train_executor: str = "manual",
+        train_seconds: float = DEFAULT_TRAIN_SECONDS,
+        train_balance_usd: float = DEFAULT_BALANCE_USD,
     ) -> None:
         served = list(builtin_policies() if policies is None else policies) + list(extra_policies)
         rows = [complete_row(p.row) for p in served]
@@ -82,6 +92,10 @@ class Gateway:
             for row, policy in zip(rows, served)
         }
         self.faults = FaultBook()
+        self.training = Trainer(executor=train_executor, seconds=train_seconds,
+                                balance_usd=train_balance_usd, broke_keys=self.broke_keys,
+                                on_success=self._serve_tuned)
+        self._tuned: List[str] = []  # ids of the tuned models served since the last reset
         # _lock guards the counters below and _waits; routes run on the server's event loop,
         # the control API on any thread.
         self._lock = threading.Lock()
@@ -105,6 +119,16 @@ class Gateway:
         if key in self.api_keys:
             return KeyStatus.OK
         return KeyStatus.UNKNOWN
+
+    # --- training -----------------------------------------------------------------------------
+    def _serve_tuned(self, job: TrainJob) -> None:
+        """A succeeded job's model: the base's row and simulated policy under the job's id."""
+        base = self.servers[job.base_model]
+        row = tuned_row(base.row, job)
+        self.servers[row["id"]] = ModelServer(row, base.policy, self.latency, self.warmth,
+                                              random.Random(job.id), base.workers)
+        self.catalogue.add(row)
+        self._tuned.append(row["id"])
 
     # --- counters -----------------------------------------------------------------------------
     def count_request(self, endpoint: str) -> None:
@@ -141,7 +165,7 @@ class Gateway:
                 "requests": dict(self._requests),
                 "bytes_received": self._bytes_received,
             }
-        models = {short_id(k): s.counters() for k, s in self.servers.items()}
+        models = {short_id(k): s.counters() for k, s in list(self.servers.items())}
         out["queue_depth"] = {name: m["queue_depth"] for name, m in models.items()}
         out["max_queue_depth"] = {name: m["max_queue_depth"] for name, m in models.items()}
         out["models"] = models
@@ -149,6 +173,7 @@ class Gateway:
 
     # --- control ------------------------------------------------------------------------------
     def server_for(self, model: str) -> ModelServer:
+        self.training.settle()
         row = self.catalogue.find(model)
         if row is None:
             raise ValueError(
@@ -221,6 +246,11 @@ class Gateway:
             self._requests = {name: 0 for name in ENDPOINT_COUNTERS}
             self._bytes_received = 0
             self._connections = 0
+        self.training.reset()
+        for model_id in self._tuned:
+            self.catalogue.remove(model_id)
+            self.servers.pop(model_id, None)
+        self._tuned.clear()
         for server in self.servers.values():
             server.reset_warmth()
             server.reset_counters()
