@@ -362,7 +362,7 @@ def test_the_default_wait_is_bounded_and_backs_off() -> None:
 def test_a_job_that_has_not_succeeded_has_no_model_id(gw: Any) -> None:
     job = sequence_ai.train("pi05-droid", "s3://lab/kitchen", **at(gw))
     with pytest.raises(SequencesError, match="queued"):
-        print(job.model_id)
+        _ = job.model_id
 
 
 # --- the simulated executor and the tuned model ------------------------------------------------
