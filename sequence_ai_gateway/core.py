@@ -94,8 +94,7 @@ class Gateway:
         self.faults = FaultBook()
         self.training = Trainer(executor=train_executor, seconds=train_seconds,
                                 balance_usd=train_balance_usd, broke_keys=self.broke_keys,
-                                on_success=self._serve_tuned)
-        self._tuned: List[str] = []  # ids of the tuned models served since the last reset
+                                on_success=lambda job: _serve_tuned(self, job))
         # _lock guards the counters below and _waits; routes run on the server's event loop,
         # the control API on any thread.
         self._lock = threading.Lock()
@@ -119,16 +118,6 @@ class Gateway:
         if key in self.api_keys:
             return KeyStatus.OK
         return KeyStatus.UNKNOWN
-
-    # --- training -----------------------------------------------------------------------------
-    def _serve_tuned(self, job: TrainJob) -> None:
-        """A succeeded job's model: the base's row and simulated policy under the job's id."""
-        base = self.servers[job.base_model]
-        row = tuned_row(base.row, job)
-        self.servers[row["id"]] = ModelServer(row, base.policy, self.latency, self.warmth,
-                                              random.Random(job.id), base.workers)
-        self.catalogue.add(row)
-        self._tuned.append(row["id"])
 
     # --- counters -----------------------------------------------------------------------------
     def count_request(self, endpoint: str) -> None:
@@ -246,11 +235,9 @@ class Gateway:
             self._requests = {name: 0 for name in ENDPOINT_COUNTERS}
             self._bytes_received = 0
             self._connections = 0
-        self.training.reset()
-        for model_id in self._tuned:
+        for model_id in self.training.reset():  # the tuned models go with their jobs
             self.catalogue.remove(model_id)
             self.servers.pop(model_id, None)
-        self._tuned.clear()
         for server in self.servers.values():
             server.reset_warmth()
             server.reset_counters()
@@ -296,3 +283,12 @@ class Gateway:
                 loop.call_soon_threadsafe(event.set)
             except RuntimeError:  # that loop has closed: nothing is waiting on it any more
                 pass
+
+
+def _serve_tuned(gateway: Gateway, job: TrainJob) -> None:
+    """A succeeded job's model: the base's row and simulated policy under the job's id."""
+    base = gateway.servers[job.base_model]
+    row = tuned_row(base.row, job)
+    gateway.servers[row["id"]] = ModelServer(row, base.policy, gateway.latency, gateway.warmth,
+                                             random.Random(job.id), base.workers)
+    gateway.catalogue.add(row)

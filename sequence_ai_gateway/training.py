@@ -247,7 +247,10 @@ class Trainer:
                 elif elapsed >= self.seconds * QUEUED_FRACTION:
                     job.status = "running"
 
-    def reset(self) -> None:
+    def reset(self) -> List[str]:
+        """Forget every job and balance; the model ids of the tuned models to stop serving."""
         with self._lock:
+            tuned = [MODEL_PREFIX + j.id for j in self._jobs.values() if j.status == "succeeded"]
             self._jobs.clear()
             self._balances.clear()
+        return tuned
