@@ -42,6 +42,15 @@ def test_estimate_needs_no_key(sim_gateway: Any, no_env: None,
     assert out == [f"pi05-droid: 144723 frames x 3 epochs -> ${usd:.2f}"]
 
 
+def test_estimate_also_takes_the_published_clis_model_option(
+        gw: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "estimate", "--model", "pi05-droid", "--frames", "15",
+                       "--epochs", "1")
+    assert code == 0 and out[0].startswith("pi05-droid: 15 frames x 1 epochs -> $")
+    code, out, err = run(capsys, "estimate", "--frames", "15", "--epochs", "1")
+    assert code == 1 and "expected a base model" in err
+
+
 def test_estimate_of_a_model_that_is_not_trainable_fails_with_the_reason(
         gw: Any, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "estimate", "cosmos3-edge-policy-droid", "--frames", "10",
