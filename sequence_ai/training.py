@@ -34,7 +34,6 @@ DEFAULT_WAIT_TIMEOUT_S = 6 * 3600.0
 FIRST_POLL_S = 10.0
 POLL_GROWTH = 1.5
 MAX_POLL_S = 60.0
-CONFIG_KEYS = ("epochs", "frames", "rank", "steps", "learning_rate")
 
 Number = Union[int, float]
 Wire = Mapping[str, object]

@@ -24,7 +24,6 @@ from sequence_ai_gateway.catalogue import MODEL_PREFIX, short_id
 
 EXECUTORS = ("manual", "sim")
 TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
-STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 LIST_LIMIT_MAX = 200
 DEFAULT_TRAIN_SECONDS = 60.0
 DEFAULT_BALANCE_USD = 1000.0
