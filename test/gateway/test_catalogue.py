@@ -111,7 +111,7 @@ def test_catalogue_also_answers_with_a_key(gateway):
         assert c.get("/v1/models").status_code == 200
 
 
-@pytest.mark.parametrize("path", ["/v1/nothing", "/", "/v1/train", "/v2/act"])
+@pytest.mark.parametrize("path", ["/v1/nothing", "/", "/v1/embed", "/v2/act"])
 def test_unknown_path_is_a_json_404(gateway, path):
     with client(gateway) as c:
         response = c.get(path)
@@ -124,5 +124,6 @@ def test_openapi_document_lists_the_public_paths(gateway):
         response = c.get("/openapi.json")
     assert response.status_code == 200
     paths = response.json()["paths"]
-    assert {"/v1/health", "/v1/models", "/v1/act/ready", "/v1/act", "/v1/chat"} <= set(paths)
+    assert {"/v1/health", "/v1/models", "/v1/act/ready", "/v1/act", "/v1/chat", "/v1/train",
+            "/v1/train/{job_id}"} <= set(paths)
     assert not any(p.startswith("/_control") for p in paths)
