@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import _thread
 import json
+import signal
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
@@ -327,7 +328,17 @@ def test_a_queued_job_times_out_saying_it_is_still_there(gw: Any) -> None:
     assert job.refresh().status == "queued"  # waiting cancelled nothing
 
 
-def test_ctrl_c_while_waiting_says_the_job_goes_on_and_where_it_stood(gw: Any) -> None:
+@pytest.fixture
+def default_sigint() -> Iterator[None]:
+    """Python's own SIGINT handler, whatever an earlier test in this process installed."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_while_waiting_says_the_job_goes_on_and_where_it_stood(
+    gw: Any, default_sigint: None
+) -> None:
     job = sequence_ai.train("pi05-droid", "s3://lab/kitchen", **at(gw))
 
     def interrupt(seen: TrainingJob) -> None:
