@@ -4,7 +4,7 @@
 prefetching loop ``run``/``act``. httpx is the only hard dependency.
 """
 
-from . import errors, recipes
+from . import errors, events, recipes
 from .actions import prepare, to_joint_positions
 from .calls import CallHandle
 from .catalogue import Model, models
@@ -49,6 +49,7 @@ __all__ = [
     "to_joint_positions",
     "recipes",
     "errors",
+    "events",
     "SequencesError",
     "AuthError",
     "OutOfCredit",

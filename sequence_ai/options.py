@@ -7,12 +7,13 @@ too, so every bad value gets the same kind of message: the field, the value, wha
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable, Optional
 
 from .controllers import Controller
+from .events import Observer, as_sink
 from .playback import InstalledRows
 from .speed import PlaybackSpeed, check_playback_speed
 from .status import PROGRESS_MODES, Progress, RunStatus
@@ -119,6 +120,8 @@ class RunOptions:
     playback_speed: Optional[PlaybackSpeed] = None
     # Extra fields of every request body (the **options of run/act).
     body: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+    # Observers of the run's events (sequence_ai.events), called on a thread of their own.
+    observers: Sequence[Observer] = ()
 
     def __post_init__(self) -> None:
         _callable("observe", self.observe, optional=False)
@@ -152,3 +155,11 @@ class RunOptions:
         object.__setattr__(self, "controller", Controller(self.controller))
         object.__setattr__(self, "prefetch", bool(self.prefetch))
         object.__setattr__(self, "body", body_fields(self.body))
+        if isinstance(self.observers, (str, bytes)) or not isinstance(self.observers, Sequence):
+            raise TypeError(
+                f"observers is {self.observers!r}; expected a list of callables or objects "
+                "with an on_event(event) method"
+            )
+        for observer in self.observers:
+            as_sink(observer)
+        object.__setattr__(self, "observers", tuple(self.observers))

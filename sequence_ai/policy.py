@@ -11,13 +11,14 @@ import math
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Callable, Optional, Union
 
 from .calls import CallEnded, CallHandle, Wake
 from .catalogue import Model, full_model_id
 from .control_loop import RunLoop
 from .errors import ChunkExhausted, SequencesError, Unavailable
+from .events import Observer
 from .options import RunOptions, body_fields, check_max_in_flight, positive_seconds
 from .outcome import RunOutcome, RunProgress
 from .playback import InstalledRows
@@ -149,7 +150,7 @@ class Policy:
     def progress(self) -> Optional[RunProgress]:
         """The running ``run``/``act`` so far, or None when none runs. Safe from any thread."""
         loop = self._loop
-        return None if loop is None else loop.progress
+        return None if loop is None else loop.stats.progress()
 
     @property
     def connections_opened(self) -> int:
@@ -332,6 +333,7 @@ class Policy:
         controller: str = "raw",
         max_in_flight: Optional[int] = None,
         playback_speed: Optional[PlaybackSpeed] = None,
+        observers: Sequence[Observer] = (),
         call: Optional[CallHandle] = None,
         **options: object,
     ) -> RunOutcome:
@@ -339,7 +341,8 @@ class Policy:
 
         Returns a ``RunOutcome``; an error from a callback or the service is re-raised with
         the outcome attached as ``exc.outcome``. ``hold`` is called once on every early end.
-        ``call=`` a ``CallHandle`` lets another thread stop exactly this run. ``observe`` runs
+        ``call=`` a ``CallHandle`` lets another thread stop exactly this run; ``observers``
+        receive the run's events (``sequence_ai.events``) on a thread of their own. ``observe`` runs
         on the requests' own threads, never on the caller's (docs/control-loop.md).
         """
         run_options = RunOptions(
@@ -362,6 +365,7 @@ class Policy:
             controller=controller,  # type: ignore[arg-type]  # RunOptions converts the str
             max_in_flight=max_in_flight,
             playback_speed=playback_speed,
+            observers=observers,
             body=options,
         )
         with self._drive("run"):
