@@ -422,9 +422,9 @@ class RunLoop:
             self.events.publish(ChunkRefused(time=now, sequence=capture.sequence))
             return False
         self.events.publish(ChunkInstalled(
-            time=now, number=playing.number, sequence=capture.sequence, speed=speed,
-            action_space=prediction.action_chunk.action_space, seam_jump=installed.seam_jump,
-            commands=len(playhead.tail),
+            time=now, prediction=prediction, number=playing.number, sequence=capture.sequence,
+            speed=speed, action_space=prediction.action_chunk.action_space,
+            seam_jump=installed.seam_jump, commands=len(playhead.tail),
         ))
         if speed != installed.previous_speed:
             self.events.publish(

@@ -24,6 +24,7 @@ from enum import Enum
 from typing import Callable, Optional, Protocol, Sequence, Union
 
 from .outcome import Ending
+from .types import Prediction
 
 __all__ = [
     "AnswerArrived",
@@ -107,9 +108,11 @@ class ChunkInstalled(RunEvent):
     """A chunk replaced what was playing, from its due row.
 
     ``seam_jump`` is the largest joint jump from the last command to its first (None for the
-    first chunk or where it cannot be measured); ``commands`` is how many it will play.
+    first chunk or where it cannot be measured); ``commands`` is how many it will play;
+    ``prediction`` is the answer itself (its chunk, its observation's byte counts, its perf).
     """
 
+    prediction: Prediction
     number: int
     sequence: int
     speed: float

@@ -7,6 +7,12 @@ import pytest
 from sequence_ai import events
 from sequence_ai.outcome import Ending
 from sequence_ai.run_stats import RunStats
+from sequence_ai.types import ActionChunk, Prediction
+
+PREDICTION = Prediction(id="p", model="m", action_chunk=ActionChunk(
+    steps=[[0.0]], robot="droid", action_space="joint", action_dim=1,
+    control_frequency_hz=10.0, covers_seconds=0.1,
+))
 
 
 def played(t: float, action: int, *, speed: float = 1.0, beyond: bool = False,
@@ -29,8 +35,8 @@ def test_the_outcome_counts_what_the_events_say() -> None:
         events.ObservationTaken(time=10.0, sequence=0, observe_s=0.02),
         events.ObservationSent(time=10.0, sequence=0),
         events.AnswerArrived(time=10.3, sequence=0, request_bytes=1000, in_flight=0),
-        events.ChunkInstalled(time=10.3, number=1, sequence=0, speed=1.0, action_space="joint",
-                              seam_jump=None, commands=8),
+        events.ChunkInstalled(time=10.3, prediction=PREDICTION, number=1, sequence=0,
+                              speed=1.0, action_space="joint", seam_jump=None, commands=8),
         played(10.3, 1, age=0.3),
         played(10.4, 2, beyond=True, age=0.4),
         # A 0.3 s gap: 0.2 s without a fresh command beyond its first period.
@@ -41,8 +47,8 @@ def test_the_outcome_counts_what_the_events_say() -> None:
         events.ChunkRefused(time=10.9, sequence=2),
         events.UnderrunBegan(time=11.0),
         events.UnderrunEnded(time=11.2, waited_s=0.2),
-        events.ChunkInstalled(time=11.2, number=2, sequence=3, speed=0.75, action_space="joint",
-                              seam_jump=0.05, commands=8),
+        events.ChunkInstalled(time=11.2, prediction=PREDICTION, number=2, sequence=3,
+                              speed=0.75, action_space="joint", seam_jump=0.05, commands=8),
     ], connections)
     connections[0] = 5
     outcome = stats.outcome(Ending.INTERRUPTED, None)
