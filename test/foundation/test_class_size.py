@@ -24,7 +24,6 @@ MAX_ATTRIBUTES = 16
 NOT_YET_SPLIT = {
     "sequence_ai/policy.py::Policy": (286, 5),
     "sequence_ai/session.py::Session": (213, 20),
-    "sequence_ai_ros/node.py::SequenceAiNode": (360, 19),
     "sequence_ai_ros/observations.py::ObservationCache": (197, 19),
 }
 

@@ -153,8 +153,8 @@ def _stopped_by_bad_input(
 def _refusal(node: Any) -> str:
     """Why the node's input cache would refuse an observation now ("" when it would not)."""
     try:
-        node._cache.images(MAX_AGE_S)
-        node._cache.joints(MAX_AGE_S)
+        node._configured.cache.images(MAX_AGE_S)
+        node._configured.cache.joints(MAX_AGE_S)
     except StaleObservation as exc:
         return str(exc)
     return ""
