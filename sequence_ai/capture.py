@@ -29,6 +29,7 @@ class Captures:
         self._session = session
         self._observe = observe
         self._publish = publish
+        # Lock order 8: the Session's lock (9) is taken under it (the instruction latch).
         self._lock = threading.Lock()
         # Under _lock: the playback position of the next command, in rows since the run's
         # first observation; the next observation's number; observations taken.

@@ -127,6 +127,7 @@ class Policy:
         )
         # Re-entrant so next_action -> predict and act -> run work on the driving thread;
         # acquired without blocking so a second driver is refused, never queued.
+        # Lock order 1 (docs/architecture.md, "lock order"): held for a whole call.
         self._driver = threading.RLock()
         # Both owned by the driving thread (the holder of _driver).
         self._run_active = False

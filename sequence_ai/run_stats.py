@@ -111,6 +111,7 @@ class RunStats:
         # Connections are the transport's, counted from the run's start.
         self._connections = connections
         self._connections_at_start = connections()
+        # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
         # Under _lock: everything below.
         self._started = time.monotonic()

@@ -67,6 +67,7 @@ class Session:
         # left of the last predict(). Other threads only take len(). A run clears it.
         self.buffer: deque[list[float]] = deque()
 
+        # Lock order 9: nothing is taken under it (calls are interrupted after its release).
         self._lock = threading.Lock()
         # Everything below is read and written under _lock.
         self._closed = False

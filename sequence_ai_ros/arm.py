@@ -127,6 +127,8 @@ class ArmGate:
         self._period_s = period_s
         self._log = log
         self._clock = clock
+        # Lock order 2: held while the cache's take lock (3), the camera lock (4), the
+        # cache's lock (5) and the command publisher's (7) are taken.
         self._lock = threading.Lock()
         # The running goal's rules; None while no goal runs.
         self._rules: MotionRules | None = None

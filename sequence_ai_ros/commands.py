@@ -88,6 +88,7 @@ class CommandPublisher:
             if gripper_topic
             else None
         )
+        # Lock order 7: nothing of ours is taken under it.
         self._lock = threading.Lock()
         self._sent: deque[float] = deque(maxlen=256)
 

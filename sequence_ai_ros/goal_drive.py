@@ -57,6 +57,8 @@ class GoalDriver:
         self._results = results
         self._log = log
         self._cond = cond
+        # Under cond: first messages of an input seen while a goal waits for its inputs.
+        self._arrivals = 0
 
     def run(self, run: GoalRun, config: NodeConfig) -> Act.Result:
         """Drive the goal's run to its end, hold the arm as the stop policy says, end it."""
@@ -151,20 +153,31 @@ class GoalDriver:
         self._cache.add_listener(self._inputs_arrived)
         deadline = time.monotonic() + wait_s
         try:
-            with self._cond:
-                # Joint states announce themselves; camera frames are looked for again every
-                # _INPUT_RECHECK_S (missing() takes them).
-                while not (run.phase is GoalPhase.STOPPING or not self._cache.missing()):
-                    left = deadline - time.monotonic()
-                    if left <= 0:
+            while True:
+                # missing() takes frames under the cache's take lock, whose first-frame
+                # listener takes _cond: it is called with _cond released (lock order), and
+                # the arrival count tells an arrival during the call from none.
+                with self._cond:
+                    if run.phase is GoalPhase.STOPPING:
                         break
-                    self._cond.wait(min(left, _INPUT_RECHECK_S))
+                    seen = self._arrivals
+                if not self._cache.missing():
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                with self._cond:
+                    if run.phase is not GoalPhase.STOPPING and self._arrivals == seen:
+                        # Joint states announce themselves; camera frames are looked for
+                        # again every _INPUT_RECHECK_S (missing() takes them).
+                        self._cond.wait(min(left, _INPUT_RECHECK_S))
         finally:
             self._cache.remove_listener(self._inputs_arrived)
         return self._cache.missing()
 
     def _inputs_arrived(self) -> None:
         with self._cond:
+            self._arrivals += 1
             self._cond.notify_all()
 
     # ----- the loop's callbacks: observe on the request's thread, the rest on the driving one

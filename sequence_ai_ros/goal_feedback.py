@@ -53,6 +53,7 @@ class GoalFeedback:
         self._health = health
         self._started_s = started_s
         self._stats = RunStats(lambda: 0)
+        # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
         # Under _lock: what the feedback shows besides the stats; when it was last published;
         # whether a run is under way (its figures are shown only then).

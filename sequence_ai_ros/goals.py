@@ -88,6 +88,8 @@ class GoalRunner:
         self._live_config = live_config
         self._log = log
         self._wake = wake
+        # Lock order 6: shared with GoalDriver and GoalResults; never held while the gate,
+        # the observation cache or a call handle is used.
         self._cond = threading.Condition()
         self._results = GoalResults(self._cond, health, log)
         self._driver = GoalDriver(

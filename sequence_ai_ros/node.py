@@ -83,6 +83,7 @@ class SequenceAiNode(LifecycleNode):
             parameters.validation_callback(self._parameter_values, self._configured_as)
         )
         self.health = HealthRecord()
+        # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
         self._accepting = False
         self._configured: Configured | None = None

@@ -102,10 +102,13 @@ class ObservationCache:
         self._clock = clock
         self._frames = frames
         self._warn = warn
+        # Lock order 3: the camera lock (4), this cache's _lock (5) and, from a first
+        # frame's listener, the goal runner's condition (6) are taken under it.
         self._take_lock = threading.Lock()
         self._clocks = {view: _FrameClock() for view in self._views}
         self._late_warned = False
         # Guards every field below; listeners are called after it is released.
+        # Lock order 5: nothing is taken under it (listeners run after its release).
         self._lock = threading.Lock()
         self._retake_after_s = _FRESH_S
         self._listeners: list[Callable[[], None]] = []
