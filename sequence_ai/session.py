@@ -14,6 +14,7 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Iterator, Mapping
+from enum import Enum
 from typing import Callable, Optional
 
 from .calls import CallHandle
@@ -25,9 +26,23 @@ from .speed import PlaybackSpeed
 from .transport import Transport, encode_json
 from .types import Observation, Prediction
 
-__all__ = ["EMA_WEIGHT", "SPREAD_FACTOR", "VALIDATE_MODES", "Session"]
+__all__ = ["EMA_WEIGHT", "SPREAD_FACTOR", "VALIDATE_MODES", "Session", "ValidateMode"]
 
-VALIDATE_MODES = ("warn", "strict", "off")
+
+class ValidateMode(str, Enum):
+    """``connect(validate=)``: what the pre-send check does with an observation that does not
+    match the model's catalogue row. String-valued: ``"strict"`` and the member are equal."""
+
+    WARN = "warn"
+    STRICT = "strict"
+    OFF = "off"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# The one list of the modes: connect() checks against it, the node's parameter offers it.
+VALIDATE_MODES = tuple(mode.value for mode in ValidateMode)
 # Weight of a new sample in the refill-latency average that sets the prefetch lead, and in the
 # average of its deviation.
 EMA_WEIGHT = 0.3
@@ -56,7 +71,7 @@ class Session:
         # Set here, never rebound: read by any thread without a lock.
         self.model_id = model_id
         self.transport = transport
-        self.validate = validate
+        self.validate = ValidateMode(validate)
         self.control_hz = control_hz
         self.startup_timeout_s = startup_timeout_s
         self.on_warming = on_warming
@@ -253,7 +268,7 @@ class Session:
 
     def check_observation(self, observation: Observation) -> None:
         """Pre-send check against the catalogue (validate="warn"|"strict"; "off" skips)."""
-        if self.validate == "off":
+        if self.validate is ValidateMode.OFF:
             return
         model = self.spec_or_none()
         if model is None:
@@ -276,7 +291,7 @@ class Session:
             + "\n  - ".join(problems)
             + f"\n{consequence}; build observations with sequence_ai.observation(model, ...)"
         )
-        if self.validate == "strict":
+        if self.validate is ValidateMode.STRICT:
             raise InvalidRequest(message)
         warnings.warn(message, UserWarning, stacklevel=4)
 

@@ -13,6 +13,7 @@ from rclpy.lifecycle import LifecycleNode
 from sensor_msgs.msg import CompressedImage, Image
 
 import sequence_ai
+from sequence_ai.session import ValidateMode
 from sequence_ai_ros import parameters
 from sequence_ai_ros.arm import ArmGate
 from sequence_ai_ros.cameras import Cameras
@@ -20,7 +21,7 @@ from sequence_ai_ros.commands import CommandMode, CommandPublisher
 from sequence_ai_ros.diagnostics import HealthRecord
 from sequence_ai_ros.goals import GoalRunner
 from sequence_ai_ros.joint_feed import JointFeed
-from sequence_ai_ros.model_fit import controller_for, fit_problems
+from sequence_ai_ros.model_fit import fit
 from sequence_ai_ros.observations import ObservationCache
 from sequence_ai_ros.parameters import NodeConfig
 
@@ -69,8 +70,7 @@ def configure(
         raise ConfigureError(
             f"model {config.model!r} is not in the service's catalogue of act models"
         )
-    problems = fit_problems(config, model)
-    controller, _ = controller_for(config, model)
+    controller, problems = fit(config, model)
     if problems or controller is None:
         raise ConfigureError("; ".join(problems))
     if not model.control_hz or model.control_hz <= 0:
@@ -160,7 +160,7 @@ def _connect(
         config.model,
         api_key=api_key,
         base_url=config.base_url or None,
-        validate=config.validate_mode,
+        validate=ValidateMode(config.validate_mode),
         control_hz=control_hz,
         startup_timeout_s=config.startup_timeout_s,
         on_warming=on_warming,

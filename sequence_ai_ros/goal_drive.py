@@ -12,6 +12,7 @@ from rclpy.impl.rcutils_logger import RcutilsLogger
 
 import sequence_ai
 from sequence_ai import RunStatus
+from sequence_ai.controllers import Controller
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.arm import ArmGate, MotionRules
 from sequence_ai_ros.commands import CommandMode
@@ -40,7 +41,7 @@ class GoalDriver:
         *,
         policy: sequence_ai.Policy,
         model: sequence_ai.Model,
-        controller: str,
+        controller: Controller,
         cache: ObservationCache,
         gate: ArmGate,
         health: HealthRecord,

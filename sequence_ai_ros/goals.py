@@ -17,6 +17,7 @@ from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.task import Future
 
 import sequence_ai
+from sequence_ai.controllers import Controller
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.arm import ArmGate
 from sequence_ai_ros.diagnostics import HealthRecord
@@ -77,7 +78,7 @@ class GoalRunner:
         *,
         policy: sequence_ai.Policy,
         model: sequence_ai.Model,
-        controller: str,
+        controller: Controller,
         cache: ObservationCache,
         gate: ArmGate,
         health: HealthRecord,

@@ -26,6 +26,18 @@ _FRESH_S = 0.1
 _RETAKE_MARGIN_S = 0.1
 
 
+def check_camera_age(view: str, age_s: float | None, max_age_s: float) -> None:
+    """The one freshness rule of a camera, for a request's frames and for the gate's check:
+    StaleObservation when `view` has no frame (`age_s` None) or one older than `max_age_s`."""
+    if age_s is None:
+        raise StaleObservation(f"camera {view}: no image received yet")
+    if age_s > max_age_s:
+        raise StaleObservation(
+            f"camera {view}: newest image is {age_s:.3f} s old; max_image_age_s is "
+            f"{max_age_s:.3f}"
+        )
+
+
 class StaleObservation(RuntimeError):
     """An input is missing, too old or invalid: the goal stops rather than send it."""
 
@@ -278,14 +290,8 @@ class ObservationCache:
             entries = {view: self._images.get(view) for view in self._views}
         frames = {}
         for view, entry in entries.items():
-            if entry is None:
-                raise StaleObservation(f"camera {view}: no image received yet")
-            age = now - entry.received_s
-            if age > max_age_s:
-                raise StaleObservation(
-                    f"camera {view}: newest image is {age:.3f} s old; max_image_age_s is "
-                    f"{max_age_s:.3f}"
-                )
+            check_camera_age(view, None if entry is None else now - entry.received_s, max_age_s)
+            assert entry is not None
             try:
                 frames[view] = to_array(entry.msg)
             except ImageConversionError as exc:

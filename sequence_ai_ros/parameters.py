@@ -16,6 +16,7 @@ from rcl_interfaces.msg import (
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from sequence_ai.session import VALIDATE_MODES
 from sequence_ai.speed import AUTO, MIN_SPEED
 from sequence_ai.transport import MAX_IN_FLIGHT
 
@@ -26,7 +27,6 @@ COMMAND_TYPES = (FLOAT64_MULTI_ARRAY, JOINT_TRAJECTORY, JOINT_STATE)
 COMMAND_INTERFACES = ("position", "velocity")
 # step: one command per control period; chunk: one JointTrajectory per installed chunk.
 COMMAND_MODES = ("auto", "step", "chunk")
-VALIDATE_MODES = ("warn", "strict", "off")
 TRANSPORTS = ("raw", "compressed")
 
 PANDA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
