@@ -17,7 +17,7 @@ from sequence_ai.session import ValidateMode
 from sequence_ai_ros import parameters
 from sequence_ai_ros.arm import ArmGate
 from sequence_ai_ros.cameras import Cameras
-from sequence_ai_ros.commands import CommandMode, CommandPublisher
+from sequence_ai_ros.commands import CommandPublisher
 from sequence_ai_ros.diagnostics import HealthRecord
 from sequence_ai_ros.goals import GoalRunner
 from sequence_ai_ros.joint_feed import JointFeed
@@ -121,7 +121,7 @@ def configure(
             CommandPublisher(
                 node,
                 joint_names=config.joint_names,
-                interface=config.command_interface,
+                interface=config.interface,
                 command_topic=config.command_topic,
                 command_type=config.command_type,
                 gripper_topic=config.gripper_command_topic,
@@ -131,7 +131,7 @@ def configure(
             joints=len(config.joint_names),
             period_s=period_s,
             log=node.get_logger(),
-            mode=CommandMode(parameters.command_mode(config)),
+            mode=parameters.command_mode(config),
         )
         built.append(gate.destroy)
         runner = GoalRunner(
