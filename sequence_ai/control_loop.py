@@ -125,7 +125,7 @@ def rows_to_play(
     options: RunOptions, model: Optional[Model], prediction: Prediction, due: float
 ) -> tuple[list[list[float]], int, int]:
     """The rows of a chunk the controller hands to act, its open-loop horizon, and the
-    catalogue's chunk length (what the slow-down and the speed are sized by)."""
+    catalogue's chunk length (what the rest ramp and the speed are sized by)."""
     rows = controller_rows(options.controller, prediction, model)
     # A chunk's horizons agree with the catalogue's (checked on arrival).
     horizon = options.open_loop_horizon or prediction.action_chunk.open_loop_horizon or len(rows)

@@ -6,8 +6,9 @@ too, so every bad value gets the same kind of message: the field, the value, wha
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable, Optional
@@ -24,6 +25,7 @@ __all__ = [
     "RESERVED_BODY_FIELDS",
     "RunOptions",
     "body_fields",
+    "check_spelling",
     "check_max_in_flight",
     "positive_int",
     "positive_seconds",
@@ -83,6 +85,19 @@ def body_fields(options: Mapping[str, object]) -> Mapping[str, object]:
                 f"option {key!r} cannot be passed through: the Policy sets the request's {key}"
             )
     return MappingProxyType({key: value for key, value in options.items() if value is not None})
+
+
+def check_spelling(options: Mapping[str, object], known: Iterable[str], method: str) -> None:
+    """An extra keyword close to a known option is a typo (``smoth_seam=3``), not a request-body
+    field: a TypeError naming the option it resembles. Other extra keywords stay allowed."""
+    names = list(known)
+    for key in options:
+        close = difflib.get_close_matches(key, names, n=1, cutoff=0.8)
+        if close:
+            raise TypeError(
+                f"{method}() got an unexpected keyword argument {key!r}; did you mean "
+                f"{close[0]!r}? (other extra keywords go to the service as request-body fields)"
+            )
 
 
 def _callable(name: str, value: object, *, optional: bool) -> None:
@@ -154,6 +169,7 @@ class RunOptions:
         # Normalised in place once; the instance is frozen from here on.
         object.__setattr__(self, "controller", Controller(self.controller))
         object.__setattr__(self, "prefetch", bool(self.prefetch))
+        check_spelling(self.body, _OPTION_NAMES, "run")
         object.__setattr__(self, "body", body_fields(self.body))
         if isinstance(self.observers, (str, bytes)) or not isinstance(self.observers, Sequence):
             raise TypeError(
@@ -163,3 +179,9 @@ class RunOptions:
         for observer in self.observers:
             as_sink(observer)
         object.__setattr__(self, "observers", tuple(self.observers))
+
+
+# What run()/act() take by name (the request body's fields are anything else).
+_OPTION_NAMES = (
+    *(name for name in RunOptions.__dataclass_fields__ if name != "body"), "call", "instruction"
+)

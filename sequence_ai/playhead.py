@@ -46,7 +46,7 @@ class Installed:
 
 
 class Playhead:
-    """The chunk playing, its commands left, the playback speed and the slow-down's time."""
+    """The chunk playing, its commands left, the playback speed and the rest ramp's time."""
 
     def __init__(
         self, period_s: float, speed_setting: PlaybackSpeed, gripper_dims: Sequence[int],
@@ -63,7 +63,7 @@ class Playhead:
         # The tail comes to rest by max_seconds: when it is played out, the run waits for its
         # deadline rather than for another chunk.
         self.resting_for_deadline = False
-        # How long before max_seconds an answer must land to be played: the slow-down's time.
+        # How long before max_seconds an answer must land to be played: the rest ramp's time.
         self.ramp_s = 0.0
         self.last_row: Optional[Row] = None
 
@@ -107,7 +107,7 @@ class Playhead:
         too little time is left before ``deadline`` to bring it to rest."""
         speed = playing.speed
         ramp_rows = ramp_rows_for(self.period, chunk_rows)
-        # A full slow-down at this speed, in commands.
+        # A full rest ramp at this speed, in commands.
         ramp_commands = 2 * ramp_rows / speed
         first_due = self.pacer.upcoming(self.period)
         # Come to rest a period before max_seconds: an act() goal ends at rest, not mid-stride.

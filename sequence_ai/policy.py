@@ -129,10 +129,10 @@ class Policy:
         # acquired without blocking so a second driver is refused, never queued.
         # Lock order 1 (docs/architecture.md, "lock order"): held for a whole call.
         self._driver = threading.RLock()
-        # Both owned by the driving thread (the holder of _driver).
-        self._run_active = False
+        # Owned by the driving thread (the holder of _driver).
         self._warned_no_validate = False
-        # The running loop: set and cleared by the driving thread, read by any (`progress`).
+        # The running loop (None: no run): set and cleared by the driving thread, read by any
+        # (`progress`).
         self._loop: Optional[RunLoop] = None
 
     # -- properties and lifecycle ----------------------------------------------------------
@@ -381,12 +381,10 @@ class Policy:
                 )
             with self._session.open_call("run", call) as handle:
                 loop = RunLoop(self._session, handle, run_options)
-                self._run_active = True
                 self._loop = loop
                 try:
                     return loop.execute()
                 finally:
-                    self._run_active = False
                     self._loop = None
 
     def act(
@@ -439,7 +437,7 @@ class Policy:
     def _refuse_inside_run(self, method: str) -> None:
         # The driver lock is re-entrant, so a loop callback on the driving thread would get
         # through it and rewrite the running loop's buffer.
-        if self._run_active:
+        if self._loop is not None:
             raise SequencesError(
                 f"{method}() refused: called from inside a running loop's callback; "
                 "it would disturb the loop's buffer"
