@@ -53,8 +53,8 @@ def playback_hz(session: Session, model: Optional[Model]) -> float:
 
     Never a response's: a chunk declaring another rate is refused, not obeyed.
     """
-    if session.control_hz is not None:
-        return session.control_hz
+    if session.defaults.control_hz is not None:
+        return session.defaults.control_hz
     if model is not None and model.control_hz is not None:
         return model.control_hz
     where = (
@@ -104,7 +104,7 @@ def with_outcome(error: BaseException, outcome: RunOutcome) -> BaseException:
 def startup_budget(session: Session, options: RunOptions, deadline: Optional[float]) -> float:
     """How long the first chunk may take: startup_timeout_s, and no later than max_seconds."""
     budget = (
-        session.startup_timeout_s if options.startup_timeout_s is None
+        session.defaults.startup_timeout_s if options.startup_timeout_s is None
         else float(options.startup_timeout_s)
     )
     if deadline is not None:
@@ -116,7 +116,7 @@ def playhead_for(
     session: Session, options: RunOptions, model: Optional[Model], period_s: float
 ) -> Playhead:
     speed = options.playback_speed if options.playback_speed is not None else (
-        session.playback_speed)
+        session.defaults.playback_speed)
     grippers = sorted(gripper_dims(model)) if model is not None else []
     return Playhead(period_s, speed, grippers, options.smooth_seam)
 
@@ -158,7 +158,8 @@ class RunLoop:
         self.events = EventStream([self.stats.on_event, status.on_event], options.observers)
         self.captures = Captures(session, options.observe, self.events.publish)
         self.scheduler = RequestScheduler(
-            options.max_in_flight or session.max_in_flight, options.prefetch, self.captures.lock
+            options.max_in_flight or session.defaults.max_in_flight, options.prefetch,
+            self.captures.lock,
         )
         self.playhead = playhead_for(session, options, self.model, self.period)
         self.rows = RowsReport(options.on_rows, self.period)
@@ -426,10 +427,8 @@ class RunLoop:
             speed=speed, action_space=prediction.action_chunk.action_space,
             seam_jump=installed.seam_jump, commands=len(playhead.tail),
         ))
-        if speed != installed.previous_speed:
-            self.events.publish(
-                SpeedChanged(time=now, speed=speed, previous=installed.previous_speed)
-            )
+        if speed != (previous := installed.previous_speed):
+            self.events.publish(SpeedChanged(time=now, speed=speed, previous=previous))
         if options.on_chunk is not None:
             options.on_chunk(prediction)
         self.rows.installed(installed.first_due, playing, list(playhead.tail))

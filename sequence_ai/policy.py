@@ -14,20 +14,20 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Callable, Optional, Union
 
-from .calls import CallEnded, CallHandle, Wake
+from .calls import CallHandle, Wake
 from .catalogue import Model, full_model_id
 from .control_loop import RunLoop
 from .errors import ChunkExhausted, SequencesError, Unavailable
 from .events import Observer
-from .options import RunOptions, body_fields, check_max_in_flight, positive_seconds
+from .options import RunOptions, check_max_in_flight, positive_seconds
 from .outcome import RunOutcome, RunProgress
 from .playback import InstalledRows
+from .predict import predict_chunk
 from .session import VALIDATE_MODES, Session, WarmingCallback
 from .speed import PlaybackSpeed, check_playback_speed
 from .status import Progress, RunStatus
 from .transport import Transport, VerifyArg
 from .types import Observation, Prediction
-from .warmup import await_first_chunk
 
 __all__ = ["Policy", "connect"]
 
@@ -250,7 +250,7 @@ class Policy:
         """One request; the whole chunk. Replaces the buffer with its executable steps."""
         with self._drive("predict"):
             self._refuse_inside_run("predict")
-            return self._predict(observation, options, call)
+            return predict_chunk(self._session, observation, options, call)
 
     def next_action(
         self,
@@ -269,46 +269,8 @@ class Policy:
                         "next_action() has no buffered step and was given no observation; "
                         "pass the current observation on every call"
                     )
-                self._predict(observation, options, call)
+                predict_chunk(self._session, observation, options, call)
             return buffer.popleft()
-
-    def _predict(
-        self, observation: Observation, options: dict[str, object], call: Optional[CallHandle]
-    ) -> Prediction:
-        if not isinstance(observation, Observation):
-            raise TypeError(
-                f"observation is {type(observation).__name__}; expected a sequence_ai.Observation"
-            )
-        body = body_fields(options)
-        session = self._session
-        latch = session.instruction
-        if latch is not None and observation.instruction != latch:
-            observation = observation.with_instruction(latch)
-        # Fetches the catalogue row unless validate="off"; the chunk is then checked against
-        # the row whenever one is known.
-        session.check_observation(observation)
-        model = session.known_spec()
-        with session.open_call("predict", call) as handle:
-            budget = 0.0 if session.served else session.startup_timeout_s
-            try:
-                fetch = await_first_chunk(
-                    session, handle, lambda: observation, body,
-                    model=model, budget_s=budget, deadline=None,
-                )
-            except CallEnded:
-                raise SequencesError("predict() was interrupted") from None
-        prediction = fetch.prediction()
-        if fetch.warm:
-            session.note_latency(fetch.latency_s)
-        session.mark_served()
-        chunk = prediction.action_chunk
-        steps = [list(step) for step in chunk.steps]
-        if chunk.open_loop_horizon:
-            steps = steps[: chunk.open_loop_horizon]
-        # Always replace: steps left from an earlier chunk belong to an older observation.
-        session.buffer.clear()
-        session.buffer.extend(steps)
-        return prediction
 
     # -- the built-in loop -----------------------------------------------------------------
 
