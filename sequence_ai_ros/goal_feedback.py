@@ -110,21 +110,23 @@ class GoalFeedback:
 
     def publish(self, force: bool = False) -> None:
         now = time.monotonic()
-        progress = self._stats.progress()
         with self._lock:
             if not force and now - self._last_s < FEEDBACK_PERIOD_S:
                 return
             self._last_s = now
             running = self._running
-            feedback = Act.Feedback(
-                status=self._status.value,
-                actions=progress.actions,
-                chunks=progress.chunks,
-                underruns=progress.underruns,
-                elapsed_s=now - self._started_s,
-                warming_eta_s=self._warming_eta_s,
-                request_bytes=self._request_bytes,
-            )
+            status, eta_s, request_bytes = self._status, self._warming_eta_s, self._request_bytes
+        # Counted only when published: most rows publish nothing.
+        progress = self._stats.progress()
+        feedback = Act.Feedback(
+            status=status.value,
+            actions=progress.actions,
+            chunks=progress.chunks,
+            underruns=progress.underruns,
+            elapsed_s=now - self._started_s,
+            warming_eta_s=eta_s,
+            request_bytes=request_bytes,
+        )
         if running:
             rate = progress.requests_per_s
             feedback.requests = progress.requests

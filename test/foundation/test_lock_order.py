@@ -31,27 +31,30 @@ RULES = [
 ]
 
 
-def _calls_under(path: Path, lock: str) -> list[str]:
-    """Every call written inside a `with <lock>:` block of the module (lambdas included)."""
+def _calls_under(path: Path, lock: str) -> tuple[int, list[str]]:
+    """How many `with <lock>:` blocks the module has, and every call written inside them
+    (lambdas included)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    blocks = 0
     calls: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.With) and any(
             ast.unparse(item.context_expr) == lock for item in node.items
         ):
+            blocks += 1
             for statement in node.body:
                 calls += [
                     ast.unparse(call) for call in ast.walk(statement) if isinstance(call, ast.Call)
                 ]
-    return calls
+    return blocks, calls
 
 
 @pytest.mark.parametrize(("module", "lock", "forbidden", "why"), RULES)
 def test_no_call_under_a_lock_reaches_a_lock_before_it(
     module: str, lock: str, forbidden: tuple[str, ...], why: str
 ) -> None:
-    calls = _calls_under(ROOT / module, lock)
-    assert calls, f"{module} has no `with {lock}:` block: the rule is stale"
+    blocks, calls = _calls_under(ROOT / module, lock)
+    assert blocks, f"{module} has no `with {lock}:` block: the rule is stale"
     wrong = [call for call in calls if any(name in call for name in forbidden)]
     assert not wrong, f"{module}: under {lock} (lock order {why}): {wrong}"
 
