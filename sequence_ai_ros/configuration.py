@@ -19,6 +19,7 @@ from sequence_ai_ros.arm import ArmGate
 from sequence_ai_ros.cameras import Cameras
 from sequence_ai_ros.commands import CommandPublisher
 from sequence_ai_ros.diagnostics import HealthRecord
+from sequence_ai_ros.goal_drive import GoalParts
 from sequence_ai_ros.goals import GoalRunner
 from sequence_ai_ros.joint_feed import JointFeed
 from sequence_ai_ros.model_fit import fit
@@ -135,12 +136,7 @@ def configure(
         )
         built.append(gate.destroy)
         runner = GoalRunner(
-            policy=policy,
-            model=model,
-            controller=controller,
-            cache=cache,
-            gate=gate,
-            health=health,
+            GoalParts(policy, model, controller, cache, gate, health),
             live_config=lambda: NodeConfig.from_node(node),
             log=node.get_logger(),
             wake=wake,

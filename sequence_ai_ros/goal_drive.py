@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rclpy.impl.rcutils_logger import RcutilsLogger
@@ -24,11 +25,24 @@ from sequence_ai_ros.observations import ObservationCache, StaleObservation
 from sequence_ai_ros.parameters import NodeConfig
 from sequence_ai_ros.stop_policy import ArmCommand, arm_command
 
-__all__ = ["GoalDriver"]
+__all__ = ["GoalDriver", "GoalParts"]
 
 # A goal waiting for its first camera frames looks again this often: frames are taken, not
 # pushed, so no callback announces them.
 _INPUT_RECHECK_S = 0.1
+
+
+@dataclass(frozen=True)
+class GoalParts:
+    """What configure gives the goals to run with."""
+
+    policy: sequence_ai.Policy
+    model: sequence_ai.Model
+    controller: Controller
+    cache: ObservationCache
+    # Every step and hold goes through it.
+    gate: ArmGate
+    health: HealthRecord
 
 
 class GoalDriver:
@@ -37,24 +51,15 @@ class GoalDriver:
     is the goal runner's, which guards each `GoalRun`'s mutable fields."""
 
     def __init__(
-        self,
-        *,
-        policy: sequence_ai.Policy,
-        model: sequence_ai.Model,
-        controller: Controller,
-        cache: ObservationCache,
-        gate: ArmGate,
-        health: HealthRecord,
-        results: GoalResults,
-        log: RcutilsLogger,
+        self, parts: GoalParts, *, results: GoalResults, log: RcutilsLogger,
         cond: threading.Condition,
     ) -> None:
-        self._policy = policy
-        self._model = model
-        self._controller = controller
-        self._cache = cache
-        self._gate = gate
-        self._health = health
+        self._policy = parts.policy
+        self._model = parts.model
+        self._controller = parts.controller
+        self._cache = parts.cache
+        self._gate = parts.gate
+        self._health = parts.health
         self._results = results
         self._log = log
         self._cond = cond

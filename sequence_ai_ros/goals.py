@@ -16,15 +16,10 @@ from rclpy.action.server import ServerGoalHandle
 from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.task import Future
 
-import sequence_ai
-from sequence_ai.controllers import Controller
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.arm import ArmGate
-from sequence_ai_ros.diagnostics import HealthRecord
-from sequence_ai_ros.goal_drive import GoalDriver
+from sequence_ai_ros.goal_drive import GoalDriver, GoalParts
 from sequence_ai_ros.goal_results import GoalResults, crashed_result
 from sequence_ai_ros.goal_state import GoalPhase, GoalRun, goal_problem
-from sequence_ai_ros.observations import ObservationCache
 from sequence_ai_ros.parameters import NodeConfig
 from sequence_ai_ros.stop_policy import (
     ENDING_BY_CAUSE,
@@ -75,13 +70,8 @@ class GoalRunner:
 
     def __init__(
         self,
+        parts: GoalParts,
         *,
-        policy: sequence_ai.Policy,
-        model: sequence_ai.Model,
-        controller: Controller,
-        cache: ObservationCache,
-        gate: ArmGate,
-        health: HealthRecord,
         live_config: Callable[[], NodeConfig],
         log: RcutilsLogger,
         wake: Callable[[], None],
@@ -92,11 +82,8 @@ class GoalRunner:
         # Lock order 6: shared with GoalDriver and GoalResults; never held while the gate,
         # the observation cache or a call handle is used.
         self._cond = threading.Condition()
-        self._results = GoalResults(self._cond, health, log)
-        self._driver = GoalDriver(
-            policy=policy, model=model, controller=controller, cache=cache, gate=gate,
-            health=health, results=self._results, log=log, cond=self._cond,
-        )
+        self._results = GoalResults(self._cond, parts.health, log)
+        self._driver = GoalDriver(parts, results=self._results, log=log, cond=self._cond)
         # Every goal not yet ended, by goal id, in the order they were accepted.
         self._goals: dict[bytes, GoalRun] = {}
         self._current: GoalRun | None = None  # the goal whose run drives the arm
