@@ -4,7 +4,7 @@
 prefetching loop ``run``/``act``. httpx is the only hard dependency.
 """
 
-from . import errors, recipes
+from . import errors, events, recipes
 from .actions import prepare, to_joint_positions
 from .calls import CallHandle
 from .catalogue import Model, models
@@ -73,6 +73,7 @@ __all__ = [
     "DEFAULT_JPEG_QUALITY",
     "recipes",
     "errors",
+    "events",
     "SequencesError",
     "AuthError",
     "OutOfCredit",

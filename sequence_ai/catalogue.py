@@ -118,6 +118,15 @@ class Model:
     def __hash__(self) -> int:
         return hash(self.id)
 
+    @property
+    def state_split(self) -> Optional[tuple[int, int]]:
+        """(joint positions, gripper values) the state holds per ``state_layout``; None when
+        the row declares no layout (then only ``state_dim``, the total, is known)."""
+        if self.state_layout is None:
+            return None
+        layout = self.state_layout
+        return int(layout.get("joint_positions", 0)), int(layout.get("gripper", 0))
+
     def __repr__(self) -> str:
         parts = [repr(self.short_id)]
         for label, value in (
