@@ -44,9 +44,12 @@ OUTCOME = "outcome"
 
 
 class Disposition(str, enum.Enum):
-    """What became of a chunk that arrived."""
+    """What became of a chunk that arrived (the client's events say which)."""
 
     INSTALLED = "installed"
+    # Overtaken by a newer answer: never played.
+    DISCARDED = "discarded"
+    # It could not be played and brought to rest by max_seconds: not installed.
     REFUSED = "refused"
 
 
@@ -91,14 +94,15 @@ class Episode:
         self._period_ns = round(period_s * 1e9)
         self._prefix = prefix.rstrip("/")
         self._state_names = list(state_names)
+        # Lock order: a leaf (nothing is taken or queued under it).
         self._lock = threading.Lock()
         # (number, capture time) by the identity of the observation object the client sent.
         self._observations: dict[int, tuple[int, int]] = {}
         # The numbers of the observations whose chunk was installed.
         self._answered: set[int] = set()
         self._instruction = ""
-        self._counts = {"observations": 0, "chunks": 0, "refusals": 0, "underruns": 0,
-                        "holds": 0, "commands": 0}
+        self._counts = {"observations": 0, "chunks": 0, "discarded": 0, "chunks_refused": 0,
+                        "refusals": 0, "underruns": 0, "holds": 0, "commands": 0}
 
     def put(self, topic: str, message: object, ns: int | None = None) -> None:
         self.writer.put(f"{self._prefix}/{topic}", message, ns)
@@ -149,10 +153,10 @@ class Episode:
             "image_bytes": observation.image_bytes,
         }), captured_ns)
 
-    def chunk(self, prediction: sequence_ai.Prediction, disposition: Disposition) -> int:
-        """A chunk as received: its rows as a trajectory stamped with its observation's
-        capture, and when it went, came and how long it took. Its number in the episode."""
-        arrived_ns = time.time_ns()
+    def chunk(self, prediction: sequence_ai.Prediction, sequence: int, arrived_ns: int) -> int:
+        """A chunk installed: its rows as a trajectory stamped with its observation's
+        capture, and when it went, came and how long it took. Its number in the episode;
+        `sequence` is the client's number of its observation (from 0)."""
         number = self._count("chunks")
         with self._lock:
             observation, captured_ns = self._observations.get(
@@ -176,8 +180,9 @@ class Episode:
         # right after its encoding) to the chunk's arrival at the loop; the service's own
         # time to first action beside it.
         ttfa = prediction.perf.get("ttfa_ms")
-        self.put(CHUNK_INFO, _status("chunk", disposition.value, {
-            "chunk": number, "observation": observation, "request_id": prediction.id,
+        self.put(CHUNK_INFO, _status("chunk", Disposition.INSTALLED.value, {
+            "chunk": number, "observation": observation, "sequence": sequence,
+            "request_id": prediction.id,
             "model": prediction.model, "captured_ns": captured_ns, "arrived_ns": arrived_ns,
             "latency_s": (arrived_ns - captured_ns) / 1e9,
             "service_ttfa_s": float(ttfa) / 1000.0 if isinstance(ttfa, (int, float)) else None,
@@ -185,6 +190,14 @@ class Episode:
             "covers_seconds": chunk.covers_seconds, "rows": len(chunk.steps),
         }), arrived_ns)
         return number
+
+    def unplayed(self, sequence: int, disposition: Disposition, reason: str, ns: int) -> None:
+        """An answer the client did not install (discarded or refused): its observation's
+        client number and why; its rows are not in the event."""
+        self._count("discarded" if disposition is Disposition.DISCARDED else "chunks_refused")
+        self.put(CHUNK_INFO, _status("chunk", disposition.value, {
+            "sequence": sequence, "reason": reason,
+        }, warn=disposition is Disposition.REFUSED), ns)
 
     def command(self, group: str, message: object) -> None:
         """A command the gate published: the very message the controller got."""
@@ -197,14 +210,19 @@ class Episode:
         self.put(REFUSAL, _status("refusal", reason, {"refusal": number, "chunk": chunk},
                                   warn=True))
 
-    def underrun(self, waited_s: float) -> None:
+    def underrun(self, waited_s: float, ns: int) -> None:
         self._count("underruns")
         self.put(EVENT, _status("underrun", f"waited {waited_s:.3f} s", {"waited_s": waited_s},
-                                warn=True))
+                                warn=True), ns)
 
     def hold(self) -> None:
         self._count("holds")
         self.put(EVENT, _status("hold", "the arm is held", {}))
+
+    def run_event(self, name: str, message: str, values: Mapping[str, object], ns: int,
+                  warn: bool = False) -> None:
+        """Another event of the run (its hold() call, its ending), as the client reported it."""
+        self.put(EVENT, _status(name, message, values, warn=warn), ns)
 
     def feedback(self, feedback: Act.Feedback) -> None:
         self.put(FEEDBACK, feedback)
@@ -220,8 +238,8 @@ class Episode:
             sent = self._counts["observations"]
             unanswered = [n for n in range(1, sent + 1) if n not in self._answered]
         if unanswered:
-            # Their answers were discarded (overtaken, or too late), failed, or were still
-            # in flight at the end: the client reports only the chunks it installs.
+            # Their answers were discarded or refused (chunk/info has each), failed, or were
+            # still in flight at the end.
             self.put(EVENT, _status("unanswered", f"{len(unanswered)} observations got no "
                                     "installed chunk", {
                                         "observations": ",".join(map(str, unanswered)),

@@ -1,5 +1,7 @@
-"""`EpisodeRecorder`: one MCAP file per `act` goal when `record` is `goals` — the observer the
-goal runner, the client's callbacks and the gate's output stage report to."""
+"""`EpisodeRecorder`: one MCAP file per `act` goal when `record` is `goals` — an observer of the
+run's event stream (chunks installed, discarded or refused, underruns, the hold, the ending),
+told besides by the goal driver (start, observations as sent, refusals, the node's hold), the
+goal results (end) and the gate's output stage (every command published)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,15 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import sequence_ai
+from sequence_ai.events import (
+    ChunkDiscarded,
+    ChunkInstalled,
+    ChunkRefused,
+    HoldCommanded,
+    RunEnded,
+    RunEvent,
+    UnderrunEnded,
+)
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.diagnostics import HealthRecord
 from sequence_ai_ros.episodes.cameras import CameraSampler
@@ -69,6 +80,12 @@ def recorded_parameters(config: NodeConfig) -> dict[str, object]:
     return values
 
 
+def wall_ns(monotonic_s: float) -> int:
+    """The wall-clock time of an event stamped with `time.monotonic()` (events reach the
+    recorder later, on the events thread)."""
+    return time.time_ns() - round((time.monotonic() - monotonic_s) * 1e9)
+
+
 def versions() -> dict[str, str]:
     found = {"sequence_ai": sequence_ai.__version__, "python": platform.python_version()}
     for package in ("sequence_ai_ros", "mcap"):
@@ -82,10 +99,11 @@ def versions() -> dict[str, str]:
 class EpisodeRecorder:
     """Turns a goal's events into its episode file.
 
-    Events come from the driving thread, the request threads and the executor; none of them
-    waits on the disk. `_lock` guards `_episodes` (the open file of each goal, by goal id),
-    `_running` (the episode of the goal whose run drives the arm: it gets the run's events) and
-    `_cameras` (that goal's raw camera sampler, if any).
+    Events come from the client's events thread, the driving thread, the request threads and
+    the executor; none of them waits on the disk (the writer only queues). `_lock` guards
+    `_episodes` (the open file of each goal, by goal id), `_running` (the episode of the goal
+    whose run drives the arm: it gets the run's events) and `_cameras` (that goal's raw camera
+    sampler, if any).
     """
 
     def __init__(
@@ -108,6 +126,7 @@ class EpisodeRecorder:
         self._live_config = live_config
         self._error = error
         self._frames = frames
+        # Lock order: a leaf (no episode, health or log call under it).
         self._lock = threading.Lock()
         self._episodes: dict[bytes, Episode | None] = {}
         self._running: Episode | None = None
@@ -162,15 +181,32 @@ class EpisodeRecorder:
 
     # ----- the run's events (no-ops without a running episode) -----
 
+    def on_event(self, event: RunEvent) -> None:
+        """An observer of the run (`run(observers=[...])`), on the client's events thread."""
+        episode = self._current()
+        if episode is None:
+            return
+        ns = wall_ns(event.time)
+        if isinstance(event, ChunkInstalled):
+            episode.chunk(event.prediction, event.sequence, ns)
+        elif isinstance(event, ChunkDiscarded):
+            episode.unplayed(event.sequence, Disposition.DISCARDED, str(event.reason), ns)
+        elif isinstance(event, ChunkRefused):
+            episode.unplayed(event.sequence, Disposition.REFUSED,
+                             "cannot be played and brought to rest by max_seconds", ns)
+        elif isinstance(event, UnderrunEnded):
+            episode.underrun(event.waited_s, ns)
+        elif isinstance(event, HoldCommanded):
+            episode.run_event("hold_called", "the run called hold()", {"error": event.error},
+                              ns, warn=event.error is not None)
+        elif isinstance(event, RunEnded):
+            episode.run_event("run_ended", event.ending.value, {"error": event.error}, ns,
+                              warn=event.error is not None)
+
     def observation_sent(self, observation: sequence_ai.Observation, captured_ns: int) -> None:
         episode = self._current()
         if episode is not None:
             episode.observation(observation, captured_ns)
-
-    def chunk_received(self, prediction: sequence_ai.Prediction) -> None:
-        episode = self._current()
-        if episode is not None:
-            episode.chunk(prediction, Disposition.INSTALLED)
 
     def refusal(self, reason: str, chunk: int | None = None) -> None:
         episode = self._current()
@@ -182,12 +218,8 @@ class EpisodeRecorder:
         if episode is not None:
             episode.command(group, message)
 
-    def underrun(self, waited_s: float) -> None:
-        episode = self._current()
-        if episode is not None:
-            episode.underrun(waited_s)
-
     def hold(self) -> None:
+        """The node commands the arm held at the goal's end (stop_policy decided it does)."""
         episode = self._current()
         if episode is not None:
             episode.hold()

@@ -65,7 +65,8 @@ def show_text(episode: EpisodeFile) -> str:
     if episode.summary.get("message"):
         lines.append(f"  message      {episode.summary['message']}")
     for key in ("actions", "chunks", "underruns", "requests", "discarded",
-                "recorded_observations", "recorded_commands", "recorded_refusals",
+                "recorded_observations", "recorded_commands", "recorded_discarded",
+                "recorded_chunks_refused", "recorded_refusals",
                 "recorded_underruns", "recorded_holds", "recorded_unanswered", "messages",
                 "dropped"):
         if key in episode.summary:

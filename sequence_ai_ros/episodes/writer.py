@@ -92,6 +92,7 @@ class EpisodeWriter:
         self._channels: dict[str, int] = {}
         self._types: dict[str, str] = {}
         self._schemas: dict[str, int] = {}
+        # Lock order: a leaf (the queue, the file and the callbacks are used outside it).
         self._lock = threading.Lock()
         self._dropped = 0
         self._error = ""

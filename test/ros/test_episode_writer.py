@@ -159,3 +159,59 @@ def test_a_goal_that_never_ran_leaves_a_file_with_its_goal_and_result(tmp_path: 
     assert errors == [] and episode.episode["ran"] == "false"
     assert (episode.summary["status"], episode.summary["reason"]) == ("aborted", "preempted")
     assert [m.topic for m in episode.messages] == ["goal", "instruction", "result"]
+
+
+def test_the_recorder_records_the_runs_discarded_and_refused_chunks_from_its_events(
+    tmp_path: Path,
+) -> None:
+    import time
+
+    import sequence_ai
+    from sequence_ai import Ending
+    from sequence_ai.events import (
+        ChunkDiscarded,
+        ChunkRefused,
+        HoldCommanded,
+        RunEnded,
+        UnderrunEnded,
+    )
+    from sequence_ai_interfaces.action import Act
+    from sequence_ai_ros.diagnostics import HealthRecord
+    from sequence_ai_ros.episodes.recorder import EpisodeRecorder
+    from sequence_ai_ros.parameters import SPECS, NodeConfig
+
+    values = {name: spec.default for name, spec in SPECS.items()}
+    config = NodeConfig.from_values(values | {"record": "goals", "record_dir": str(tmp_path)})
+    recorder = EpisodeRecorder(
+        node_name="/robot/sequence_ai", model=sequence_ai.Model(id="pi05-droid", control_hz=15.0),
+        state_names=["j1"], period_s=1 / 15, health=HealthRecord(),
+        live_config=lambda: config, error=print, frames=dict,
+    )
+    now = time.monotonic()
+    # No goal runs: an event is not recorded anywhere.
+    recorder.on_event(ChunkDiscarded(time=now, sequence=0))
+    goal = Act.Goal(instruction="stack the blocks", max_seconds=5.0)
+    recorder.goal_started(b"\x02" * 16, goal, config)
+    for event in (
+        ChunkDiscarded(time=now, sequence=3),
+        ChunkRefused(time=now, sequence=4),
+        UnderrunEnded(time=now, waited_s=0.25),
+        HoldCommanded(time=now, error=None),
+        RunEnded(time=now, ending=Ending.INTERRUPTED, error=None),
+    ):
+        recorder.on_event(event)
+    result = Act.Result(reason="canceled", stopped_early=True, message="canceled")
+    recorder.goal_ended(b"\x02" * 16, goal, result, None, "canceled")
+    (path,) = reader.episode_files(tmp_path)
+    episode = reader.read(path)
+    infos = [(m.message.message, {kv.key: kv.value for kv in m.message.values})
+             for m in episode.on("chunk/info")]
+    assert [(message, values["sequence"]) for message, values in infos] == [
+        ("discarded", "3"), ("refused", "4")]
+    assert infos[0][1]["reason"] == "overtaken"
+    assert [m.message.name for m in episode.on("event")] == ["underrun", "hold_called",
+                                                             "run_ended"]
+    assert episode.on("event")[2].message.message == "interrupted"
+    counts = {k: episode.summary[f"recorded_{k}"]
+              for k in ("discarded", "chunks_refused", "underruns", "chunks")}
+    assert counts == {"discarded": "1", "chunks_refused": "1", "underruns": "1", "chunks": "0"}

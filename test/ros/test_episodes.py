@@ -107,9 +107,19 @@ def test_a_completed_goal_records_what_was_sent_received_and_commanded(
     chunks = episode.on("chunk")
     assert len(chunks) == result.chunks
     infos = [m.message for m in episode.on("chunk/info")]
-    assert {i.message for i in infos} == {"installed"}
-    assert all({kv.key for kv in i.values} >= {"request_id", "latency_s", "observation"}
-               for i in infos)
+    installed = [i for i in infos if i.message == "installed"]
+    assert len(installed) == result.chunks
+    assert all({kv.key for kv in i.values} >= {"request_id", "latency_s", "observation",
+                                                "sequence"} for i in installed)
+    # Every answer the loop did not install (the result's `discarded`) is recorded too, from
+    # the run's event stream.
+    unplayed = [i for i in infos if i.message in ("discarded", "refused")]
+    recorded = sum(int(episode.summary[k]) for k in ("recorded_discarded",
+                                                      "recorded_chunks_refused"))
+    assert len(unplayed) == result.discarded == recorded
+    assert len(infos) == len(installed) + len(unplayed)
+    events = [m.message.name for m in episode.on("event")]
+    assert events.count("run_ended") == 1
     # Every step the arm got, and the hold at the end, as the controller got them.
     commands = episode.on("command")
     assert len(commands) >= result.actions + 1
@@ -202,7 +212,7 @@ def test_a_stale_goal_and_a_shutdown_each_leave_one_file(
     wait_for(lambda: (v := arm.node_status()) and v["ready"] == "true", what="a ready model")
     handle, _ = arm.send_goal(INSTRUCTION, max_seconds=30.0)
     status, result = arm.result(handle)
-    assert result.reason == "raised:StaleObservation", result.message
+    assert result.reason == "stale_input", result.message
     _check_file(_one_file(tmp_path), gateway.api_key, status, result)
 
     arm.paused_views.discard("wrist_left")
