@@ -47,6 +47,8 @@ class Configured:
     # The only publisher of arm commands: it owns the CommandPublisher.
     gate: ArmGate
     runner: GoalRunner
+    # Closes each goal's episode file on its writer thread (`close` waits for them).
+    episodes: EpisodeRecorder
 
 
 def configure(
@@ -158,7 +160,7 @@ def configure(
         for release in reversed(built):
             release()
         raise
-    return Configured(policy, cameras, cache, joints, gate, runner)
+    return Configured(policy, cameras, cache, joints, gate, runner, episodes)
 
 
 def _connect(

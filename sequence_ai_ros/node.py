@@ -233,6 +233,8 @@ class SequenceAiNode(LifecycleNode):
         self._readiness.stop()
         if parts is not None:
             parts.runner.close(_STOP_TIMEOUT_S)
+            # The last goals' episode files, still being closed on their writer threads.
+            parts.episodes.close(_STOP_TIMEOUT_S)
             parts.cameras.destroy()
             # After the runner: a goal's last hold is checked against fresh joints.
             parts.joints.destroy()

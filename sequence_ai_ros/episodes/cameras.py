@@ -29,12 +29,16 @@ class CameraSampler:
         self._thread.start()
 
     def stop(self) -> None:
+        """Never waits (it is called on the driving thread): the thread ends by itself, and
+        a sample taken meanwhile is not put."""
         self._stop.set()
-        self._thread.join(self._period_s + 1.0)
 
     def _sample(self) -> None:
         while not self._stop.wait(self._period_s):
-            for view, msg in self._frames().items():
+            frames = self._frames()
+            if self._stop.is_set():
+                return
+            for view, msg in frames.items():
                 if self._last.get(view) is msg:
                     continue  # no newer frame since the last sample
                 self._last[view] = msg

@@ -10,7 +10,7 @@ import enum
 import math
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from builtin_interfaces.msg import Duration, Time
@@ -228,8 +228,9 @@ class Episode:
         self.put(FEEDBACK, feedback)
 
     def ended(self, result: Act.Result, outcome: sequence_ai.RunOutcome | None,
-              status: str, timeout_s: float) -> WriterStats:
-        """The result and the run's figures, then the summary; the file is closed."""
+              status: str, on_closed: Callable[[WriterStats], None]) -> None:
+        """The result and the run's figures, then the summary; the file is closed on the
+        writer thread, which tells `on_closed` (nothing here waits for it)."""
         self.put(RESULT, result)
         if outcome is not None:
             figures = {f.name: getattr(outcome, f.name) for f in dataclasses.fields(outcome)}
@@ -257,4 +258,4 @@ class Episode:
             }
             return {SUMMARY_RECORD: {k: _text(v) for k, v in values.items()}}
 
-        return self.writer.finish(summary, timeout_s)
+        self.writer.finish(summary, on_closed)

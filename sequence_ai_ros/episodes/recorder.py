@@ -11,10 +11,11 @@ import platform
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 import sequence_ai
@@ -34,12 +35,13 @@ from sequence_ai_ros.episodes.episode import Disposition, Episode
 from sequence_ai_ros.episodes.reader import EPISODE_RECORD
 from sequence_ai_ros.parameters import NodeConfig
 
+if TYPE_CHECKING:
+    from sequence_ai_ros.episodes.writer import WriterStats
+
 RECORD_OFF = "off"
 RECORD_GOALS = "goals"
 RECORD_MODES = (RECORD_OFF, RECORD_GOALS)
 SUFFIX = ".mcap"
-# A goal's end waits at most this long for its file to be closed (the arm is held by then).
-CLOSE_WAIT_S = 2.0
 _SLUG_CHARS = re.compile(r"[^a-z0-9]+")
 
 
@@ -50,9 +52,9 @@ def episode_name(started: datetime, model: str, instruction: str) -> str:
     return f"{started:%Y%m%dT%H%M%S_%f}Z_{model_part}_{slug}{SUFFIX}"
 
 
-def prune(folder: Path, max_mb: float, keep: Path | None = None) -> list[Path]:
+def prune(folder: Path, max_mb: float, keep: Collection[Path] = ()) -> list[Path]:
     """Remove the oldest episodes until the folder's episodes fit in `max_mb` (0: no bound);
-    the files removed. `keep` (the file being written) is never removed."""
+    the files removed. `keep` (the files being written) are never removed."""
     if max_mb <= 0:
         return []
     files = sorted(folder.glob(f"*{SUFFIX}"))
@@ -62,7 +64,7 @@ def prune(folder: Path, max_mb: float, keep: Path | None = None) -> list[Path]:
     for path in files:
         if total <= max_mb * 1e6:
             break
-        if path == keep:
+        if path in keep:
             continue
         path.unlink(missing_ok=True)
         total -= sizes[path]
@@ -130,6 +132,8 @@ class EpisodeRecorder:
         self._lock = threading.Lock()
         self._episodes: dict[bytes, Episode | None] = {}
         self._running: Episode | None = None
+        # Ended episodes whose writer has not closed the file yet.
+        self._closing: set[Episode] = set()
         # The running goal's raw camera sampler (record_cameras_hz > 0).
         self._cameras: CameraSampler | None = None
 
@@ -155,8 +159,9 @@ class EpisodeRecorder:
         outcome: sequence_ai.RunOutcome | None,
         status: str,
     ) -> None:
-        """The goal's result, its run's figures and the summary; the file is closed. A goal
-        that never ran gets a file too, with its goal and result."""
+        """The goal's result, its run's figures and the summary; the file is closed on its
+        writer thread (nothing waits for it here). A goal that never ran gets a file too, with
+        its goal and result."""
         with self._lock:
             started = goal_id in self._episodes
             episode = self._episodes.pop(goal_id, None)
@@ -170,14 +175,18 @@ class EpisodeRecorder:
             episode = self._open(goal_id, goal, self._live_config(), started=False)
         if episode is None:
             return  # not recording, or its file could not be opened (reported then)
-        # A goal that never ran may end on the executor (end_overdue): it does not wait there.
-        stats = episode.ended(result, outcome, status, CLOSE_WAIT_S if started else 0.0)
-        if not stats.error:
-            dropped = f", {stats.dropped} dropped" if stats.dropped else ""
-            self._health.update(recording=f"last {episode.writer.path}{dropped}")
-            self._health.update(recording_dropped=stats.dropped)
-        prune(episode.writer.path.parent, self._live_config().record_max_mb,
-              keep=episode.writer.path)
+        with self._lock:
+            self._closing.add(episode)
+        episode.ended(result, outcome, status, lambda stats: self._closed(episode, stats))
+
+    def close(self, timeout_s: float) -> None:
+        """Wait at most `timeout_s` for the files still being closed (at cleanup and exit, so
+        that none is cut short by the process ending)."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            closing = list(self._closing)
+        for episode in closing:
+            episode.writer.wait_closed(max(0.0, deadline - time.monotonic()))
 
     # ----- the run's events (no-ops without a running episode) -----
 
@@ -252,7 +261,9 @@ class EpisodeRecorder:
             return None
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            prune(folder, config.record_max_mb)
+            with self._lock:
+                closing = {e.writer.path for e in self._closing}
+            prune(folder, config.record_max_mb, keep=closing)
             writer = EpisodeWriter(path, self._failed, on_drop=self._dropped)
         except OSError as exc:
             self._failed(f"cannot record to {path}: {exc}")
@@ -274,6 +285,19 @@ class EpisodeRecorder:
         episode.goal(goal)
         self._health.update(recording=f"recording {path}", recording_dropped=0)
         return episode
+
+    def _closed(self, episode: Episode, stats: WriterStats) -> None:
+        """On the episode's writer thread, its file closed: /diagnostics names it (unless the
+        next goal already records), and the folder is pruned, keeping the files open."""
+        with self._lock:
+            self._closing.discard(episode)
+            running = self._running
+        if not stats.error and running is None:
+            dropped = f", {stats.dropped} dropped" if stats.dropped else ""
+            self._health.update(recording=f"last {episode.writer.path}{dropped}",
+                                recording_dropped=stats.dropped)
+        keep = {episode.writer.path, *(e.writer.path for e in (running,) if e is not None)}
+        prune(episode.writer.path.parent, self._live_config().record_max_mb, keep=keep)
 
     def _dropped(self, total: int) -> None:
         """The running episode's writer fell behind: /diagnostics shows the count at once."""

@@ -60,6 +60,8 @@ class _Finish:
     """The last item of the queue: write the summary records and close the file."""
 
     summary: Callable[[WriterStats], Mapping[str, Mapping[str, str]]]
+    # Told the final figures on the writer thread once the file is closed.
+    on_closed: Callable[[WriterStats], None] | None
 
 
 class EpisodeWriter:
@@ -69,7 +71,7 @@ class EpisodeWriter:
     writer thread serialises, writes and flushes. A write error stops the writing: `on_error`
     is called once with the reason and later messages are discarded. `_lock` guards
     `_dropped`, `_error`, `_counts` and the first and last log times; the `Writer`, the file,
-    `_channels`, `_types` and `_schemas` belong to the writer thread.
+    `_channels` and `_schemas` belong to the writer thread.
     """
 
     def __init__(
@@ -87,10 +89,11 @@ class EpisodeWriter:
         self._file = open(path, "wb")  # noqa: SIM115 - closed by the writer thread
         self._mcap = Writer(self._file, chunk_size=CHUNK_BYTES, compression=CompressionType.ZSTD)
         self._mcap.start(profile=PROFILE, library=LIBRARY)
-        self._queue: queue.Queue[_Entry | _Metadata | _Finish] = queue.Queue(queue_messages)
+        # Unbounded, bounded by _enqueue: the close is never dropped, the messages may be.
+        self._queue: queue.Queue[_Entry | _Metadata | _Finish] = queue.Queue()
+        self._queue_messages = queue_messages
         # Writer thread only: channel id and message type of each topic, schema ids by type.
-        self._channels: dict[str, int] = {}
-        self._types: dict[str, str] = {}
+        self._channels: dict[str, tuple[int, str]] = {}
         self._schemas: dict[str, int] = {}
         # Lock order: a leaf (the queue, the file and the callbacks are used outside it).
         self._lock = threading.Lock()
@@ -121,17 +124,16 @@ class EpisodeWriter:
     def finish(
         self,
         summary: Callable[[WriterStats], Mapping[str, Mapping[str, str]]],
-        timeout_s: float,
-    ) -> WriterStats:
+        on_closed: Callable[[WriterStats], None] | None = None,
+    ) -> None:
         """Close the file after what is queued, with `summary(stats)`'s metadata records and
-        the rosbag2 record; waits at most `timeout_s` for the writer thread to be done."""
-        deadline = time.monotonic() + timeout_s
-        try:
-            self._queue.put(_Finish(summary), timeout=timeout_s)
-        except queue.Full:
-            self._fail(f"{self.path} was not closed: its writer is {timeout_s:g} s behind")
-        self._thread.join(max(0.0, deadline - time.monotonic()))
-        return self.stats()
+        the rosbag2 record, then tell `on_closed`; never waits (`wait_closed` does)."""
+        self._queue.put_nowait(_Finish(summary, on_closed))
+
+    def wait_closed(self, timeout_s: float) -> bool:
+        """Wait at most `timeout_s` for the file to be closed; whether it is."""
+        self._thread.join(timeout_s)
+        return self.closed
 
     @property
     def closed(self) -> bool:
@@ -143,9 +145,9 @@ class EpisodeWriter:
         with self._lock:
             if self._error:
                 return
-        try:
+        if self._queue.qsize() < self._queue_messages:
             self._queue.put_nowait(item)
-        except queue.Full:
+        else:
             with self._lock:
                 self._dropped += 1
                 dropped = self._dropped
@@ -174,6 +176,8 @@ class EpisodeWriter:
                 item = None
             if isinstance(item, _Finish):
                 self._close(item)
+                if item.on_closed is not None:
+                    item.on_closed(self.stats())
                 return
             with self._lock:
                 failed = bool(self._error)
@@ -226,9 +230,9 @@ class EpisodeWriter:
             self._last_ns = max(self._last_ns, item.log_time_ns)
 
     def _channel(self, topic: str, message: object) -> int:
-        channel = self._channels.get(topic)
-        if channel is not None:
-            return channel
+        known = self._channels.get(topic)
+        if known is not None:
+            return known[0]
         name = type_name(type(message))
         schema = self._schemas.get(name)
         if schema is None:
@@ -240,8 +244,7 @@ class EpisodeWriter:
             topic=topic, message_encoding="cdr", schema_id=schema,
             metadata={"offered_qos_profiles": NO_QOS_PROFILES},
         )
-        self._channels[topic] = channel
-        self._types[topic] = name
+        self._channels[topic] = (channel, name)
         return channel
 
     def _bag_info(self) -> str:
@@ -252,7 +255,7 @@ class EpisodeWriter:
         topics = [
             {
                 "topic_metadata": {
-                    "name": topic, "type": self._types.get(topic, ""),
+                    "name": topic, "type": self._channels.get(topic, (0, ""))[1],
                     "serialization_format": "cdr", "offered_qos_profiles": NO_QOS_PROFILES,
                 },
                 "message_count": count,

@@ -53,7 +53,9 @@ def test_a_writer_that_falls_behind_drops_and_counts_and_never_blocks(
         episode.put(TOPIC, Float64MultiArray(data=[float(k)]))
     assert episode.stats().dropped == 3 and totals == [1, 2, 3]
     release.set()
-    stats = episode.finish(_summary, timeout_s=10.0)
+    episode.finish(_summary)
+    assert episode.wait_closed(10.0)
+    stats = episode.stats()
     assert (stats.written, stats.dropped, stats.error, errors) == (3, 3, "", [])
     recorded = reader.read(path)
     assert [list(m.message.data) for m in recorded.messages] == [[0.0], [1.0], [2.0]]
@@ -105,7 +107,7 @@ def test_the_oldest_episodes_go_first_and_the_one_being_written_stays(tmp_path: 
     for name in names:
         (tmp_path / name).write_bytes(b"x" * 400_000)
     (tmp_path / "notes.txt").write_bytes(b"x" * 2_000_000)  # not an episode: never removed
-    removed = prune(tmp_path, max_mb=1.0, keep=tmp_path / names[0])
+    removed = prune(tmp_path, max_mb=1.0, keep={tmp_path / names[0]})
     assert removed == [tmp_path / n for n in names[1:4]]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([names[0], names[4], "notes.txt"])
     assert prune(tmp_path, max_mb=0.0) == []
@@ -202,6 +204,7 @@ def test_the_recorder_records_the_runs_discarded_and_refused_chunks_from_its_eve
         recorder.on_event(event)
     result = Act.Result(reason="canceled", stopped_early=True, message="canceled")
     recorder.goal_ended(b"\x02" * 16, goal, result, None, "canceled")
+    recorder.close(10.0)
     (path,) = reader.episode_files(tmp_path)
     episode = reader.read(path)
     infos = [(m.message.message, {kv.key: kv.value for kv in m.message.values})

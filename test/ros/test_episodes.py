@@ -84,6 +84,8 @@ def _fields(message: Any) -> dict[str, Any]:
 def _one_file(folder: Path, before: int = 0) -> Path:
     files = _files(folder)
     assert len(files) == before + 1, files
+    # Closed on its writer thread after the result: the goal's end does not wait for the disk.
+    wait_for(lambda: not reader.read(files[-1]).cut, what="the episode file's close")
     return files[-1]
 
 
@@ -96,7 +98,11 @@ def test_a_completed_goal_records_what_was_sent_received_and_commanded(
     status, result = arm.result(handle)
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
 
-    episode = _check_file(_one_file(tmp_path), gateway.api_key, status, result)
+    path = _one_file(tmp_path)
+    episode = _check_file(path, gateway.api_key, status, result)
+    # Its writer thread, once the file is closed, names it in /diagnostics.
+    wait_for(lambda: (v := arm.node_status()) and v["recording"] == f"last {path}",
+             what="the closed episode in /diagnostics")
     assert episode.model == "pi05-droid" and episode.instruction == INSTRUCTION
     images = episode.on("observation/exterior_1")
     assert images and all(m.message.format == "jpeg" for m in images)
