@@ -13,7 +13,6 @@ from rclpy.lifecycle import LifecycleNode
 from sensor_msgs.msg import CompressedImage, Image
 
 import sequence_ai
-from sequence_ai.session import ValidateMode
 from sequence_ai_ros import parameters
 from sequence_ai_ros.arm import ArmGate
 from sequence_ai_ros.cameras import Cameras
@@ -122,7 +121,7 @@ def configure(
             CommandPublisher(
                 node,
                 joint_names=config.joint_names,
-                interface=config.interface,
+                interface=config.command_interface,
                 command_topic=config.command_topic,
                 command_type=config.command_type,
                 gripper_topic=config.gripper_command_topic,
@@ -132,7 +131,7 @@ def configure(
             joints=len(config.joint_names),
             period_s=period_s,
             log=node.get_logger(),
-            mode=parameters.command_mode(config),
+            mode=config.command_mode,
         )
         built.append(gate.destroy)
         runner = GoalRunner(
@@ -156,7 +155,7 @@ def _connect(
         config.model,
         api_key=api_key,
         base_url=config.base_url or None,
-        validate=ValidateMode(config.validate_mode),
+        validate=config.validate_mode,
         control_hz=control_hz,
         startup_timeout_s=config.startup_timeout_s,
         on_warming=on_warming,

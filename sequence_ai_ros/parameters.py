@@ -17,7 +17,7 @@ from rcl_interfaces.msg import (
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from sequence_ai.session import VALIDATE_MODES
+from sequence_ai.session import VALIDATE_MODES, ValidateMode
 from sequence_ai.speed import AUTO, MIN_SPEED
 from sequence_ai.transport import MAX_IN_FLIGHT
 
@@ -227,17 +227,18 @@ class NodeConfig:
     model: str
     base_url: str
     api_key_file: str
-    validate_mode: str
+    validate_mode: ValidateMode
     camera_views: tuple[str, ...]
     camera_topics: tuple[str, ...]
     camera_transports: tuple[str, ...]
     joint_states_topic: str
     joint_names: tuple[str, ...]
     gripper_joint: str
-    command_interface: str
+    command_interface: Interface
     command_topic: str
     command_type: str
-    command_mode: str
+    # `auto` resolved by the command type (an explicit chunk is checked by check_config).
+    command_mode: CommandMode
     gripper_command_topic: str
     velocity_scale: float
     prefetch: bool
@@ -258,20 +259,36 @@ class NodeConfig:
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> NodeConfig:
+        """The snapshot of parameter values; a refused enum value raises ValueError naming it."""
         converted = {
             name: tuple(value) if isinstance(value, (list, tuple)) else value
             for name, value in values.items()
         }
+        refused = [
+            reason
+            for name in ("validate_mode", "command_interface", "command_mode")
+            if (reason := check_value(name, converted[name])) is not None
+        ]
+        if refused:
+            raise ValueError("; ".join(refused))
+        converted["validate_mode"] = ValidateMode(converted["validate_mode"])
+        interface = converted["command_interface"] = Interface(converted["command_interface"])
+        converted["command_mode"] = _resolved_mode(
+            converted["command_mode"], converted["command_type"], interface
+        )
         return cls(**converted)
 
     @classmethod
     def from_node(cls, node: Node) -> NodeConfig:
         return cls.from_values({name: node.get_parameter(name).value for name in SPECS})
 
-    @property
-    def interface(self) -> Interface:
-        """`command_interface` as the type the gate and model_fit compare (a checked snapshot)."""
-        return Interface(self.command_interface)
+
+def _resolved_mode(mode: str, command_type: str, interface: Interface) -> CommandMode:
+    """The `command_mode` in force: `auto` is chunk for a JointTrajectory of positions."""
+    if mode != AUTO_MODE:
+        return CommandMode(mode)
+    chunk = command_type == JOINT_TRAJECTORY and interface is Interface.POSITION
+    return CommandMode.CHUNK if chunk else CommandMode.STEP
 
 
 def constraints(spec: Spec) -> str:
@@ -387,19 +404,8 @@ def check_config(config: NodeConfig) -> list[str]:
     return problems
 
 
-def command_mode(config: NodeConfig) -> CommandMode:
-    """The `command_mode` in force (`auto` resolved by the command type)."""
-    if config.command_mode != AUTO_MODE:
-        return CommandMode(config.command_mode)
-    chunk = (
-        config.command_type == JOINT_TRAJECTORY
-        and config.command_interface == Interface.POSITION
-    )
-    return CommandMode.CHUNK if chunk else CommandMode.STEP
-
-
 def _mode_problems(config: NodeConfig) -> list[str]:
-    if config.command_mode != CommandMode.CHUNK:
+    if config.command_mode is not CommandMode.CHUNK:
         return []
     problems = []
     if config.command_type != JOINT_TRAJECTORY:
@@ -407,10 +413,10 @@ def _mode_problems(config: NodeConfig) -> list[str]:
             f"command_mode=chunk publishes each chunk as one {JOINT_TRAJECTORY}; command_type "
             f"is {config.command_type}, expected {JOINT_TRAJECTORY} (or command_mode step)"
         )
-    if config.command_interface != Interface.POSITION:
+    if config.command_interface is not Interface.POSITION:
         problems.append(
             f"command_mode=chunk plays joint position targets; command_interface is "
-            f"{config.command_interface}, expected position (or command_mode step)"
+            f"{config.command_interface.value}, expected position (or command_mode step)"
         )
     return problems
 

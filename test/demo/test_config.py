@@ -77,7 +77,7 @@ def test_the_yaml_describes_pi05_droid_on_the_simulated_franka() -> None:
 
 
 def test_the_jtc_file_is_the_same_robot_on_joint_trajectory_controller_in_chunk_mode() -> None:
-    from sequence_ai_ros.parameters import SPECS, NodeConfig, check_config, command_mode
+    from sequence_ai_ros.parameters import SPECS, NodeConfig, check_config
 
     forward, jtc = yaml_parameters(), yaml_parameters(JTC_CONFIG)
     differing = {key for key in forward.keys() | jtc.keys() if forward.get(key) != jtc.get(key)}
@@ -85,7 +85,7 @@ def test_the_jtc_file_is_the_same_robot_on_joint_trajectory_controller_in_chunk_
     assert jtc["command_topic"] == "joint_trajectory_controller/joint_trajectory"
     for params, mode in ((forward, "step"), (jtc, "chunk")):
         config = NodeConfig.from_values({**{n: s.default for n, s in SPECS.items()}, **params})
-        assert check_config(config) == [] and command_mode(config) == mode
+        assert check_config(config) == [] and config.command_mode == mode
 
 
 def test_the_launcher_uses_this_file_when_run_from_the_checkout() -> None:
