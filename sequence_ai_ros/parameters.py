@@ -308,7 +308,7 @@ def constraints(spec: Spec) -> str:
     return text
 
 
-def _descriptor(name: str, spec: Spec) -> ParameterDescriptor:
+def _descriptor(name: str, spec: Spec, *, read_only: bool = False) -> ParameterDescriptor:
     # Dynamically typed so that a value of the wrong type reaches validation_callback, which
     # names the parameter, the value and what is allowed (rclpy's own type refusal names none).
     descriptor = ParameterDescriptor(
@@ -316,6 +316,7 @@ def _descriptor(name: str, spec: Spec) -> ParameterDescriptor:
         description=spec.description,
         additional_constraints=constraints(spec),
         dynamic_typing=True,
+        read_only=read_only,
     )
     if spec.int_range is not None:
         descriptor.integer_range = [
@@ -334,6 +335,26 @@ def declare(node: Node) -> None:
         node.declare_parameter(name, spec.default, _descriptor(name, spec))
 
 
+def declare_read_only(node: Node, specs: dict[str, Spec]) -> dict[str, Any]:
+    """Declare `specs` read-only on `node` and return their values; any refused value raises
+    ValueError naming each parameter, its value and what it accepts (another node's table, such
+    as the simulator's, checked as this node's own)."""
+    values = {
+        name: node.declare_parameter(
+            name, spec.default, _descriptor(name, spec, read_only=True)
+        ).value
+        for name, spec in specs.items()
+    }
+    refused = [
+        reason
+        for name, spec in specs.items()
+        if (reason := spec_problem(name, spec, values[name])) is not None
+    ]
+    if refused:
+        raise ValueError("; ".join(refused))
+    return values
+
+
 def _shown(value: Any) -> str:
     if isinstance(value, (list, tuple)) or type(value).__name__ == "array":
         return repr(list(value))
@@ -345,6 +366,15 @@ def check_value(name: str, value: Any) -> str | None:
     spec = SPECS.get(name)
     if spec is None:
         return f"{name} is not a parameter of this node"
+    reason = spec_problem(name, spec, value)
+    if reason is None and name in ("joint_lower_limits", "joint_upper_limits"):
+        if not all(math.isfinite(v) for v in value):
+            return f"{name}={_shown(value)} has a non-finite value; expected finite radians"
+    return reason
+
+
+def spec_problem(name: str, spec: Spec, value: Any) -> str | None:
+    """Why `value` does not meet `spec` (its type, choices, range, words), or None."""
     if spec.words and isinstance(value, str):
         if value in spec.words:
             return None
@@ -367,9 +397,6 @@ def check_value(name: str, value: Any) -> str | None:
         lo, hi = spec.float_range
         if not (math.isfinite(value) and lo <= value <= hi):
             return refused
-    if name in ("joint_lower_limits", "joint_upper_limits"):
-        if not all(math.isfinite(v) for v in value):
-            return f"{name}={_shown(value)} has a non-finite value; expected finite radians"
     return None
 
 
