@@ -42,6 +42,8 @@ class Health:
     # Body bytes of the last request that brought a chunk, and each view's share of them.
     request_bytes: int | None = None
     view_bytes: dict[str, int] | None = None
+    # "enabled", or why motion is blocked (motion_enable.py).
+    motion: str = "enabled"
 
 
 class HealthRecord:
@@ -122,6 +124,7 @@ def build_array(
     health = record.snapshot()
     values = {
         "lifecycle": health.lifecycle,
+        "motion": health.motion,
         "model": health.model or "n/a",
         "ready": "n/a" if health.ready is None else str(health.ready).lower(),
         "warming_eta_s": _fmt(health.warming_eta_s, digits=1),
@@ -145,6 +148,8 @@ def build_array(
 
     if health.problem:
         level, message = DiagnosticStatus.ERROR, health.problem
+    elif health.lifecycle == "active" and health.motion != "enabled":
+        level, message = DiagnosticStatus.WARN, f"goals are rejected: {health.motion}"
     elif health.lifecycle == "active" and health.readiness_error:
         level, message = DiagnosticStatus.WARN, f"readiness check failing: {health.readiness_error}"
     elif health.lifecycle == "active" and missing:

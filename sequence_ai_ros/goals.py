@@ -55,6 +55,9 @@ class StopCause(str, enum.Enum):
     SHUT_DOWN = "shut down"
     IN_ERROR = "in error"
     BUSY = "busy"
+    # motion_enable.py: the enable switch turned off, the heartbeat deadman ran out.
+    DISABLED = "disabled"
+    DEADMAN = "deadman"
 
 
 class ResultReason(str, enum.Enum):
@@ -67,6 +70,8 @@ class ResultReason(str, enum.Enum):
     VALIDATE = "validate"
     PREEMPTED = "preempted"
     RAISED = "raised"
+    DISABLED = "disabled"
+    DEADMAN = "deadman"
 
 
 class Terminal(enum.Enum):
@@ -113,6 +118,14 @@ class GoalEnding(enum.Enum):
         ResultReason.INTERRUPTED,
         f"the previous goal did not stop within {PREEMPT_WAIT_S:g} s; {{detail}}",
     )
+    DISABLED = EndingRow(
+        Terminal.ABORTED, ResultReason.DISABLED, "motion disabled by ~/enable; {detail}"
+    )
+    DEADMAN = EndingRow(
+        Terminal.ABORTED,
+        ResultReason.DEADMAN,
+        "no true on the enable topic within enable_timeout_s; {detail}",
+    )
 
 
 # A stop cause decides the ending whatever the run reported; without one, the run's ending does.
@@ -123,6 +136,8 @@ ENDING_BY_CAUSE: dict[StopCause, GoalEnding] = {
     StopCause.SHUT_DOWN: GoalEnding.NODE_STOPPED,
     StopCause.IN_ERROR: GoalEnding.NODE_STOPPED,
     StopCause.BUSY: GoalEnding.BUSY,
+    StopCause.DISABLED: GoalEnding.DISABLED,
+    StopCause.DEADMAN: GoalEnding.DEADMAN,
 }
 ENDING_BY_RUN: dict[Ending, GoalEnding] = {
     Ending.COMPLETED: GoalEnding.COMPLETED,

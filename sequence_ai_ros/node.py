@@ -42,6 +42,7 @@ from sequence_ai_ros.diagnostics import HealthRecord, build_array
 from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
 from sequence_ai_ros.joint_feed import JointFeed
 from sequence_ai_ros.model_fit import controller_for, fit_problems
+from sequence_ai_ros.motion_enable import Blocked, MotionEnable
 from sequence_ai_ros.observations import ObservationCache
 from sequence_ai_ros.parameters import NodeConfig
 
@@ -149,6 +150,8 @@ class SequenceAiNode(LifecycleNode):
         # the node's life, at the rate configure reads; stopped until then.
         self._republish_timer = self.create_timer(1.0, self._republish_hold)
         self._republish_timer.cancel()
+        # ~/enable and the heartbeat deadman: a running goal stops held when motion is blocked.
+        self._enable = MotionEnable(self, self._stop_blocked)
 
     # ----- lifecycle -----
 
@@ -327,6 +330,13 @@ class SequenceAiNode(LifecycleNode):
         if config.hold_republish_hz > 0:
             self._republish_timer.timer_period_ns = round(1e9 / config.hold_republish_hz)
             self._republish_timer.reset()
+        # Looked at twice a control period: a missing heartbeat stops a goal within one.
+        if config.enable_topic:
+            self._enable.watch_heartbeat(
+                self.resolve_topic_name(config.enable_topic), config.enable_timeout_s, period_s / 2
+            )
+        else:
+            self._enable.start(period_s / 2)
 
     def _connect(
         self, config: NodeConfig, api_key: str | None, control_hz: float | None
@@ -373,6 +383,7 @@ class SequenceAiNode(LifecycleNode):
             self._runner = self._cache = self._gate = self._cameras = None
             joints, self._joints = self._joints, None
         self._republish_timer.cancel()
+        self._orphans.append(self._enable.stop_watching())
         self._stop_readiness()
         if runner is not None:
             runner.close(_STOP_TIMEOUT_S)
@@ -406,7 +417,8 @@ class SequenceAiNode(LifecycleNode):
                 "accepted only while it is active (configure, then activate)"
             )
             return GoalResponse.REJECT
-        problem = goal_problem(goal)
+        blocked = self._enable.blocked()
+        problem = blocked[1] if blocked is not None else goal_problem(goal)
         if problem:
             self.get_logger().warning(f"act goal {goal.instruction!r} rejected: {problem}")
             return GoalResponse.REJECT
@@ -462,6 +474,14 @@ class SequenceAiNode(LifecycleNode):
         if runner is not None and not runner.stop_all(cause, _STOP_TIMEOUT_S):
             self.get_logger().error(f"a goal did not stop within {_STOP_TIMEOUT_S:g} s")
 
+    def _stop_blocked(self, cause: Blocked) -> None:
+        """Motion is blocked: end every goal (without waiting: called from the service, the
+        heartbeat callback and the enable watcher), each held, with the cause's ending."""
+        with self._lock:
+            runner = self._runner
+        if runner is not None:
+            runner.stop_all(StopCause(cause.value), 0.0)
+
     def _on_warming(self, waited_s: float, eta_s: float | None) -> None:
         self.health.update(ready=False, warming_eta_s=eta_s)
         with self._lock:
@@ -514,6 +534,7 @@ class SequenceAiNode(LifecycleNode):
             cache, gate, runner = self._cache, self._gate, self._runner
         if runner is not None:
             runner.end_overdue()
+        self.health.update(motion=self._enable.state())
         self._diagnostics.publish(
             build_array(
                 self.health,

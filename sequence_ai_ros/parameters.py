@@ -192,6 +192,18 @@ SPECS: dict[str, Spec] = {
         at_configure=True,
         float_range=(0.0, 10.0),
     ),
+    "enable_topic": Spec(
+        "",
+        "std_msgs/Bool heartbeat (a teleop deadman, an e-stop bridge): motion only while a true "
+        "arrived within enable_timeout_s; empty = none",
+        at_configure=True,
+    ),
+    "enable_timeout_s": Spec(
+        0.5,
+        "longest gap between two true messages on enable_topic before motion stops (s)",
+        at_configure=True,
+        float_range=(0.01, 60.0),
+    ),
     "input_wait_s": Spec(
         5.0,
         "how long a goal waits for every camera and the joint states to deliver a first "
@@ -245,6 +257,8 @@ class NodeConfig:
     hold_between_goals: bool
     hold_republish_hz: float
     input_wait_s: float
+    enable_topic: str = ""
+    enable_timeout_s: float = 0.5
     joint_limits_file: str = ""
     # Per joint_names entry: its ros2_control limits (joint_limits.py), from the file and the
     # joint_limits.<joint>.* parameters; why they could not be read ("" when they could).
