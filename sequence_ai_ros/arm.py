@@ -83,6 +83,8 @@ class MotionRules:
     gripper: bool
     # Per-joint velocity and acceleration limits (joint_limits.py); None: none configured.
     rates: RateLimits | None = None
+    # The goal's commands go to the planned sink, never the arm (dry_run.py).
+    dry_run: bool = False
 
     @classmethod
     def from_config(cls, config: NodeConfig) -> MotionRules:
@@ -105,6 +107,7 @@ class MotionRules:
             velocity_scale=config.velocity_scale,
             gripper=bool(config.gripper_command_topic),
             rates=rates if rates is not None and rates.active else None,
+            dry_run=config.dry_run,
         )
 
 

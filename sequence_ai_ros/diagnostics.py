@@ -44,6 +44,8 @@ class Health:
     view_bytes: dict[str, int] | None = None
     # "enabled", or why motion is blocked (motion_enable.py).
     motion: str = "enabled"
+    # The running (or last) goal is a dry run: nothing reached the arm.
+    dry_run: bool = False
 
 
 class HealthRecord:
@@ -129,6 +131,7 @@ def build_array(
         "ready": "n/a" if health.ready is None else str(health.ready).lower(),
         "warming_eta_s": _fmt(health.warming_eta_s, digits=1),
         "goal": health.goal,
+        "dry_run": str(health.dry_run).lower(),
         "last_outcome": health.last_outcome,
         "goals_run": str(health.goals_run),
         "underruns": str(health.underruns),
@@ -159,7 +162,8 @@ def build_array(
     elif health.lifecycle != "active":
         level, message = DiagnosticStatus.OK, f"{health.lifecycle}; goals are rejected"
     else:
-        level, message = DiagnosticStatus.OK, f"active; goal {health.goal}"
+        dry = " (dry run: nothing reaches the arm)" if health.dry_run else ""
+        level, message = DiagnosticStatus.OK, f"active; goal {health.goal}{dry}"
     status = DiagnosticStatus(
         level=level,
         name=f"{node_name}: sequence_ai policy",

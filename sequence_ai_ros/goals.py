@@ -18,9 +18,10 @@ from rclpy.task import Future
 import sequence_ai
 from sequence_ai import CallHandle, Ending, RunStatus
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.arm import ArmGate, MotionRules
+from sequence_ai_ros.arm import MotionRules
 from sequence_ai_ros.commands import CommandMode, Interface
 from sequence_ai_ros.diagnostics import HealthRecord
+from sequence_ai_ros.dry_run import GateSwitch
 from sequence_ai_ros.observations import ObservationCache, StaleObservation
 from sequence_ai_ros.parameters import NodeConfig
 
@@ -231,7 +232,7 @@ class GoalRunner:
         model: sequence_ai.Model,
         controller: str,
         cache: ObservationCache,
-        gate: ArmGate,
+        gate: GateSwitch,
         health: HealthRecord,
         live_config: Callable[[], NodeConfig],
         log: RcutilsLogger,
@@ -555,6 +556,8 @@ class GoalRunner:
         message = row.message.format(detail=detail, cause=cause.value if cause else "")
         if unheld:
             message += f"; the arm could not be held: {unheld}"
+        if ran and self._gate.dry_run:
+            message = f"dry run (nothing reached the arm; commands on ~/planned): {message}"
         result = Act.Result(
             reason=reason,
             stopped_early=row.terminal is not Terminal.SUCCEEDED,
@@ -603,7 +606,7 @@ class GoalRunner:
         """A fresh observation, or StaleObservation: a stale one is never sent. Safe from any
         thread: the cache takes frames and copies joints under its own locks."""
         frames = self._cache.images(config.max_image_age_s)
-        joints = self._cache.joints(config.max_state_age_s)
+        joints = self._gate.observed(self._cache.joints(config.max_state_age_s))
         return sequence_ai.observation(
             self._model,
             images=frames,

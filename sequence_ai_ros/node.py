@@ -39,6 +39,7 @@ from sequence_ai_ros.arm import ArmGate, MotionRules
 from sequence_ai_ros.cameras import Cameras
 from sequence_ai_ros.commands import CommandMode, CommandPublisher
 from sequence_ai_ros.diagnostics import HealthRecord, build_array
+from sequence_ai_ros.dry_run import GateSwitch, gate_switch
 from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
 from sequence_ai_ros.joint_feed import JointFeed
 from sequence_ai_ros.model_fit import controller_for, fit_problems
@@ -106,7 +107,7 @@ class SequenceAiNode(LifecycleNode):
         self._runner: GoalRunner | None = None
         self._cache: ObservationCache | None = None
         # The only publisher of arm commands: it owns the CommandPublisher.
-        self._gate: ArmGate | None = None
+        self._gate: GateSwitch | None = None
         self._cameras: Cameras | None = None
         self._joints: JointFeed | None = None
         self._policy: sequence_ai.Policy | None = None
@@ -298,7 +299,7 @@ class SequenceAiNode(LifecycleNode):
         )
         # The catalogue's period, fixed here: the step check and trajectory timing use it.
         period_s = 1.0 / model.control_hz
-        gate = ArmGate(
+        arm_gate = ArmGate(
             CommandPublisher(
                 self,
                 joint_names=config.joint_names,
@@ -314,6 +315,8 @@ class SequenceAiNode(LifecycleNode):
             log=self.get_logger(),
             mode=CommandMode(parameters.command_mode(config)),
         )
+        # Beside it, the dry-run gate on ~/planned; a goal runs through one of them.
+        gate = gate_switch(self, arm_gate, cache, config=config, period_s=period_s)
         runner = GoalRunner(
             policy=self._policy,
             model=model,
@@ -534,7 +537,9 @@ class SequenceAiNode(LifecycleNode):
             cache, gate, runner = self._cache, self._gate, self._runner
         if runner is not None:
             runner.end_overdue()
-        self.health.update(motion=self._enable.state())
+        self.health.update(
+            motion=self._enable.state(), dry_run=gate is not None and gate.dry_run
+        )
         self._diagnostics.publish(
             build_array(
                 self.health,

@@ -192,6 +192,11 @@ SPECS: dict[str, Spec] = {
         at_configure=True,
         float_range=(0.0, 10.0),
     ),
+    "dry_run": Spec(
+        False,
+        "run goals without moving anything: commands go to ~/planned and a JointState ghost to "
+        "~/planned_joint_states, never to the arm (next goal)",
+    ),
     "enable_topic": Spec(
         "",
         "std_msgs/Bool heartbeat (a teleop deadman, an e-stop bridge): motion only while a true "
@@ -257,6 +262,7 @@ class NodeConfig:
     hold_between_goals: bool
     hold_republish_hz: float
     input_wait_s: float
+    dry_run: bool = False
     enable_topic: str = ""
     enable_timeout_s: float = 0.5
     joint_limits_file: str = ""
