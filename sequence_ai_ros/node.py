@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import math
-import os
 import signal
-import stat
 import sys
 import threading
 import time
@@ -35,6 +33,7 @@ from sensor_msgs.msg import CompressedImage, Image
 import sequence_ai
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros import parameters
+from sequence_ai_ros.api_key import ApiKeyError, read_api_key
 from sequence_ai_ros.arm import ArmGate, MotionRules
 from sequence_ai_ros.cameras import Cameras
 from sequence_ai_ros.commands import CommandMode, CommandPublisher
@@ -355,26 +354,11 @@ class SequenceAiNode(LifecycleNode):
         )
 
     def _read_api_key(self, path: str) -> str | None:
-        """The key from api_key_file; None lets the client read SEQUENCES_API_KEY.
-
-        Like ssh with a private key, a file that group or others may access is refused.
-        """
-        if not path:
-            return None
+        """The key from api_key_file; None lets the client read SEQUENCES_API_KEY."""
         try:
-            with open(os.path.expanduser(path), encoding="utf-8") as handle:
-                mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
-                if mode & 0o077:
-                    raise ConfigureError(
-                        f"api_key_file {path!r} is accessible by group or others (mode "
-                        f"{mode:04o}); the key must be private to its owner: chmod 600 {path}"
-                    )
-                key = handle.read().strip()
-        except OSError as exc:
-            raise ConfigureError(f"api_key_file {path!r} cannot be read: {exc.strerror}") from exc
-        if not key:
-            raise ConfigureError(f"api_key_file {path!r} is empty; expected the API key")
-        return key
+            return read_api_key(path)
+        except ApiKeyError as exc:
+            raise ConfigureError(str(exc)) from exc
 
     def _teardown(self, *, destroy: bool) -> None:
         """Release the configuration. `destroy`: also destroy the entities an executor takes
