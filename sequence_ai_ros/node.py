@@ -555,13 +555,12 @@ def main(args: list[str] | None = None) -> int:
     Exit status 0 after SIGINT/SIGTERM, 1 when anything raised (logged with its traceback).
     """
     # rclpy's own handler would shut the context down before the arm is held: a signal only
-    # ends the spin, then running goals end held and their results are sent. A second one
-    # interrupts that.
+    # ends the spin, then running goals end held and their results are sent (bounded by
+    # _STOP_TIMEOUT_S). Further signals — a terminal's Ctrl-C reaches the whole process group,
+    # then launch forwards its own SIGINT and later SIGTERM — change nothing.
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
         stop.set()
 
     signal.signal(signal.SIGINT, on_signal)
@@ -600,6 +599,10 @@ def main(args: list[str] | None = None) -> int:
         if executor is not None:
             executor.shutdown(timeout_sec=_STOP_TIMEOUT_S)
         rclpy.try_shutdown()
+        # Exiting: interpreter shutdown puts the default handlers back (a signal then kills the
+        # process, status -2 or -15) — but leaves an ignored signal ignored.
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
     return status
 
 
