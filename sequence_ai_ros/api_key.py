@@ -21,9 +21,10 @@ def read_api_key(path: str) -> str | None:
     must then be set."""
     if not path:
         if not os.environ.get(API_KEY_ENV, "").strip():
+            # Short enough that `ros2 topic echo /diagnostics` (128 characters) shows it whole.
             raise ApiKeyError(
-                f"no API key: set {API_KEY_ENV} in the node's environment, or the node's "
-                "api_key_file parameter to a file holding the key (chmod 600)"
+                f"no API key: set {API_KEY_ENV} in the node's environment or its api_key_file "
+                "parameter"
             )
         return None
     try:

@@ -188,6 +188,7 @@ class SequenceAiNode(LifecycleNode):
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._stop_goals(StopCause.DEACTIVATED)
         self.health.update(lifecycle="inactive")
+        self.get_logger().info("inactive: act goals are rejected until activated again")
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
