@@ -264,7 +264,7 @@ class ArmGate:
                 )[0]
             if reason is not None:
                 return f"trajectory point 0 (before the seam blend): {reason}"
-            reason = self._check_points(rules, plan, previous)
+            reason = _trajectory_problem(rules, plan, previous, self._period_s)
             if reason is not None:
                 return reason
             self._output.publish_trajectory(plan)
@@ -365,38 +365,6 @@ class ArmGate:
             reason = safety.check_gripper(row[n])
         return reason, arm, velocity
 
-    def _check_points(
-        self, rules: MotionRules, plan: TrajectoryPlan, previous: TrajectoryPlan | None
-    ) -> str | None:
-        """Why a point of `plan` must not be played: each within limits and max_step of the one
-        before (the seam for the first), and with joint limits its velocity (the controller's,
-        and the one implied by the move) and the acceleration between points."""
-        rates = rules.rates
-        # Continuing a trajectory: its velocity at the seam (one period's move into it).
-        before: list[float] | None = None
-        if previous is not None and rates is not None:
-            before = [
-                (a - b) / self._period_s
-                for a, b in zip(
-                    previous.position_at(plan.start_s),
-                    previous.position_at(plan.start_s - self._period_s),
-                )
-            ]
-        reference: Sequence[float] = plan.seam
-        at_s = 0.0
-        for k, point in enumerate(plan.positions):
-            reason = safety.check_position_target(point, reference, rules.limits)
-            if reason is None and rates is not None:
-                reason = check_velocity(plan.velocities[k], rates, "is commanded at")
-                if reason is None:
-                    reason, before = check_move(
-                        point, reference, before, plan.times_s[k] - at_s, rates
-                    )
-            if reason is not None:
-                return f"trajectory point {k}: {reason}"
-            reference, at_s = point, plan.times_s[k]
-        return None
-
     def _check_cameras(self, rules: MotionRules) -> None:
         """Raise StaleObservation once a camera's newest frame is older than max_image_age_s.
 
@@ -434,7 +402,7 @@ class ArmGate:
         for candidate in (measured, target):
             if candidate is None:
                 continue
-            problem = self._still_problem(rules, candidate, reference)
+            problem = _still_problem(rules, candidate, reference, self._period_s)
             if problem is None:
                 self._send_still(candidate)
                 self._held = True
@@ -449,18 +417,7 @@ class ArmGate:
         measured, stale = self._fresh_joints(rules)
         if measured is None:
             return f"no fresh joint state to check it against: {stale}"
-        return self._still_problem(rules, target, measured)
-
-    def _still_problem(
-        self, rules: MotionRules, position: Sequence[float], reference: Sequence[float]
-    ) -> str | None:
-        """Why a hold at `position` must not be sent: like a step from `reference`, within
-        limits, max_step and the joints' max_velocity. Its deceleration is not checked: a hold
-        is the stop, and refusing it would leave the arm on its last command."""
-        problem = safety.check_position_target(position, reference, rules.limits)
-        if problem is None and rules.rates is not None:
-            problem = check_move(position, reference, None, self._period_s, rules.rates)[0]
-        return problem
+        return _still_problem(rules, target, measured, self._period_s)
 
     def _last_target(self) -> list[float] | None:
         """Position interface: what the arm is commanded to now (None before any command)."""
@@ -489,3 +446,48 @@ class ArmGate:
         self._output.publish_arm([0.0] * self._joints)
         self._held = True
         self._velocity = [0.0] * self._joints
+
+
+def _trajectory_problem(
+    rules: MotionRules, plan: TrajectoryPlan, previous: TrajectoryPlan | None, period_s: float
+) -> str | None:
+    """Why a point of `plan` must not be played: each within limits and max_step of the one
+    before (the seam for the first), and with joint limits its velocity (the controller's,
+    and the one implied by the move) and the acceleration between points."""
+    rates = rules.rates
+    # Continuing a trajectory: its velocity at the seam (one period's move into it).
+    before: list[float] | None = None
+    if previous is not None and rates is not None:
+        before = [
+            (a - b) / period_s
+            for a, b in zip(
+                previous.position_at(plan.start_s),
+                previous.position_at(plan.start_s - period_s),
+            )
+        ]
+    reference: Sequence[float] = plan.seam
+    at_s = 0.0
+    for k, point in enumerate(plan.positions):
+        reason = safety.check_position_target(point, reference, rules.limits)
+        if reason is None and rates is not None:
+            reason = check_velocity(plan.velocities[k], rates, "is commanded at")
+            if reason is None:
+                reason, before = check_move(
+                    point, reference, before, plan.times_s[k] - at_s, rates
+                )
+        if reason is not None:
+            return f"trajectory point {k}: {reason}"
+        reference, at_s = point, plan.times_s[k]
+    return None
+
+
+def _still_problem(
+    rules: MotionRules, position: Sequence[float], reference: Sequence[float], period_s: float
+) -> str | None:
+    """Why a hold at `position` must not be sent: like a step from `reference`, within
+    limits, max_step and the joints' max_velocity. Its deceleration is not checked: a hold
+    is the stop, and refusing it would leave the arm on its last command."""
+    problem = safety.check_position_target(position, reference, rules.limits)
+    if problem is None and rules.rates is not None:
+        problem = check_move(position, reference, None, period_s, rules.rates)[0]
+    return problem
