@@ -88,8 +88,10 @@ class MotionRules:
 
     @classmethod
     def from_config(cls, config: NodeConfig) -> MotionRules:
-        if config.joint_limits_problem:
-            raise ValueError(config.joint_limits_problem)
+        problems = [config.joint_limits_problem] if config.joint_limits_problem else []
+        problems += [p for limit in config.joint_limits for p in limit.problems()]
+        if problems:
+            raise ValueError("; ".join(problems))
         lower, upper = list(config.joint_lower_limits), list(config.joint_upper_limits)
         # A joint's ros2_control position limits narrow joint_lower/upper_limits, never widen.
         for i, limit in enumerate(config.joint_limits[: len(lower)]):

@@ -514,8 +514,18 @@ class SequenceAiNode(LifecycleNode):
         if gate is None:
             return
         config = NodeConfig.from_node(self)
-        if config.hold_between_goals:
-            gate.republish_hold(MotionRules.from_config(config))
+        if not config.hold_between_goals:
+            return
+        try:
+            rules = MotionRules.from_config(config)
+        except ValueError as exc:
+            # Limits changed into nonsense since configure (a joint_limits_file edited): no
+            # hold is sent on them; a goal would end with the same reason.
+            self.get_logger().warning(
+                f"the idle hold is not republished: {exc}", throttle_duration_sec=60.0
+            )
+            return
+        gate.republish_hold(rules)
 
     def _publish_diagnostics(self) -> None:
         with self._lock:

@@ -213,3 +213,21 @@ def test_without_joint_limits_only_max_step_applies() -> None:
     gate.begin_goal(RULES)
     assert RULES.rates is None and LIMITS.max_step == 0.25
     assert gate.check([0.24, 0.0]) is None
+
+
+def test_rules_are_refused_for_insane_or_unreadable_limits() -> None:
+    from sequence_ai_ros.arm import MotionRules
+    from sequence_ai_ros.parameters import SPECS, NodeConfig
+
+    defaults = {name: spec.default for name, spec in SPECS.items()}
+    inverted = from_entry("panda_joint1", {**FULL, "min_position": 2.0, "max_position": 1.0})
+    with pytest.raises(ValueError, match="min_position 2.0 is not below"):
+        MotionRules.from_config(NodeConfig.from_values({**defaults, "joint_limits": (inverted,)}))
+    broken = NodeConfig.from_values({**defaults, "joint_limits_problem": "file gone"})
+    with pytest.raises(ValueError, match="file gone"):
+        MotionRules.from_config(broken)
+    # Sane limits narrow the position limits and carry the speeds.
+    narrow = from_entry("panda_joint1", {**FULL, "min_position": -1.0, "max_position": 1.0})
+    rules = MotionRules.from_config(NodeConfig.from_values({**defaults, "joint_limits": (narrow,)}))
+    assert rules.limits.lower[0] == -1.0 and rules.limits.upper[0] == 1.0
+    assert rules.rates is not None and rules.rates.max_velocity[0] == 1.5
