@@ -240,6 +240,8 @@ class SequenceAiNode(LifecycleNode):
 
     def _configure(self) -> None:
         self._destroy_orphans()
+        # joint_names may have changed since construction: their joint_limits.* too.
+        parameters.declare_joint_limits(self, list(self.get_parameter("joint_names").value))
         config = NodeConfig.from_node(self)
         problems = parameters.check_config(config)
         if problems:
