@@ -25,7 +25,7 @@ from sequence_ai_ros.joint_limits import (
     check_move,
     check_velocity,
 )
-from sequence_ai_ros.observations import JointSnapshot, StaleObservation
+from sequence_ai_ros.observations import JointSnapshot, StaleObservation, check_camera_age
 from sequence_ai_ros.parameters import NodeConfig
 
 
@@ -147,6 +147,8 @@ class ArmGate:
         self._period_s = period_s
         self._log = log
         self._clock = clock
+        # Lock order 2: held while the cache's take lock (3), the camera lock (4), the
+        # cache's lock (5) and the command publisher's (7) are taken.
         self._lock = threading.Lock()
         # The running goal's rules; None while no goal runs.
         self._rules: MotionRules | None = None
@@ -381,13 +383,8 @@ class ArmGate:
         due = math.inf
         for view in rules.camera_views:
             age = ages.get(view)
-            if age is None:
-                raise StaleObservation(f"camera {view}: no image received yet")
-            if age > rules.max_image_age_s:
-                raise StaleObservation(
-                    f"camera {view}: newest image is {age:.3f} s old; max_image_age_s is "
-                    f"{rules.max_image_age_s:.3f}"
-                )
+            check_camera_age(view, age, rules.max_image_age_s)
+            assert age is not None
             due = min(due, now + rules.max_image_age_s - age)
         self._cameras_due_s = due
 

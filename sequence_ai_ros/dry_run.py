@@ -43,7 +43,7 @@ class PlannedOutput:
         node: LifecycleNode,
         *,
         joint_names: Sequence[str],
-        interface: str,
+        interface: Interface,
         command_type: str,
         gripper: bool,
         period_s: float,
@@ -63,6 +63,7 @@ class PlannedOutput:
             period_s=period_s,
         )
         self._ghost = node.create_lifecycle_publisher(JointState, GHOST_TOPIC, COMMAND_QOS)
+        # Lock order: a leaf, taken under the dry gate's ArmGate._lock (2).
         self._lock = threading.Lock()
         # The planned pose: the last position target (or velocities integrated from `_base`,
         # the measured pose the plan started at), or the trajectory in force.
@@ -246,7 +247,7 @@ def gate_switch(
     planned = PlannedOutput(
         node,
         joint_names=config.joint_names,
-        interface=config.command_interface,
+        interface=config.interface,
         command_type=config.command_type,
         gripper=bool(config.gripper_command_topic),
         period_s=period_s,

@@ -48,6 +48,7 @@ class MotionEnable:
         self._node = node
         self._stop = stop
         self._clock = clock
+        # Lock order: a leaf (the stop callback runs after its release).
         self._lock = threading.Lock()
         self._enabled = True
         # The heartbeat: its topic's subscription, timeout, and the last `true`'s time.
@@ -80,21 +81,18 @@ class MotionEnable:
 
     # ----- configure / cleanup -----
 
-    def watch_heartbeat(self, topic: str, timeout_s: float, check_s: float) -> None:
-        """Require a `true` on `topic` within `timeout_s`; look every `check_s` (a control
-        period or less)."""
+    def watch(self, topic: str, timeout_s: float, check_s: float) -> None:
+        """Start the watcher, looking every `check_s` (a control period or less); with a
+        `topic`, require a `true` on it within `timeout_s`. Without one the watcher only stops
+        goals while the switch is off."""
         self.stop_watching()()
-        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        subscription = self._node.create_subscription(Bool, topic, self._on_beat, qos)
-        with self._lock:
-            self._subscription = subscription
-            self._timeout_s = timeout_s
-            self._beat_s = -math.inf
-        self._start_watcher(check_s)
-
-    def start(self, check_s: float) -> None:
-        """Without a heartbeat: the watcher only stops goals while the switch is off."""
-        self.stop_watching()()
+        if topic:
+            qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+            subscription = self._node.create_subscription(Bool, topic, self._on_beat, qos)
+            with self._lock:
+                self._subscription = subscription
+                self._timeout_s = timeout_s
+                self._beat_s = -math.inf
         self._start_watcher(check_s)
 
     def stop_watching(self) -> Callable[[], None]:

@@ -36,6 +36,9 @@ from sequence_ai_ros.parameters import FLOAT64_MULTI_ARRAY, NodeConfig
 NODE_NAME = "sequence_ai"
 # How long each input topic is listened to.
 LISTEN_S = 2.0
+# Longest wait for discovery to find a publisher of every input topic before listening: a
+# loaded machine can take seconds, and a listen that starts unmatched reports no messages.
+DISCOVERY_S = 5.0
 # Fewer messages than this in LISTEN_S is not a stream (a rate cannot be measured).
 _MIN_MESSAGES = 3
 
@@ -90,6 +93,10 @@ def _listen(
         )
         for topic, kind in topics.items()
     ]
+    # A topic nobody publishes is still listened to: its ✗ says so.
+    deadline = time.monotonic() + DISCOVERY_S
+    while time.monotonic() < deadline and any(node.count_publishers(t) == 0 for t in topics):
+        executor.spin_once(timeout_sec=0.05)
     deadline = time.monotonic() + LISTEN_S
     while time.monotonic() < deadline:
         executor.spin_once(timeout_sec=0.05)
@@ -232,8 +239,6 @@ def run_checks(node: Node, executor: SingleThreadedExecutor) -> list[Check]:
         for topic, transport in zip(config.camera_topics, config.camera_transports)
     }
     topics[node.resolve_topic_name(config.joint_states_topic)] = JointState
-    # Let discovery match the publishers before listening.
-    executor.spin_once(timeout_sec=0.5)
     streams = _listen(node, executor, topics)
     checks += check_cameras(node, config, streams)
     checks.append(check_joints(node, config, streams))

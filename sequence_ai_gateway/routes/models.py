@@ -16,4 +16,5 @@ async def models(
     gateway: GatewayDep,
     endpoint: Optional[Literal["act", "chat", "perceive"]] = None,
 ) -> Dict[str, Any]:
+    gateway.training.settle()  # tuned models of simulated jobs that have just succeeded
     return {"data": gateway.catalogue.rows(endpoint)}

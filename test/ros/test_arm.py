@@ -337,7 +337,7 @@ def test_nothing_but_the_gate_holds_a_command_publisher() -> None:
                 topic = next(k.value for k in call.keywords if k.arg == "command_topic")
                 assert getattr(topic, "id", "") == "PLANNED_TOPIC", ast.dump(topic)
                 planned_in.append(source.name)
-    assert made_in == ["node.py"] and planned_in == ["dry_run.py"]
+    assert made_in == ["configuration.py"] and planned_in == ["dry_run.py"]
     assert PLANNED_TOPIC.startswith("~/")
 
 
