@@ -74,7 +74,7 @@ class SequenceAiNode(LifecycleNode):
     destroyed only by lifecycle callbacks, on the executor's thread, or by `destroy_node()` once
     nothing spins the node. Sensors live on nodes of their own: joint states on a small
     executor's thread (joint_feed.py), camera subscriptions on a node nothing spins
-    (cameras.py). The readiness thread is readiness.py's.
+    (cameras.py). The readiness thread is readiness.py's, the enable watcher motion_enable.py's.
     """
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
