@@ -4,8 +4,6 @@ and released together (`Configured.release`)."""
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -14,10 +12,12 @@ from sensor_msgs.msg import CompressedImage, Image
 
 import sequence_ai
 from sequence_ai_ros import parameters
+from sequence_ai_ros.api_key import ApiKeyError, read_api_key
 from sequence_ai_ros.arm import ArmGate
 from sequence_ai_ros.cameras import Cameras
 from sequence_ai_ros.commands import CommandPublisher
 from sequence_ai_ros.diagnostics import HealthRecord
+from sequence_ai_ros.dry_run import GateSwitch, gate_switch
 from sequence_ai_ros.goal_drive import GoalParts
 from sequence_ai_ros.goals import GoalRunner
 from sequence_ai_ros.joint_feed import JointFeed
@@ -25,7 +25,7 @@ from sequence_ai_ros.model_fit import fit
 from sequence_ai_ros.observations import ObservationCache
 from sequence_ai_ros.parameters import NodeConfig
 
-__all__ = ["ConfigureError", "Configured", "configure", "read_api_key"]
+__all__ = ["ConfigureError", "Configured", "configure"]
 
 WarmingCallback = Callable[[float, float | None], None]
 
@@ -42,9 +42,11 @@ class Configured:
     cameras: Cameras
     cache: ObservationCache
     joints: JointFeed
-    # The only publisher of arm commands: it owns the CommandPublisher.
-    gate: ArmGate
+    # The only publisher of arm commands (it owns the CommandPublisher), beside the dry run's.
+    gate: GateSwitch
     runner: GoalRunner
+    # The catalogue's control period (s).
+    period_s: float
 
 
 def configure(
@@ -60,7 +62,10 @@ def configure(
     problems = parameters.check_config(config)
     if problems:
         raise ConfigureError("; ".join(problems))
-    api_key = read_api_key(config.api_key_file)
+    try:
+        api_key = read_api_key(config.api_key_file)
+    except ApiKeyError as exc:
+        raise ConfigureError(str(exc)) from exc
     try:
         with _connect(config, api_key, None, on_warming) as probe:
             model = probe.spec()
@@ -117,7 +122,7 @@ def configure(
         built.append(joints.destroy)
         # The catalogue's period, fixed here: the step check and trajectory timing use it.
         period_s = 1.0 / model.control_hz
-        gate = ArmGate(
+        arm_gate = ArmGate(
             CommandPublisher(
                 node,
                 joint_names=config.joint_names,
@@ -133,7 +138,11 @@ def configure(
             log=node.get_logger(),
             mode=config.command_mode,
         )
-        built.append(gate.destroy)
+        built.append(arm_gate.destroy)
+        # Beside it, the dry-run gate on ~/planned; a goal runs through one of them.
+        gate = gate_switch(node, arm_gate, cache, config=config, period_s=period_s)
+        # The switch destroys both gates.
+        built[-1] = gate.destroy
         runner = GoalRunner(
             GoalParts(policy, model, controller, cache, gate, health),
             live_config=lambda: NodeConfig.from_node(node),
@@ -144,7 +153,7 @@ def configure(
         for release in reversed(built):
             release()
         raise
-    return Configured(policy, cameras, cache, joints, gate, runner)
+    return Configured(policy, cameras, cache, joints, gate, runner, period_s)
 
 
 def _connect(
@@ -160,26 +169,3 @@ def _connect(
         startup_timeout_s=config.startup_timeout_s,
         on_warming=on_warming,
     )
-
-
-def read_api_key(path: str) -> str | None:
-    """The key from api_key_file; None lets the client read SEQUENCES_API_KEY.
-
-    Like ssh with a private key, a file that group or others may access is refused.
-    """
-    if not path:
-        return None
-    try:
-        with open(os.path.expanduser(path), encoding="utf-8") as handle:
-            mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
-            if mode & 0o077:
-                raise ConfigureError(
-                    f"api_key_file {path!r} is accessible by group or others (mode "
-                    f"{mode:04o}); the key must be private to its owner: chmod 600 {path}"
-                )
-            key = handle.read().strip()
-    except OSError as exc:
-        raise ConfigureError(f"api_key_file {path!r} cannot be read: {exc.strerror}") from exc
-    if not key:
-        raise ConfigureError(f"api_key_file {path!r} is empty; expected the API key")
-    return key

@@ -42,6 +42,10 @@ class Health:
     # Body bytes of the last request that brought a chunk, and each view's share of them.
     request_bytes: int | None = None
     view_bytes: dict[str, int] | None = None
+    # "enabled", or why motion is blocked (motion_enable.py).
+    motion: str = "enabled"
+    # The running (or last) goal is a dry run: nothing reached the arm.
+    dry_run: bool = False
 
 
 class HealthRecord:
@@ -123,10 +127,12 @@ def build_array(
     health = record.snapshot()
     values = {
         "lifecycle": health.lifecycle,
+        "motion": health.motion,
         "model": health.model or "n/a",
         "ready": "n/a" if health.ready is None else str(health.ready).lower(),
         "warming_eta_s": _fmt(health.warming_eta_s, digits=1),
         "goal": health.goal,
+        "dry_run": str(health.dry_run).lower(),
         "last_outcome": health.last_outcome,
         "goals_run": str(health.goals_run),
         "underruns": str(health.underruns),
@@ -146,6 +152,8 @@ def build_array(
 
     if health.problem:
         level, message = DiagnosticStatus.ERROR, health.problem
+    elif health.lifecycle == "active" and health.motion != "enabled":
+        level, message = DiagnosticStatus.WARN, f"goals are rejected: {health.motion}"
     elif health.lifecycle == "active" and health.readiness_error:
         level, message = DiagnosticStatus.WARN, f"readiness check failing: {health.readiness_error}"
     elif health.lifecycle == "active" and missing:
@@ -155,7 +163,8 @@ def build_array(
     elif health.lifecycle != "active":
         level, message = DiagnosticStatus.OK, f"{health.lifecycle}; goals are rejected"
     else:
-        level, message = DiagnosticStatus.OK, f"active; goal {health.goal}"
+        dry = " (dry run: nothing reaches the arm)" if health.dry_run else ""
+        level, message = DiagnosticStatus.OK, f"active; goal {health.goal}{dry}"
     status = DiagnosticStatus(
         level=level,
         name=f"{node_name}: sequence_ai policy",

@@ -20,6 +20,8 @@ from rclpy.parameter import Parameter
 from sequence_ai.session import VALIDATE_MODES, ValidateMode
 from sequence_ai.speed import AUTO, MIN_SPEED
 from sequence_ai.transport import MAX_IN_FLIGHT
+from sequence_ai_ros import joint_limits
+from sequence_ai_ros.joint_limits import JointLimit, JointLimitsError
 
 FLOAT64_MULTI_ARRAY = "std_msgs/msg/Float64MultiArray"
 JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
@@ -190,6 +192,11 @@ SPECS: dict[str, Spec] = {
         "largest change of a position target between steps (rad)",
         float_range=(0.001, 3.2),
     ),
+    "joint_limits_file": Spec(
+        "",
+        "YAML file with ros2_control joint_limits (<joint>: has_velocity_limits, max_velocity, "
+        "…); joint_limits.<joint>.* parameters override it; empty = none (next goal)",
+    ),
     "hold_between_goals": Spec(
         True,
         "command a hold when a goal is preempted, before the next goal starts (position; a "
@@ -201,6 +208,23 @@ SPECS: dict[str, Spec] = {
         "rate, if it still passes the safety checks (0 = off)",
         at_configure=True,
         float_range=(0.0, 10.0),
+    ),
+    "dry_run": Spec(
+        False,
+        "run goals without moving anything: commands go to ~/planned and a JointState ghost to "
+        "~/planned_joint_states, never to the arm (next goal)",
+    ),
+    "enable_topic": Spec(
+        "",
+        "std_msgs/Bool heartbeat (a teleop deadman, an e-stop bridge): motion only while a true "
+        "arrived within enable_timeout_s; empty = none",
+        at_configure=True,
+    ),
+    "enable_timeout_s": Spec(
+        0.5,
+        "longest gap between two true messages on enable_topic before motion stops (s)",
+        at_configure=True,
+        float_range=(0.01, 60.0),
     ),
     "input_wait_s": Spec(
         5.0,
@@ -256,6 +280,14 @@ class NodeConfig:
     hold_between_goals: bool
     hold_republish_hz: float
     input_wait_s: float
+    dry_run: bool = False
+    enable_topic: str = ""
+    enable_timeout_s: float = 0.5
+    joint_limits_file: str = ""
+    # Per joint_names entry: its ros2_control limits (joint_limits.py), from the file and the
+    # joint_limits.<joint>.* parameters; why they could not be read ("" when they could).
+    joint_limits: tuple[JointLimit, ...] = ()
+    joint_limits_problem: str = ""
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> NodeConfig:
@@ -280,7 +312,14 @@ class NodeConfig:
 
     @classmethod
     def from_node(cls, node: Node) -> NodeConfig:
-        return cls.from_values({name: node.get_parameter(name).value for name in SPECS})
+        values = {name: node.get_parameter(name).value for name in SPECS}
+        try:
+            values["joint_limits"] = read_joint_limits(
+                node, values["joint_names"], values["joint_limits_file"]
+            )
+        except JointLimitsError as exc:
+            values["joint_limits_problem"] = str(exc)
+        return cls.from_values(values)
 
 
 def _resolved_mode(mode: str, command_type: str, interface: Interface) -> CommandMode:
@@ -289,6 +328,37 @@ def _resolved_mode(mode: str, command_type: str, interface: Interface) -> Comman
         return CommandMode(mode)
     chunk = command_type == JOINT_TRAJECTORY and interface is Interface.POSITION
     return CommandMode.CHUNK if chunk else CommandMode.STEP
+
+
+def declare_joint_limits(node: Node, joint_names: list[str]) -> None:
+    """Declare `joint_limits.<joint>.<field>` for each joint not declared yet (the params file's
+    values apply here). Dynamically typed: an integer limit from YAML is accepted."""
+    for joint in joint_names:
+        for field in joint_limits.FIELDS:
+            name = joint_limits.parameter_name(joint, field)
+            if not node.has_parameter(name):
+                node.declare_parameter(
+                    name,
+                    joint_limits.parameter_default(field),
+                    ParameterDescriptor(
+                        name=name, description=f"ros2_control joint_limits {field} of {joint}",
+                        dynamic_typing=True,
+                    ),
+                )
+
+
+def read_joint_limits(node: Node, joint_names: list[str], path: str) -> tuple[JointLimit, ...]:
+    """Each joint's limits from `path` (if set) and the node's joint_limits parameters."""
+    given = {
+        joint: {
+            field: node.get_parameter(name).value
+            for field in joint_limits.FIELDS
+            if node.has_parameter(name := joint_limits.parameter_name(joint, field))
+        }
+        for joint in joint_names
+    }
+    table = joint_limits.load_file(path) if path else {}
+    return joint_limits.resolve(joint_names, given, table)
 
 
 def constraints(spec: Spec) -> str:
@@ -333,6 +403,7 @@ def declare(node: Node) -> None:
     """Declare every parameter with its descriptor (overrides from --params-file apply here)."""
     for name, spec in SPECS.items():
         node.declare_parameter(name, spec.default, _descriptor(name, spec))
+    declare_joint_limits(node, list(node.get_parameter("joint_names").value))
 
 
 def declare_read_only(node: Node, specs: dict[str, Spec]) -> dict[str, Any]:
@@ -428,6 +499,10 @@ def check_config(config: NodeConfig) -> list[str]:
         )
     problems.extend(_limit_problems(config))
     problems.extend(_mode_problems(config))
+    if config.joint_limits_problem:
+        problems.append(config.joint_limits_problem)
+    for limit in config.joint_limits:
+        problems.extend(limit.problems())
     return problems
 
 
@@ -485,6 +560,10 @@ def validation_callback(
         state = configured_as()
         for param in params:
             spec = SPECS.get(param.name)
+            if param.name.startswith(f"{joint_limits.PREFIX}."):
+                refused = joint_limits.check_field(param.name, param.value)
+                if refused:
+                    return SetParametersResult(successful=False, reason=refused)
             if spec is None:
                 continue
             value = None if param.type_ is Parameter.Type.NOT_SET else param.value

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import array
 import io
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
@@ -359,21 +361,37 @@ class SimRobot(Node):
                 raise
 
 
+# main() looks at its stop flag at least this often (a signal cannot wake rcl's wait).
+_SIGNAL_POLL_S = 0.2
+
+
 def main(args: list[str] | None = None) -> None:
-    rclpy.init(args=args)
+    """Runs until SIGINT or SIGTERM; any number of them (a terminal's Ctrl-C to the process
+    group, then launch's own SIGINT and SIGTERM) ends it once, cleanly, with status 0."""
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda _signum, _frame: stop.set())
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
+    executor = None
     try:
         node = SimRobot()
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
+        while not stop.is_set() and rclpy.ok():
+            executor.spin_once(timeout_sec=_SIGNAL_POLL_S)
+    except ExternalShutdownException:
         pass
     finally:
+        if executor is not None:
+            executor.shutdown()
         if node is not None:
             node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        rclpy.try_shutdown()
+        # Exiting: interpreter shutdown puts the default handlers back (a signal then kills the
+        # process, status -2 or -15) — but leaves an ignored signal ignored.
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

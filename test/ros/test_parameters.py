@@ -52,7 +52,7 @@ def test_every_contract_parameter_is_declared_with_a_description(node: Node) -> 
         "playback_speed", "smooth_seam", "startup_timeout_s", "jpeg_quality",
         "max_goal_seconds", "max_state_age_s", "max_image_age_s", "joint_lower_limits",
         "joint_upper_limits", "max_step", "hold_between_goals", "hold_republish_hz",
-        "input_wait_s",
+        "input_wait_s", "joint_limits_file", "enable_topic", "enable_timeout_s", "dry_run",
     }
     assert set(parameters.SPECS) == expected
     for name in expected:
