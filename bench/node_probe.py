@@ -8,13 +8,15 @@ Wraps methods of the node's observation path in this process only: the cache's
 samples are written to AGES.json: "requests" (per observation: observe() seconds, its thread's
 name, and each view's frame age at the moment the frames were taken — since received and since
 its header stamp), "stale" (the StaleObservation messages raised by observe()), "underruns"
-(monotonic end times of the waits for a late chunk, from the goal runner's ``_on_underrun``) and
+(monotonic end times of the waits for a late chunk: the run's ``UnderrunEnded`` events) and
 "installs" (each chunk the client's loop installs, in either command mode: [monotonic time of
 the install, monotonic due time of its first row, chunk number], from an ``on_rows`` hook added
-to the run's options ahead of the node's own) and "publishes" (monotonic time of each step the
-arm gate published: the node's own command timing, free of the transport and of the bench
-process's scheduling), "cancels" (monotonic time each cancel request reached the goal runner)
-and "holds" (monotonic time each hold the arm gate published returned).
+to the run's options ahead of the node's own: no event carries the due time) and "publishes"
+(monotonic time of each step the arm gate published, the run's ``RowPlayed`` events: the node's
+own command timing, free of the transport and of the bench process's scheduling), "cancels"
+(monotonic time each cancel request reached the goal runner) and "holds" (monotonic time each
+hold the arm gate published returned). The events come from an observer added to each goal's
+run (``observers``), beside the node's feedback; what no event carries is wrapped.
 """
 
 from __future__ import annotations
@@ -32,16 +34,14 @@ if str(ROOT) not in sys.path:
 
 
 def _instrument(record: dict[str, list[Any]]) -> None:
-    from sequence_ai.events import UnderrunEnded
-    from sequence_ai_ros import arm, goal_drive, goal_feedback, goals, observations
+    from sequence_ai.events import RowPlayed, RunEvent, UnderrunEnded
+    from sequence_ai_ros import arm, goal_drive, goals, observations
 
     # Per thread: with several requests in flight, each observes on its own fetch thread.
     local = threading.local()
     original_take = observations.ObservationCache.take_frames
     original_observe = goal_drive.GoalDriver._observe
-    original_on_event = goal_feedback.GoalFeedback.on_event
     original_run_policy = goal_drive.GoalDriver._run_policy
-    original_publish = arm.ArmGate.publish
     original_hold = arm.ArmGate.hold
     original_cancel = goals.GoalRunner.cancel
 
@@ -55,15 +55,13 @@ def _instrument(record: dict[str, list[Any]]) -> None:
         record["cancels"].append(time.monotonic())
         original_cancel(self, handle)
 
-    def publish(self: Any, row: Any) -> None:
-        original_publish(self, row)
-        record["publishes"].append(time.monotonic())
-
-    def on_event(self: Any, event: Any) -> None:
-        # The underrun's end, stamped where the run's driving thread saw it.
-        if isinstance(event, UnderrunEnded):
+    def on_event(event: RunEvent) -> None:
+        # Stamped on the run's driving thread: a row when act() (the gate's publish) returned,
+        # an underrun where the wait ended.
+        if isinstance(event, RowPlayed):
+            record["publishes"].append(event.time)
+        elif isinstance(event, UnderrunEnded):
             record["underruns"].append(event.time)
-        original_on_event(self, event)
 
     def take_frames(self: Any, views: Any = None, older_than_s: float = 0.0) -> None:
         original_take(self, views, older_than_s)
@@ -104,13 +102,14 @@ def _instrument(record: dict[str, list[Any]]) -> None:
             if node_on_rows is not None:
                 node_on_rows(installed)
 
-        return original_run_policy(self, run, observe, {**options, "on_rows": on_rows})
+        observers = [*options.get("observers", ()), on_event]
+        return original_run_policy(
+            self, run, observe, {**options, "on_rows": on_rows, "observers": observers}
+        )
 
     observations.ObservationCache.take_frames = take_frames  # type: ignore[method-assign]
     goal_drive.GoalDriver._observe = observe  # type: ignore[method-assign]
-    goal_feedback.GoalFeedback.on_event = on_event  # type: ignore[method-assign]
     goal_drive.GoalDriver._run_policy = run_policy  # type: ignore[method-assign]
-    arm.ArmGate.publish = publish  # type: ignore[method-assign]
     arm.ArmGate.hold = hold  # type: ignore[method-assign]
     goals.GoalRunner.cancel = cancel  # type: ignore[method-assign]
 

@@ -37,6 +37,7 @@ SECTIONS = (
     "command_modes",
     "many_robots",
     "recording",
+    "bringup",
 )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from .actions import conversion_problem, prepare, to_joint_positions
 from .catalogue import Model
@@ -12,6 +12,7 @@ from .types import Prediction
 
 __all__ = [
     "Controller",
+    "as_controller",
     "check_controller",
     "controller_rows",
     "is_absolute_space",
@@ -30,6 +31,14 @@ class Controller(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+def as_controller(value: Union[Controller, str]) -> Controller:
+    """``value`` as a ``Controller`` (the public API takes the names too), or a ValueError."""
+    if value not in tuple(Controller):
+        choices = tuple(c.value for c in Controller)
+        raise ValueError(f"controller is {value!r}; expected one of {choices}")
+    return Controller(value)
 
 
 def is_absolute_space(space: str) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable, Optional
 
-from .controllers import Controller
+from .controllers import Controller, as_controller
 from .events import Observer, as_sink
 from .playback import InstalledRows
 from .speed import PlaybackSpeed, check_playback_speed
@@ -155,9 +155,7 @@ class RunOptions:
         positive_seconds(
             "startup_timeout_s", self.startup_timeout_s, allow_none=True, allow_zero=True
         )
-        if self.controller not in tuple(Controller):
-            choices = tuple(c.value for c in Controller)
-            raise ValueError(f"controller is {self.controller!r}; expected one of {choices}")
+        object.__setattr__(self, "controller", as_controller(self.controller))
         if self.max_in_flight is not None:
             check_max_in_flight("max_in_flight", self.max_in_flight)
         if self.playback_speed is not None:
@@ -167,7 +165,6 @@ class RunOptions:
         if self.progress not in PROGRESS_MODES:
             raise ValueError(f"progress is {self.progress!r}; expected 'auto', True or False")
         # Normalised in place once; the instance is frozen from here on.
-        object.__setattr__(self, "controller", Controller(self.controller))
         object.__setattr__(self, "prefetch", bool(self.prefetch))
         check_spelling(self.body, _OPTION_NAMES, "run")
         object.__setattr__(self, "body", body_fields(self.body))

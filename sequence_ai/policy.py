@@ -17,6 +17,7 @@ from typing import Callable, Optional, Union
 from .calls import CallHandle, Wake
 from .catalogue import Model, full_model_id
 from .control_loop import RunLoop
+from .controllers import Controller, as_controller
 from .errors import ChunkExhausted, SequencesError, Unavailable
 from .events import Observer
 from .options import RunOptions, check_max_in_flight, positive_seconds
@@ -293,7 +294,7 @@ class Policy:
         max_seconds: Optional[float] = None,
         startup_timeout_s: Optional[float] = None,
         open_loop_horizon: Optional[int] = None,
-        controller: str = "raw",
+        controller: Union[Controller, str] = Controller.RAW,
         max_in_flight: Optional[int] = None,
         playback_speed: Optional[PlaybackSpeed] = None,
         observers: Sequence[Observer] = (),
@@ -325,7 +326,7 @@ class Policy:
             max_seconds=max_seconds,
             startup_timeout_s=startup_timeout_s,
             open_loop_horizon=open_loop_horizon,
-            controller=controller,  # type: ignore[arg-type]  # RunOptions converts the str
+            controller=as_controller(controller),
             max_in_flight=max_in_flight,
             playback_speed=playback_speed,
             observers=observers,

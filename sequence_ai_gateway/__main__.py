@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from typing import List, Optional, Sequence
 
@@ -132,11 +133,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               "accepting the development key above")
     print(f"sequence-ai-gateway: serving {len(gateway.servers)} simulated model(s) on "
           f"{server.url}; Ctrl-C stops", flush=True)
+    # uvicorn raises the signal that stopped it again once it has shut down: SIGTERM too must
+    # end here, with status 0, not kill the process.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         # uvicorn re-raises the Ctrl-C it handled once it has shut down cleanly.
         pass
+    # Exiting: interpreter shutdown puts the default handlers back (a signal then kills the
+    # process, status -2 or -15) — but leaves an ignored signal ignored.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
     return 0
 
 

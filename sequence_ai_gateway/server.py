@@ -86,6 +86,11 @@ class _Server(uvicorn.Server):
 
     def handle_exit(self, sig: int, frame: Any) -> None:
         self._gateway.stop()
+        if self.should_exit:
+            # A terminal's Ctrl-C, then launch's forwarded SIGINT and its SIGTERM: uvicorn would
+            # force the exit on the second, cancelling requests mid-response (an ASGI traceback).
+            # The shutdown under way is bounded: stalled requests were just released.
+            return
         super().handle_exit(sig, frame)
 
 

@@ -19,6 +19,12 @@ from typing import Protocol
 from sequence_ai_ros import safety
 from sequence_ai_ros.chunk_trajectory import TrajectoryPlan, plan_chunk
 from sequence_ai_ros.commands import CommandMode, Interface
+from sequence_ai_ros.joint_limits import (
+    RateLimits,
+    check_acceleration,
+    check_move,
+    check_velocity,
+)
 from sequence_ai_ros.observations import JointSnapshot, StaleObservation, check_camera_age
 from sequence_ai_ros.parameters import NodeConfig
 
@@ -75,21 +81,35 @@ class MotionRules:
     velocity_scale: float
     # The gripper value of a row is checked (and published) only with a gripper topic.
     gripper: bool
+    # Per-joint velocity and acceleration limits (joint_limits.py); None: none configured.
+    rates: RateLimits | None = None
+    # The goal's commands go to the planned sink, never the arm (dry_run.py).
+    dry_run: bool = False
 
     @classmethod
     def from_config(cls, config: NodeConfig) -> MotionRules:
+        problems = [config.joint_limits_problem] if config.joint_limits_problem else []
+        problems += [p for limit in config.joint_limits for p in limit.problems()]
+        if problems:
+            raise ValueError("; ".join(problems))
+        lower, upper = list(config.joint_lower_limits), list(config.joint_upper_limits)
+        # A joint's ros2_control position limits narrow joint_lower/upper_limits, never widen.
+        for i, limit in enumerate(config.joint_limits[: len(lower)]):
+            if limit.min_position is not None and limit.max_position is not None:
+                lower[i] = max(lower[i], limit.min_position)
+                upper[i] = min(upper[i], limit.max_position)
+        rates = RateLimits.of(config.joint_limits) if config.joint_limits else None
         return cls(
             limits=safety.SafetyLimits(
-                tuple(config.joint_names),
-                tuple(config.joint_lower_limits),
-                tuple(config.joint_upper_limits),
-                config.max_step,
+                tuple(config.joint_names), tuple(lower), tuple(upper), config.max_step
             ),
             max_state_age_s=config.max_state_age_s,
             max_image_age_s=config.max_image_age_s,
             camera_views=tuple(config.camera_views),
             velocity_scale=config.velocity_scale,
             gripper=bool(config.gripper_command_topic),
+            rates=rates if rates is not None and rates.active else None,
+            dry_run=config.dry_run,
         )
 
 
@@ -140,6 +160,9 @@ class ArmGate:
         # The next step continues from _target; False at a goal's start and after a wait,
         # when the next step is checked against a fresh measurement instead.
         self._continuous = False
+        # The joint velocities the last arm command implies (rad/s): what the next one's
+        # acceleration is checked from; None when not known (a start, a wait, a hold).
+        self._velocity: list[float] | None = None
         # Monotonic time at which the oldest camera's newest frame crosses max_image_age_s.
         self._cameras_due_s = -math.inf
         # The last arm command was a hold: what an idle node republishes.
@@ -172,6 +195,8 @@ class ArmGate:
             self._rules = rules
             self._continuous = False
             self._cameras_due_s = -math.inf
+            if self.interface is Interface.POSITION:
+                self._velocity = None
 
     def end_goal(self) -> None:
         with self._lock:
@@ -187,11 +212,12 @@ class ArmGate:
         """Check `row` again and publish it (StaleObservation or CommandRefused if it fails).
         In chunk mode only its gripper value: the row's arm targets went out in its chunk."""
         with self._lock:
-            reason, arm = self._verdict(row)
+            reason, arm, velocity = self._verdict(row)
             if reason is not None:
                 raise CommandRefused(reason)
             if self._mode is CommandMode.STEP:
                 self._output.publish_arm(arm)
+                self._velocity = velocity
             if len(row) > self._joints:
                 self._output.publish_gripper(row[self._joints])
             if self.interface is Interface.POSITION:
@@ -236,14 +262,15 @@ class ArmGate:
             # The blend must not let through a jump a step would be refused: the first row, as
             # the policy planned it, from the seam.
             reason = safety.check_position_target(plan.first_row, plan.seam, limits)
+            if reason is None and rules.rates is not None:
+                reason = check_move(
+                    plan.first_row, plan.seam, None, plan.times_s[0], rules.rates
+                )[0]
             if reason is not None:
                 return f"trajectory point 0 (before the seam blend): {reason}"
-            reference: Sequence[float] = plan.seam
-            for k, point in enumerate(plan.positions):
-                reason = safety.check_position_target(point, reference, limits)
-                if reason is not None:
-                    return f"trajectory point {k}: {reason}"
-                reference = point
+            reason = _trajectory_problem(rules, plan, previous, self._period_s)
+            if reason is not None:
+                return reason
             self._output.publish_trajectory(plan)
             self._trajectory = plan
             self._continuous = True
@@ -257,6 +284,8 @@ class ArmGate:
             self._continuous = False
             if self.interface is Interface.VELOCITY:
                 self._publish_zeros()
+            else:
+                self._velocity = None
 
     def hold(self) -> str | None:
         """Command the arm to stay still; None when held, else why it could not be (logged at
@@ -297,11 +326,14 @@ class ArmGate:
 
     # ----- checks (under _lock) -----
 
-    def _verdict(self, row: Sequence[float]) -> tuple[str | None, list[float]]:
-        """(why not, the arm command) for a policy row; raises StaleObservation."""
+    def _verdict(
+        self, row: Sequence[float]
+    ) -> tuple[str | None, list[float], list[float] | None]:
+        """(why not, the arm command, the joint velocities it implies) for a policy row;
+        raises StaleObservation."""
         rules = self._rules
         if rules is None:
-            return "no goal is running", []
+            return "no goal is running", [], None
         limits = rules.limits
         n = len(limits.joint_names)
         measured = self._measurements.joints(rules.max_state_age_s).positions
@@ -311,19 +343,31 @@ class ArmGate:
             reason = None
             if rules.gripper and len(row) > n:
                 reason = safety.check_gripper(row[n])
-            return reason, []
+            return reason, [], None
+        before = self._velocity if self._continuous else None
+        velocity: list[float] | None
         if self.interface is Interface.VELOCITY:
-            arm = [float(v) * rules.velocity_scale for v in row[:n]]
+            arm = velocity = [float(v) * rules.velocity_scale for v in row[:n]]
             reason = safety.check_velocity_command(arm, measured, self._period_s, limits)
+            if reason is None and rules.rates is not None:
+                reason = check_velocity(arm, rules.rates, "velocity command")
+                # A velocity arm's last command is known even after a wait: the zeros.
+                if reason is None and self._velocity is not None:
+                    reason = check_acceleration(arm, self._velocity, self._period_s, rules.rates)
         else:
             arm = [float(v) for v in row[:n]]
             reference = (
                 self._target if self._continuous and self._target is not None else measured
             )
             reason = safety.check_position_target(arm, reference, limits)
+            velocity = None
+            if reason is None and rules.rates is not None:
+                reason, velocity = check_move(
+                    arm, reference, before, self._period_s, rules.rates
+                )
         if reason is None and rules.gripper and len(row) > n:
             reason = safety.check_gripper(row[n])
-        return reason, arm
+        return reason, arm, velocity
 
     def _check_cameras(self, rules: MotionRules) -> None:
         """Raise StaleObservation once a camera's newest frame is older than max_image_age_s.
@@ -357,10 +401,11 @@ class ArmGate:
         for candidate in (measured, target):
             if candidate is None:
                 continue
-            problem = safety.check_position_target(candidate, reference, rules.limits)
+            problem = _still_problem(rules, candidate, reference, self._period_s)
             if problem is None:
                 self._send_still(candidate)
                 self._held = True
+                self._velocity = None
                 return None
             problems.append(problem)
         return "; ".join(problems)
@@ -371,7 +416,7 @@ class ArmGate:
         measured, stale = self._fresh_joints(rules)
         if measured is None:
             return f"no fresh joint state to check it against: {stale}"
-        return safety.check_position_target(target, measured, rules.limits)
+        return _still_problem(rules, target, measured, self._period_s)
 
     def _last_target(self) -> list[float] | None:
         """Position interface: what the arm is commanded to now (None before any command)."""
@@ -399,3 +444,49 @@ class ArmGate:
     def _publish_zeros(self) -> None:
         self._output.publish_arm([0.0] * self._joints)
         self._held = True
+        self._velocity = [0.0] * self._joints
+
+
+def _trajectory_problem(
+    rules: MotionRules, plan: TrajectoryPlan, previous: TrajectoryPlan | None, period_s: float
+) -> str | None:
+    """Why a point of `plan` must not be played: each within limits and max_step of the one
+    before (the seam for the first), and with joint limits its velocity (the controller's,
+    and the one implied by the move) and the acceleration between points."""
+    rates = rules.rates
+    # Continuing a trajectory: its velocity at the seam (one period's move into it).
+    before: list[float] | None = None
+    if previous is not None and rates is not None:
+        before = [
+            (a - b) / period_s
+            for a, b in zip(
+                previous.position_at(plan.start_s),
+                previous.position_at(plan.start_s - period_s),
+            )
+        ]
+    reference: Sequence[float] = plan.seam
+    at_s = 0.0
+    for k, point in enumerate(plan.positions):
+        reason = safety.check_position_target(point, reference, rules.limits)
+        if reason is None and rates is not None:
+            reason = check_velocity(plan.velocities[k], rates, "is commanded at")
+            if reason is None:
+                reason, before = check_move(
+                    point, reference, before, plan.times_s[k] - at_s, rates
+                )
+        if reason is not None:
+            return f"trajectory point {k}: {reason}"
+        reference, at_s = point, plan.times_s[k]
+    return None
+
+
+def _still_problem(
+    rules: MotionRules, position: Sequence[float], reference: Sequence[float], period_s: float
+) -> str | None:
+    """Why a hold at `position` must not be sent: like a step from `reference`, within
+    limits, max_step and the joints' max_velocity. Its deceleration is not checked: a hold
+    is the stop, and refusing it would leave the arm on its last command."""
+    problem = safety.check_position_target(position, reference, rules.limits)
+    if problem is None and rules.rates is not None:
+        problem = check_move(position, reference, None, period_s, rules.rates)[0]
+    return problem

@@ -4,8 +4,6 @@ and released together (`Configured.release`)."""
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -13,12 +11,13 @@ from rclpy.lifecycle import LifecycleNode
 from sensor_msgs.msg import CompressedImage, Image
 
 import sequence_ai
-from sequence_ai.session import ValidateMode
 from sequence_ai_ros import parameters
+from sequence_ai_ros.api_key import ApiKeyError, read_api_key
 from sequence_ai_ros.arm import ArmGate
 from sequence_ai_ros.cameras import Cameras
 from sequence_ai_ros.commands import CommandPublisher
 from sequence_ai_ros.diagnostics import HealthRecord
+from sequence_ai_ros.dry_run import GateSwitch, gate_switch
 from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.goal_drive import GoalParts
 from sequence_ai_ros.goals import GoalRunner
@@ -27,7 +26,7 @@ from sequence_ai_ros.model_fit import fit
 from sequence_ai_ros.observations import ObservationCache
 from sequence_ai_ros.parameters import NodeConfig
 
-__all__ = ["ConfigureError", "Configured", "configure", "read_api_key"]
+__all__ = ["ConfigureError", "Configured", "configure"]
 
 WarmingCallback = Callable[[float, float | None], None]
 
@@ -44,9 +43,11 @@ class Configured:
     cameras: Cameras
     cache: ObservationCache
     joints: JointFeed
-    # The only publisher of arm commands: it owns the CommandPublisher.
-    gate: ArmGate
+    # The only publisher of arm commands (it owns the CommandPublisher), beside the dry run's.
+    gate: GateSwitch
     runner: GoalRunner
+    # The catalogue's control period (s).
+    period_s: float
     # Closes each goal's episode file on its writer thread (`close` waits for them).
     episodes: EpisodeRecorder
 
@@ -64,7 +65,10 @@ def configure(
     problems = parameters.check_config(config)
     if problems:
         raise ConfigureError("; ".join(problems))
-    api_key = read_api_key(config.api_key_file)
+    try:
+        api_key = read_api_key(config.api_key_file)
+    except ApiKeyError as exc:
+        raise ConfigureError(str(exc)) from exc
     try:
         with _connect(config, api_key, None, on_warming) as probe:
             model = probe.spec()
@@ -132,11 +136,11 @@ def configure(
             error=node.get_logger().error,
             frames=cache.newest_frames,
         )
-        gate = ArmGate(
+        arm_gate = ArmGate(
             CommandPublisher(
                 node,
                 joint_names=config.joint_names,
-                interface=config.interface,
+                interface=config.command_interface,
                 command_topic=config.command_topic,
                 command_type=config.command_type,
                 gripper_topic=config.gripper_command_topic,
@@ -147,9 +151,13 @@ def configure(
             joints=len(config.joint_names),
             period_s=period_s,
             log=node.get_logger(),
-            mode=parameters.command_mode(config),
+            mode=config.command_mode,
         )
-        built.append(gate.destroy)
+        built.append(arm_gate.destroy)
+        # Beside it, the dry-run gate on ~/planned; a goal runs through one of them.
+        gate = gate_switch(node, arm_gate, cache, config=config, period_s=period_s)
+        # The switch destroys both gates.
+        built[-1] = gate.destroy
         runner = GoalRunner(
             GoalParts(policy, model, controller, cache, gate, health, episodes),
             live_config=lambda: NodeConfig.from_node(node),
@@ -160,7 +168,7 @@ def configure(
         for release in reversed(built):
             release()
         raise
-    return Configured(policy, cameras, cache, joints, gate, runner, episodes)
+    return Configured(policy, cameras, cache, joints, gate, runner, period_s, episodes)
 
 
 def _connect(
@@ -171,31 +179,8 @@ def _connect(
         config.model,
         api_key=api_key,
         base_url=config.base_url or None,
-        validate=ValidateMode(config.validate_mode),
+        validate=config.validate_mode,
         control_hz=control_hz,
         startup_timeout_s=config.startup_timeout_s,
         on_warming=on_warming,
     )
-
-
-def read_api_key(path: str) -> str | None:
-    """The key from api_key_file; None lets the client read SEQUENCES_API_KEY.
-
-    Like ssh with a private key, a file that group or others may access is refused.
-    """
-    if not path:
-        return None
-    try:
-        with open(os.path.expanduser(path), encoding="utf-8") as handle:
-            mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
-            if mode & 0o077:
-                raise ConfigureError(
-                    f"api_key_file {path!r} is accessible by group or others (mode "
-                    f"{mode:04o}); the key must be private to its owner: chmod 600 {path}"
-                )
-            key = handle.read().strip()
-    except OSError as exc:
-        raise ConfigureError(f"api_key_file {path!r} cannot be read: {exc.strerror}") from exc
-    if not key:
-        raise ConfigureError(f"api_key_file {path!r} is empty; expected the API key")
-    return key

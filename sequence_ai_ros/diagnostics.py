@@ -45,6 +45,10 @@ class Health:
     # Episode recording (episodes/recorder.py): off, the file being written, or the error.
     recording: str = "off"
     recording_dropped: int = 0
+    # "enabled", or why motion is blocked (motion_enable.py).
+    motion: str = "enabled"
+    # The running (or last) goal is a dry run: nothing reached the arm.
+    dry_run: bool = False
 
 
 class HealthRecord:
@@ -126,10 +130,12 @@ def build_array(
     health = record.snapshot()
     values = {
         "lifecycle": health.lifecycle,
+        "motion": health.motion,
         "model": health.model or "n/a",
         "ready": "n/a" if health.ready is None else str(health.ready).lower(),
         "warming_eta_s": _fmt(health.warming_eta_s, digits=1),
         "goal": health.goal,
+        "dry_run": str(health.dry_run).lower(),
         "last_outcome": health.last_outcome,
         "goals_run": str(health.goals_run),
         "underruns": str(health.underruns),
@@ -151,6 +157,8 @@ def build_array(
 
     if health.problem:
         level, message = DiagnosticStatus.ERROR, health.problem
+    elif health.lifecycle == "active" and health.motion != "enabled":
+        level, message = DiagnosticStatus.WARN, f"goals are rejected: {health.motion}"
     elif health.recording.startswith("error:"):
         level, message = DiagnosticStatus.WARN, f"recording {health.recording}"
     elif health.lifecycle == "active" and health.readiness_error:
@@ -162,7 +170,8 @@ def build_array(
     elif health.lifecycle != "active":
         level, message = DiagnosticStatus.OK, f"{health.lifecycle}; goals are rejected"
     else:
-        level, message = DiagnosticStatus.OK, f"active; goal {health.goal}"
+        dry = " (dry run: nothing reaches the arm)" if health.dry_run else ""
+        level, message = DiagnosticStatus.OK, f"active; goal {health.goal}{dry}"
     status = DiagnosticStatus(
         level=level,
         name=f"{node_name}: sequence_ai policy",

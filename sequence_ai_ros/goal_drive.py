@@ -15,9 +15,10 @@ import sequence_ai
 from sequence_ai import RunStatus
 from sequence_ai.controllers import Controller
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.arm import ArmGate, MotionRules
+from sequence_ai_ros.arm import MotionRules
 from sequence_ai_ros.commands import CommandMode
 from sequence_ai_ros.diagnostics import HealthRecord
+from sequence_ai_ros.dry_run import GateSwitch
 from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.goal_feedback import GoalFeedback
 from sequence_ai_ros.goal_results import GoalResults
@@ -41,8 +42,8 @@ class GoalParts:
     model: sequence_ai.Model
     controller: Controller
     cache: ObservationCache
-    # Every step and hold goes through it.
-    gate: ArmGate
+    # Every step and hold goes through it (the arm's gate, or a dry run's).
+    gate: GateSwitch
     health: HealthRecord
     # Told each goal's start, end, observations and holds; an observer of its run's events.
     episodes: EpisodeRecorder
@@ -112,7 +113,10 @@ class GoalDriver:
         error: Exception | None = None
         # Built from this goal's parameter snapshot: a change applies from the next goal.
         self._cache.watch_images(config.max_image_age_s)
-        self._gate.begin_goal(MotionRules.from_config(config))
+        rules = MotionRules.from_config(config)
+        self._gate.begin_goal(rules)
+        with self._cond:
+            run.dry_run = rules.dry_run
         try:
             missing = self._wait_for_inputs(run, feedback, config.input_wait_s)
             with self._cond:
@@ -198,7 +202,7 @@ class GoalDriver:
         thread: the cache takes frames and copies joints under its own locks."""
         captured_ns = time.time_ns()
         frames = self._cache.images(config.max_image_age_s)
-        joints = self._cache.joints(config.max_state_age_s)
+        joints = self._gate.observed(self._cache.joints(config.max_state_age_s))
         observation = sequence_ai.observation(
             self._model,
             images=frames,

@@ -56,6 +56,7 @@ class GoalResults:
             cause = run.stop
             feedback = run.feedback
             unheld = run.unheld
+            dry_run = run.dry_run
         row = goal_ending(cause, run_ending, error).value
         reason = row.reason.value
         if row.reason is ResultReason.RAISED:
@@ -63,6 +64,8 @@ class GoalResults:
         message = row.message.format(detail=detail, cause=cause.value if cause else "")
         if unheld:
             message += f"; the arm could not be held: {unheld}"
+        if dry_run:
+            message = f"dry run (nothing reached the arm; commands on ~/planned): {message}"
         result = Act.Result(
             reason=reason,
             stopped_early=row.terminal is not Terminal.SUCCEEDED,

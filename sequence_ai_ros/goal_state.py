@@ -57,6 +57,8 @@ class GoalRun:
     refused: str = ""
     # Its feedback, from its run's events; set when its run starts.
     feedback: GoalFeedback | None = None
+    # Its run goes through the dry run's gate (dry_run.py): nothing reaches the arm.
+    dry_run: bool = False
 
     def request_stop(self, cause: StopCause) -> bool:
         """Record the first stop cause; True when the goal's run must now be interrupted (its

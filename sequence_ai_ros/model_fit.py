@@ -15,7 +15,7 @@ def controller_for(config: NodeConfig, model: Model) -> tuple[Controller | None,
     as they come, or joint_delta rows through the verified state_at_request conversion).
     velocity: joint_delta rows are normalised joint velocities; the node scales them.
     """
-    if config.interface is Interface.POSITION:
+    if config.command_interface is Interface.POSITION:
         problem = joint_position_problem(model)
         if problem is not None:
             return None, [f"command_interface position: {problem}"]

@@ -35,6 +35,7 @@ from sequence_ai_ros.arm import MotionRules
 from sequence_ai_ros.configuration import Configured, ConfigureError, configure
 from sequence_ai_ros.diagnostics import HealthRecord, build_array
 from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
+from sequence_ai_ros.motion_enable import Blocked, MotionEnable
 from sequence_ai_ros.parameters import NodeConfig
 from sequence_ai_ros.readiness import Readiness
 
@@ -73,7 +74,7 @@ class SequenceAiNode(LifecycleNode):
     destroyed only by lifecycle callbacks, on the executor's thread, or by `destroy_node()` once
     nothing spins the node. Sensors live on nodes of their own: joint states on a small
     executor's thread (joint_feed.py), camera subscriptions on a node nothing spins
-    (cameras.py). The readiness thread is readiness.py's.
+    (cameras.py). The readiness thread is readiness.py's, the enable watcher motion_enable.py's.
     """
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
@@ -129,6 +130,8 @@ class SequenceAiNode(LifecycleNode):
         # the node's life, at the rate configure reads; stopped until then.
         self._republish_timer = self.create_timer(1.0, self._republish_hold)
         self._republish_timer.cancel()
+        # ~/enable and the heartbeat deadman: a running goal stops held when motion is blocked.
+        self._enable = MotionEnable(self, self._stop_blocked)
 
     # ----- lifecycle -----
 
@@ -160,6 +163,7 @@ class SequenceAiNode(LifecycleNode):
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._stop_goals(StopCause.DEACTIVATED)
         self.health.update(lifecycle="inactive")
+        self.get_logger().info("inactive: act goals are rejected until activated again")
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -211,6 +215,8 @@ class SequenceAiNode(LifecycleNode):
 
     def _configure(self) -> None:
         self._destroy_orphans()
+        # joint_names may have changed since construction: their joint_limits.* too.
+        parameters.declare_joint_limits(self, list(self.get_parameter("joint_names").value))
         config = NodeConfig.from_node(self)
         configured = configure(
             self, config, health=self.health, on_warming=self._on_warming,
@@ -221,6 +227,9 @@ class SequenceAiNode(LifecycleNode):
         if config.hold_republish_hz > 0:
             self._republish_timer.timer_period_ns = round(1e9 / config.hold_republish_hz)
             self._republish_timer.reset()
+        # Looked at twice a control period: a missing heartbeat stops a goal within one.
+        topic = self.resolve_topic_name(config.enable_topic) if config.enable_topic else ""
+        self._enable.watch(topic, config.enable_timeout_s, configured.period_s / 2)
 
     def _teardown(self, *, destroy: bool) -> None:
         """Release the configuration. `destroy`: also destroy the entities an executor takes
@@ -230,6 +239,7 @@ class SequenceAiNode(LifecycleNode):
             self._accepting = False
             parts, self._configured = self._configured, None
         self._republish_timer.cancel()
+        self._orphans.append(self._enable.stop_watching())
         self._readiness.stop()
         if parts is not None:
             parts.runner.close(_STOP_TIMEOUT_S)
@@ -261,7 +271,8 @@ class SequenceAiNode(LifecycleNode):
                 "accepted only while it is active (configure, then activate)"
             )
             return GoalResponse.REJECT
-        problem = goal_problem(goal)
+        blocked = self._enable.blocked()
+        problem = blocked[1] if blocked is not None else goal_problem(goal)
         if problem:
             self.get_logger().warning(f"act goal {goal.instruction!r} rejected: {problem}")
             return GoalResponse.REJECT
@@ -314,6 +325,13 @@ class SequenceAiNode(LifecycleNode):
         if runner is not None and not runner.stop_all(cause, _STOP_TIMEOUT_S):
             self.get_logger().error(f"a goal did not stop within {_STOP_TIMEOUT_S:g} s")
 
+    def _stop_blocked(self, cause: Blocked) -> None:
+        """Motion is blocked: end every goal (without waiting: called from the service, the
+        heartbeat callback and the enable watcher), each held, with the cause's ending."""
+        runner = self._runner()
+        if runner is not None:
+            runner.stop_all(StopCause(cause.value), 0.0)
+
     def _on_warming(self, waited_s: float, eta_s: float | None) -> None:
         self.health.update(ready=False, warming_eta_s=eta_s)
         runner = self._runner()
@@ -329,8 +347,18 @@ class SequenceAiNode(LifecycleNode):
             return
         gate = configured.gate
         config = NodeConfig.from_node(self)
-        if config.hold_between_goals:
-            gate.republish_hold(MotionRules.from_config(config))
+        if not config.hold_between_goals:
+            return
+        try:
+            rules = MotionRules.from_config(config)
+        except ValueError as exc:
+            # Limits changed into nonsense since configure (a joint_limits_file edited): no
+            # hold is sent on them; a goal would end with the same reason.
+            self.get_logger().warning(
+                f"the idle hold is not republished: {exc}", throttle_duration_sec=60.0
+            )
+            return
+        gate.republish_hold(rules)
 
     def _runner(self) -> GoalRunner | None:
         with self._lock:
@@ -346,6 +374,9 @@ class SequenceAiNode(LifecycleNode):
             configured = self._configured
         cache = None if configured is None else configured.cache
         gate = None if configured is None else configured.gate
+        self.health.update(
+            motion=self._enable.state(), dry_run=gate is not None and gate.dry_run
+        )
         self._diagnostics.publish(
             build_array(
                 self.health,
@@ -377,13 +408,12 @@ def main(args: list[str] | None = None) -> int:
     Exit status 0 after SIGINT/SIGTERM, 1 when anything raised (logged with its traceback).
     """
     # rclpy's own handler would shut the context down before the arm is held: a signal only
-    # ends the spin, then running goals end held and their results are sent. A second one
-    # interrupts that.
+    # ends the spin, then running goals end held and their results are sent (bounded by
+    # _STOP_TIMEOUT_S). Further signals — a terminal's Ctrl-C reaches the whole process group,
+    # then launch forwards its own SIGINT and later SIGTERM — change nothing.
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
         stop.set()
 
     signal.signal(signal.SIGINT, on_signal)
@@ -422,6 +452,10 @@ def main(args: list[str] | None = None) -> int:
         if executor is not None:
             executor.shutdown(timeout_sec=_STOP_TIMEOUT_S)
         rclpy.try_shutdown()
+        # Exiting: interpreter shutdown puts the default handlers back (a signal then kills the
+        # process, status -2 or -15) — but leaves an ignored signal ignored.
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
     return status
 
 

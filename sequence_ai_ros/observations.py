@@ -5,9 +5,10 @@ from."""
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,6 +25,30 @@ from sequence_ai_ros.image_conversion import ImageConversionError, to_array
 # check (a frame period and a control period fit in it).
 _FRESH_S = 0.1
 _RETAKE_MARGIN_S = 0.1
+
+
+# The Fast DDS profile variables; the project's large-frames profile is this file.
+_DDS_PROFILE_ENVS = ("FASTRTPS_DEFAULT_PROFILES_FILE", "FASTDDS_DEFAULT_PROFILES_FILE")
+_LARGE_FRAMES_PROFILE = "fastdds_large_frames.xml"
+
+
+def late_frame_advice(environ: Mapping[str, str]) -> str:
+    """What to do about late camera frames, given the transport profile in use."""
+    profiles = [environ[name] for name in _DDS_PROFILE_ENVS if environ.get(name)]
+    if any(os.path.basename(p) == _LARGE_FRAMES_PROFILE for p in profiles):
+        return (
+            "the large-frames transport profile is already in use: lower the camera load "
+            "(rate, size, views) or give this node and the camera driver more CPU"
+        )
+    if profiles:
+        return (
+            f"check that the Fast DDS profile in use ({profiles[0]}) carries large frames "
+            "(config/fastdds_large_frames.xml does), or lower the camera load"
+        )
+    return (
+        "give the camera driver and this node the large-frames transport profile "
+        "(docs/node.md) or lower the camera load"
+    )
 
 
 @dataclass
@@ -209,8 +234,7 @@ class ObservationCache:
         self._warn(
             f"camera {view}: a frame taken {age * 1000:.0f} ms after it was published, more "
             f"than two frame periods ({state.period_s * 1000:.0f} ms): frames arrive late or "
-            "are lost; give the camera driver and this node the large-frames transport profile "
-            "(docs/node.md) or lower the camera load (warned once)"
+            f"are lost; {late_frame_advice(os.environ)} (warned once)"
         )
 
     def add_listener(self, listener: Callable[[], None]) -> None:

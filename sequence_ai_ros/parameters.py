@@ -17,9 +17,11 @@ from rcl_interfaces.msg import (
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from sequence_ai.session import VALIDATE_MODES
+from sequence_ai.session import VALIDATE_MODES, ValidateMode
 from sequence_ai.speed import AUTO, MIN_SPEED
 from sequence_ai.transport import MAX_IN_FLIGHT
+from sequence_ai_ros import joint_limits
+from sequence_ai_ros.joint_limits import JointLimit, JointLimitsError
 
 FLOAT64_MULTI_ARRAY = "std_msgs/msg/Float64MultiArray"
 JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
@@ -190,6 +192,11 @@ SPECS: dict[str, Spec] = {
         "largest change of a position target between steps (rad)",
         float_range=(0.001, 3.2),
     ),
+    "joint_limits_file": Spec(
+        "",
+        "YAML file with ros2_control joint_limits (<joint>: has_velocity_limits, max_velocity, "
+        "…); joint_limits.<joint>.* parameters override it; empty = none (next goal)",
+    ),
     "hold_between_goals": Spec(
         True,
         "command a hold when a goal is preempted, before the next goal starts (position; a "
@@ -201,6 +208,23 @@ SPECS: dict[str, Spec] = {
         "rate, if it still passes the safety checks (0 = off)",
         at_configure=True,
         float_range=(0.0, 10.0),
+    ),
+    "dry_run": Spec(
+        False,
+        "run goals without moving anything: commands go to ~/planned and a JointState ghost to "
+        "~/planned_joint_states, never to the arm (next goal)",
+    ),
+    "enable_topic": Spec(
+        "",
+        "std_msgs/Bool heartbeat (a teleop deadman, an e-stop bridge): motion only while a true "
+        "arrived within enable_timeout_s; empty = none",
+        at_configure=True,
+    ),
+    "enable_timeout_s": Spec(
+        0.5,
+        "longest gap between two true messages on enable_topic before motion stops (s)",
+        at_configure=True,
+        float_range=(0.01, 60.0),
     ),
     "input_wait_s": Spec(
         5.0,
@@ -243,17 +267,18 @@ class NodeConfig:
     model: str
     base_url: str
     api_key_file: str
-    validate_mode: str
+    validate_mode: ValidateMode
     camera_views: tuple[str, ...]
     camera_topics: tuple[str, ...]
     camera_transports: tuple[str, ...]
     joint_states_topic: str
     joint_names: tuple[str, ...]
     gripper_joint: str
-    command_interface: str
+    command_interface: Interface
     command_topic: str
     command_type: str
-    command_mode: str
+    # `auto` resolved by the command type (an explicit chunk is checked by check_config).
+    command_mode: CommandMode
     gripper_command_topic: str
     velocity_scale: float
     prefetch: bool
@@ -275,23 +300,85 @@ class NodeConfig:
     record_dir: str
     record_max_mb: float
     record_cameras_hz: float
+    dry_run: bool = False
+    enable_topic: str = ""
+    enable_timeout_s: float = 0.5
+    joint_limits_file: str = ""
+    # Per joint_names entry: its ros2_control limits (joint_limits.py), from the file and the
+    # joint_limits.<joint>.* parameters; why they could not be read ("" when they could).
+    joint_limits: tuple[JointLimit, ...] = ()
+    joint_limits_problem: str = ""
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> NodeConfig:
+        """The snapshot of parameter values; a refused enum value raises ValueError naming it."""
         converted = {
             name: tuple(value) if isinstance(value, (list, tuple)) else value
             for name, value in values.items()
         }
+        refused = [
+            reason
+            for name in ("validate_mode", "command_interface", "command_mode")
+            if (reason := check_value(name, converted[name])) is not None
+        ]
+        if refused:
+            raise ValueError("; ".join(refused))
+        converted["validate_mode"] = ValidateMode(converted["validate_mode"])
+        interface = converted["command_interface"] = Interface(converted["command_interface"])
+        converted["command_mode"] = _resolved_mode(
+            converted["command_mode"], converted["command_type"], interface
+        )
         return cls(**converted)
 
     @classmethod
     def from_node(cls, node: Node) -> NodeConfig:
-        return cls.from_values({name: node.get_parameter(name).value for name in SPECS})
+        values = {name: node.get_parameter(name).value for name in SPECS}
+        try:
+            values["joint_limits"] = read_joint_limits(
+                node, values["joint_names"], values["joint_limits_file"]
+            )
+        except JointLimitsError as exc:
+            values["joint_limits_problem"] = str(exc)
+        return cls.from_values(values)
 
-    @property
-    def interface(self) -> Interface:
-        """`command_interface` as the type the gate and model_fit compare (a checked snapshot)."""
-        return Interface(self.command_interface)
+
+def _resolved_mode(mode: str, command_type: str, interface: Interface) -> CommandMode:
+    """The `command_mode` in force: `auto` is chunk for a JointTrajectory of positions."""
+    if mode != AUTO_MODE:
+        return CommandMode(mode)
+    chunk = command_type == JOINT_TRAJECTORY and interface is Interface.POSITION
+    return CommandMode.CHUNK if chunk else CommandMode.STEP
+
+
+def declare_joint_limits(node: Node, joint_names: list[str]) -> None:
+    """Declare `joint_limits.<joint>.<field>` for each joint not declared yet (the params file's
+    values apply here). Dynamically typed: an integer limit from YAML is accepted."""
+    for joint in joint_names:
+        for field in joint_limits.FIELDS:
+            name = joint_limits.parameter_name(joint, field)
+            if not node.has_parameter(name):
+                node.declare_parameter(
+                    name,
+                    joint_limits.parameter_default(field),
+                    ParameterDescriptor(
+                        name=name, description=f"ros2_control joint_limits {field} of {joint}",
+                        dynamic_typing=True,
+                    ),
+                )
+
+
+def read_joint_limits(node: Node, joint_names: list[str], path: str) -> tuple[JointLimit, ...]:
+    """Each joint's limits from `path` (if set) and the node's joint_limits parameters."""
+    given = {
+        joint: {
+            field: node.get_parameter(name).value
+            for field in joint_limits.FIELDS
+            if node.has_parameter(name := joint_limits.parameter_name(joint, field))
+        }
+        for joint in joint_names
+    }
+    table = joint_limits.load_file(path) if path else {}
+    return joint_limits.resolve(joint_names, given, table)
 
 
 def constraints(spec: Spec) -> str:
@@ -311,7 +398,7 @@ def constraints(spec: Spec) -> str:
     return text
 
 
-def _descriptor(name: str, spec: Spec) -> ParameterDescriptor:
+def _descriptor(name: str, spec: Spec, *, read_only: bool = False) -> ParameterDescriptor:
     # Dynamically typed so that a value of the wrong type reaches validation_callback, which
     # names the parameter, the value and what is allowed (rclpy's own type refusal names none).
     descriptor = ParameterDescriptor(
@@ -319,6 +406,7 @@ def _descriptor(name: str, spec: Spec) -> ParameterDescriptor:
         description=spec.description,
         additional_constraints=constraints(spec),
         dynamic_typing=True,
+        read_only=read_only,
     )
     if spec.int_range is not None:
         descriptor.integer_range = [
@@ -335,6 +423,27 @@ def declare(node: Node) -> None:
     """Declare every parameter with its descriptor (overrides from --params-file apply here)."""
     for name, spec in SPECS.items():
         node.declare_parameter(name, spec.default, _descriptor(name, spec))
+    declare_joint_limits(node, list(node.get_parameter("joint_names").value))
+
+
+def declare_read_only(node: Node, specs: dict[str, Spec]) -> dict[str, Any]:
+    """Declare `specs` read-only on `node` and return their values; any refused value raises
+    ValueError naming each parameter, its value and what it accepts (another node's table, such
+    as the simulator's, checked as this node's own)."""
+    values = {
+        name: node.declare_parameter(
+            name, spec.default, _descriptor(name, spec, read_only=True)
+        ).value
+        for name, spec in specs.items()
+    }
+    refused = [
+        reason
+        for name, spec in specs.items()
+        if (reason := spec_problem(name, spec, values[name])) is not None
+    ]
+    if refused:
+        raise ValueError("; ".join(refused))
+    return values
 
 
 def _shown(value: Any) -> str:
@@ -348,6 +457,15 @@ def check_value(name: str, value: Any) -> str | None:
     spec = SPECS.get(name)
     if spec is None:
         return f"{name} is not a parameter of this node"
+    reason = spec_problem(name, spec, value)
+    if reason is None and name in ("joint_lower_limits", "joint_upper_limits"):
+        if not all(math.isfinite(v) for v in value):
+            return f"{name}={_shown(value)} has a non-finite value; expected finite radians"
+    return reason
+
+
+def spec_problem(name: str, spec: Spec, value: Any) -> str | None:
+    """Why `value` does not meet `spec` (its type, choices, range, words), or None."""
     if spec.words and isinstance(value, str):
         if value in spec.words:
             return None
@@ -370,9 +488,6 @@ def check_value(name: str, value: Any) -> str | None:
         lo, hi = spec.float_range
         if not (math.isfinite(value) and lo <= value <= hi):
             return refused
-    if name in ("joint_lower_limits", "joint_upper_limits"):
-        if not all(math.isfinite(v) for v in value):
-            return f"{name}={_shown(value)} has a non-finite value; expected finite radians"
     return None
 
 
@@ -404,22 +519,15 @@ def check_config(config: NodeConfig) -> list[str]:
         )
     problems.extend(_limit_problems(config))
     problems.extend(_mode_problems(config))
+    if config.joint_limits_problem:
+        problems.append(config.joint_limits_problem)
+    for limit in config.joint_limits:
+        problems.extend(limit.problems())
     return problems
 
 
-def command_mode(config: NodeConfig) -> CommandMode:
-    """The `command_mode` in force (`auto` resolved by the command type)."""
-    if config.command_mode != AUTO_MODE:
-        return CommandMode(config.command_mode)
-    chunk = (
-        config.command_type == JOINT_TRAJECTORY
-        and config.command_interface == Interface.POSITION
-    )
-    return CommandMode.CHUNK if chunk else CommandMode.STEP
-
-
 def _mode_problems(config: NodeConfig) -> list[str]:
-    if config.command_mode != CommandMode.CHUNK:
+    if config.command_mode is not CommandMode.CHUNK:
         return []
     problems = []
     if config.command_type != JOINT_TRAJECTORY:
@@ -427,10 +535,10 @@ def _mode_problems(config: NodeConfig) -> list[str]:
             f"command_mode=chunk publishes each chunk as one {JOINT_TRAJECTORY}; command_type "
             f"is {config.command_type}, expected {JOINT_TRAJECTORY} (or command_mode step)"
         )
-    if config.command_interface != Interface.POSITION:
+    if config.command_interface is not Interface.POSITION:
         problems.append(
             f"command_mode=chunk plays joint position targets; command_interface is "
-            f"{config.command_interface}, expected position (or command_mode step)"
+            f"{config.command_interface.value}, expected position (or command_mode step)"
         )
     return problems
 
@@ -472,6 +580,10 @@ def validation_callback(
         state = configured_as()
         for param in params:
             spec = SPECS.get(param.name)
+            if param.name.startswith(f"{joint_limits.PREFIX}."):
+                refused = joint_limits.check_field(param.name, param.value)
+                if refused:
+                    return SetParametersResult(successful=False, reason=refused)
             if spec is None:
                 continue
             value = None if param.type_ is Parameter.Type.NOT_SET else param.value

@@ -3,7 +3,8 @@
 Every reason to stop is a named `GoalEnding` — cancel (`CANCELED`), preemption (`PREEMPTED`),
 stale input (`STALE_INPUT`), a refused step (`VALIDATE`), a service or node error (`RAISED`),
 the deadline (`TIMEOUT`), deactivate or shutdown (`NODE_STOPPED`), a stuck previous goal
-(`BUSY`) — with the goal status, result reason and message it reaches the planner with.
+(`BUSY`), the enable switch turned off (`DISABLED`), the heartbeat deadman run out
+(`DEADMAN`) — with the goal status, result reason and message it reaches the planner with.
 `goal_ending` picks the ending, `arm_command` what the arm is commanded; nothing else decides
 either. docs/architecture.md ("stop policy") has the table.
 """
@@ -47,6 +48,9 @@ class StopCause(str, enum.Enum):
     SHUT_DOWN = "shut down"
     IN_ERROR = "in error"
     BUSY = "busy"
+    # motion_enable.py: the enable switch turned off, the heartbeat deadman ran out.
+    DISABLED = "disabled"
+    DEADMAN = "deadman"
 
 
 class ResultReason(str, enum.Enum):
@@ -60,6 +64,8 @@ class ResultReason(str, enum.Enum):
     PREEMPTED = "preempted"
     STALE_INPUT = "stale_input"
     RAISED = "raised"
+    DISABLED = "disabled"
+    DEADMAN = "deadman"
 
 
 class Terminal(enum.Enum):
@@ -109,6 +115,15 @@ class GoalEnding(enum.Enum):
         ResultReason.INTERRUPTED,
         f"the previous goal did not stop within {PREEMPT_WAIT_S:g} s; {{detail}}",
     )
+    # Motion blocked (motion_enable.py) while the goal ran: it stops, held.
+    DISABLED = EndingRow(
+        Terminal.ABORTED, ResultReason.DISABLED, "motion disabled by ~/enable; {detail}"
+    )
+    DEADMAN = EndingRow(
+        Terminal.ABORTED,
+        ResultReason.DEADMAN,
+        "no true on the enable topic within enable_timeout_s; {detail}",
+    )
 
 
 # A stop cause decides the ending whatever the run reported; without one, the run's ending does.
@@ -119,6 +134,8 @@ ENDING_BY_CAUSE: dict[StopCause, GoalEnding] = {
     StopCause.SHUT_DOWN: GoalEnding.NODE_STOPPED,
     StopCause.IN_ERROR: GoalEnding.NODE_STOPPED,
     StopCause.BUSY: GoalEnding.BUSY,
+    StopCause.DISABLED: GoalEnding.DISABLED,
+    StopCause.DEADMAN: GoalEnding.DEADMAN,
 }
 ENDING_BY_RUN: dict[Ending, GoalEnding] = {
     Ending.COMPLETED: GoalEnding.COMPLETED,
@@ -162,9 +179,10 @@ def arm_command(
     """The one decision of what the arm does at a goal's end.
 
     `interrupted`: the run stopped early (the client's `hold`); a run that ended without
-    calling it (completed, or never started) is always held. Only a preempted position arm
-    in step mode with `hold_between_goals` off is left at its last target: a velocity arm never
-    stands still on its own, nor an arm playing a chunk's trajectory.
+    calling it (completed, or never started) is always held, as is every arm whose motion was
+    blocked (`DISABLED`, `DEADMAN`). Only a preempted position arm in step mode with
+    `hold_between_goals` off is left at its last target: a velocity arm never stands still on
+    its own, nor an arm playing a chunk's trajectory.
     """
     if (
         interrupted and cause is StopCause.PREEMPTED and not hold_between_goals

@@ -306,6 +306,10 @@ def bring_up(target: str, timeout_s: float = BRING_UP_TIMEOUT_S) -> None:
         planner.close()
 
 
+def _stopping(_signum: int, _frame: object) -> None:
+    print("launcher: already stopping every process", flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if any(a in ("-h", "--help") for a in arguments):
@@ -337,8 +341,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"launcher: {exc}", file=sys.stderr)
         code = 1
     finally:
+        # Stopping is bounded (SIGINT, SIGTERM, SIGKILL per child): a second Ctrl-C must not
+        # interrupt it and leave children running.
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, _stopping)
         codes = launcher.stop()
         print(f"launcher: stopped {codes}", flush=True)
+    # Exiting: interpreter shutdown puts the default handlers back (a signal then kills the
+    # process, status -2 or -15) — but leaves an ignored signal ignored.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
     return code
 
 

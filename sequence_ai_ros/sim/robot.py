@@ -21,38 +21,34 @@ from __future__ import annotations
 
 import array
 import io
+import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time as TimeMsg
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from sequence_ai_ros.sim.arm import GRIPPER_JOINT, HOME, JOINT_NAMES, SimArm
-from sequence_ai_ros.sim.render import IMAGE_SIZE, VIEWS, SceneRenderer
+from sequence_ai_ros.sim.arm import GRIPPER_JOINT, JOINT_NAMES, SimArm
+from sequence_ai_ros.sim.parameters import SimConfig
+from sequence_ai_ros.sim.render import IMAGE_SIZE, SceneRenderer
 from sequence_ai_ros.sim.trajectory import (
-    Replacement,
     Trajectory,
     TrajectoryController,
     TrajectoryPoint,
     TrajectoryRejected,
 )
 
-TRANSPORTS = ("raw", "compressed", "both")
-# rendered: drawn from the arm's state (when it moved); premade: drawn once at start, so the
-# frames cost only their publishing (the benchmarks' light feed: the load is the subscriber's).
-CAMERA_FRAMES = ("rendered", "premade")
 # Premade frames get a sensor's noise so that their JPEG weighs what a real camera's does
 # (about 100 kB at 1280x720, quality 90; the clean render compresses to a fifth of that).
 PREMADE_NOISE_SIGMA = 3.0
@@ -158,66 +154,32 @@ class SimRobot(Node):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__("sim_robot", **kwargs)  # type: ignore[arg-type]
-        rate_hz = self._param("rate_hz", 100.0, "joint_states rate and integration rate (Hz)")
-        width = self._param("image_width", IMAGE_SIZE[0], "camera image width (px)")
-        height = self._param("image_height", IMAGE_SIZE[1], "camera image height (px)")
-        fps = self._param("fps", 15.0, "camera frame rate (Hz), 15..30 like DROID's cameras")
-        transport = self._param("image_transport", "raw", "raw | compressed | both")
-        views = self._param("views", list(VIEWS), "camera views to publish")
-        frames = self._param(
-            "camera_frames", "rendered",
-            "rendered (from the arm's state) | premade (drawn once: a light feed for benchmarks)",
-        )  # fmt: skip
-        initial = self._param("initial_positions", HOME.tolist(), "start pose, 7 joints (rad)")
-        gripper = self._param("initial_gripper", 0.0, "start gripper, 0 open .. 1 closed")
-        timeout = self._param("velocity_timeout_s", 0.2, "hold once velocities are this old (s)")
-        self._jpeg_quality = self._param("jpeg_quality", 90, "quality of the compressed images")
-        scale = self._param("render_scale", 4, "render at 1/scale of the image size, then upscale")
-        replacement = self._param(
-            "trajectory_replacement", Replacement.RESTART.value,
-            "restart (Humble's joint_trajectory_controller: a new trajectory takes over at "
-            "once, from the measured state) | splice (it takes over at its start time: ROS 1, "
-            "later ros2_controllers)",
-        )  # fmt: skip
-        nonzero_end = self._param(
-            "allow_nonzero_velocity_at_trajectory_end", True,
-            "accept trajectories ending with a velocity (Humble's default; Jazzy's is false)",
-        )  # fmt: skip
-        self._check(rate_hz > 0, "rate_hz", rate_hz, "a positive rate")
-        self._check(0 < fps <= 60, "fps", fps, "a rate in (0, 60]")
-        self._check(
-            width > 0 and height > 0, "image_width/image_height", (width, height), "positive sizes"
-        )
-        self._check(transport in TRANSPORTS, "image_transport", transport, " | ".join(TRANSPORTS))
-        self._check(all(v in VIEWS for v in views), "views", views, f"names from {VIEWS}")
-        self._check(frames in CAMERA_FRAMES, "camera_frames", frames, " | ".join(CAMERA_FRAMES))
-        self._check(len(initial) == 7, "initial_positions", initial, "7 joint positions")
-        self._check(scale >= 1, "render_scale", scale, "an integer >= 1")
-        replacements = [r.value for r in Replacement]
-        self._check(
-            replacement in replacements, "trajectory_replacement", replacement,
-            " | ".join(replacements),
-        )  # fmt: skip
+        config = SimConfig.declare(self)
+        self._jpeg_quality = config.jpeg_quality
 
         self._lock = threading.Lock()
         self.arm = SimArm(
-            q=np.array(initial, dtype=float),
-            gripper=float(gripper),
-            velocity_timeout_s=float(timeout),
+            q=np.array(config.initial_positions, dtype=float),
+            gripper=config.initial_gripper,
+            velocity_timeout_s=config.velocity_timeout_s,
         )
         self._trajectory = TrajectoryController(
             JOINT_NAMES,
-            replacement=Replacement(replacement),
-            allow_nonzero_velocity_at_trajectory_end=bool(nonzero_end),
+            replacement=config.trajectory_replacement,
+            allow_nonzero_velocity_at_trajectory_end=config.allow_nonzero_velocity_at_trajectory_end,
         )
-        self._premade = frames == "premade"
+        self._premade = config.camera_frames == "premade"
         self._last_step = self._now_s()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         # Reliable, like ros2_control's joint_state_broadcaster; best-effort readers still match.
         self._joint_pub = self.create_publisher(JointState, "joint_states", 10)
         self._reference_pub = self.create_publisher(JointState, REFERENCE_TOPIC, 10)
         self._cameras = [
-            _CameraOutput(self, view, width, height, transport, scale) for view in views
+            _CameraOutput(
+                self, view, config.image_width, config.image_height, config.image_transport,
+                config.render_scale,
+            )
+            for view in config.views
         ]
         if self._premade:
             for seed, camera in enumerate(self._cameras):
@@ -241,15 +203,17 @@ class SimRobot(Node):
         self._loops = [
             threading.Thread(target=self._every, args=(1.0 / rate, work), name=name, daemon=True)
             for name, rate, work in (
-                ("sim-joints", rate_hz, self._on_tick),
-                ("sim-cameras", fps, self._on_frame),
+                ("sim-joints", config.rate_hz, self._on_tick),
+                ("sim-cameras", config.fps, self._on_frame),
             )
         ]
         for loop in self._loops:
             loop.start()
         self.get_logger().info(
-            f"simulated arm up: joints at {rate_hz:g} Hz, {len(views)} cameras {width}x{height} "
-            f"at {fps:g} Hz ({transport}, {frames} frames), trajectories: {replacement}"
+            f"simulated arm up: joints at {config.rate_hz:g} Hz, {len(config.views)} cameras "
+            f"{config.image_width}x{config.image_height} at {config.fps:g} Hz "
+            f"({config.image_transport}, {config.camera_frames} frames), trajectories: "
+            f"{config.trajectory_replacement.value}"
         )
 
     def _every(self, period_s: float, work: Callable[[], None]) -> None:
@@ -269,14 +233,6 @@ class SimRobot(Node):
         for loop in self._loops:
             loop.join(timeout=2.0)
         super().destroy_node()
-
-    def _param(self, name: str, default: object, description: str) -> Any:
-        descriptor = ParameterDescriptor(description=description, read_only=True)
-        return self.declare_parameter(name, default, descriptor).value
-
-    def _check(self, ok: bool, name: str, value: object, expected: str) -> None:
-        if not ok:
-            raise ValueError(f"parameter {name}: got {value!r}, expected {expected}")
 
     def _now_s(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -405,21 +361,37 @@ class SimRobot(Node):
                 raise
 
 
+# main() looks at its stop flag at least this often (a signal cannot wake rcl's wait).
+_SIGNAL_POLL_S = 0.2
+
+
 def main(args: list[str] | None = None) -> None:
-    rclpy.init(args=args)
+    """Runs until SIGINT or SIGTERM; any number of them (a terminal's Ctrl-C to the process
+    group, then launch's own SIGINT and SIGTERM) ends it once, cleanly, with status 0."""
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda _signum, _frame: stop.set())
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = None
+    executor = None
     try:
         node = SimRobot()
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
+        while not stop.is_set() and rclpy.ok():
+            executor.spin_once(timeout_sec=_SIGNAL_POLL_S)
+    except ExternalShutdownException:
         pass
     finally:
+        if executor is not None:
+            executor.shutdown()
         if node is not None:
             node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        rclpy.try_shutdown()
+        # Exiting: interpreter shutdown puts the default handlers back (a signal then kills the
+        # process, status -2 or -15) — but leaves an ignored signal ignored.
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

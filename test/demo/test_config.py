@@ -23,9 +23,20 @@ JTC_CONFIG = CONFIG.with_name("droid_jtc.yaml")
 
 
 def yaml_parameters(path: Path = CONFIG) -> dict[str, Any]:
+    """The file's parameters by their ROS names (a nested mapping's keys joined by dots)."""
     document = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert list(document) == ["/**/sequence_ai"], "one section, for the node in any namespace"
-    return document["/**/sequence_ai"]["ros__parameters"]
+    return _flat(document["/**/sequence_ai"]["ros__parameters"])
+
+
+def _flat(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in mapping.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 @pytest.fixture
@@ -77,15 +88,40 @@ def test_the_yaml_describes_pi05_droid_on_the_simulated_franka() -> None:
 
 
 def test_the_jtc_file_is_the_same_robot_on_joint_trajectory_controller_in_chunk_mode() -> None:
-    from sequence_ai_ros.parameters import SPECS, NodeConfig, check_config, command_mode
+    from sequence_ai_ros.parameters import SPECS, NodeConfig, check_config
 
     forward, jtc = yaml_parameters(), yaml_parameters(JTC_CONFIG)
     differing = {key for key in forward.keys() | jtc.keys() if forward.get(key) != jtc.get(key)}
     assert differing == {"command_topic", "command_type", "command_mode"}
     assert jtc["command_topic"] == "joint_trajectory_controller/joint_trajectory"
     for params, mode in ((forward, "step"), (jtc, "chunk")):
-        config = NodeConfig.from_values({**{n: s.default for n, s in SPECS.items()}, **params})
-        assert check_config(config) == [] and command_mode(config) == mode
+        named = {name: value for name, value in params.items() if name in SPECS}
+        config = NodeConfig.from_values({**{n: s.default for n, s in SPECS.items()}, **named})
+        assert check_config(config) == [] and config.command_mode == mode
+
+
+def test_the_yaml_carries_the_pandas_published_joint_limits() -> None:
+    from sequence_ai_ros.joint_limits import RateLimits, resolve
+
+    params = yaml_parameters()
+    entries: dict[str, dict[str, Any]] = {}
+    for name, value in params.items():
+        if name.startswith("joint_limits."):
+            _, joint, field = name.split(".")
+            entries.setdefault(joint, {})[field] = value
+    limits = resolve(params["joint_names"], entries, {})
+    assert [(lim.min_position, lim.max_position) for lim in limits] == list(
+        zip(params["joint_lower_limits"], params["joint_upper_limits"])
+    )
+    # Franka's Panda datasheet: dq_max and ddq_max per joint, written and (the file says why)
+    # switched off.
+    joints = params["joint_names"]
+    velocities = [params[f"joint_limits.{j}.max_velocity"] for j in joints]
+    accelerations = [params[f"joint_limits.{j}.max_acceleration"] for j in joints]
+    assert velocities == [2.175] * 4 + [2.61] * 3
+    assert accelerations == [15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0]
+    assert not RateLimits.of(limits).active
+    assert all(not limit.problems() for limit in limits)
 
 
 def test_the_launcher_uses_this_file_when_run_from_the_checkout() -> None:

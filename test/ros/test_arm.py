@@ -319,17 +319,26 @@ def test_an_idle_gate_republishes_only_a_hold_that_still_passes() -> None:
 def test_nothing_but_the_gate_holds_a_command_publisher() -> None:
     """A CommandPublisher is made in one place, straight into the gate, so that no path can
     command the arm around the gate's checks."""
+    from sequence_ai_ros.dry_run import PLANNED_TOPIC
+
     package = Path(sequence_ai_ros.__file__).parent
     made_in: list[str] = []
+    planned_in: list[str] = []
     for source in package.rglob("*.py"):
         tree = ast.parse(source.read_text(encoding="utf-8"))
         parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
         for call in ast.walk(tree):
             if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "CommandPublisher":
                 outer = parents.get(call)
-                assert isinstance(outer, ast.Call) and getattr(outer.func, "id", "") == "ArmGate"
-                made_in.append(source.name)
-    assert made_in == ["configuration.py"]
+                if isinstance(outer, ast.Call) and getattr(outer.func, "id", "") == "ArmGate":
+                    made_in.append(source.name)
+                    continue
+                # Else only a dry run's sink, on its own topics (its gate checks it as well).
+                topic = next(k.value for k in call.keywords if k.arg == "command_topic")
+                assert getattr(topic, "id", "") == "PLANNED_TOPIC", ast.dump(topic)
+                planned_in.append(source.name)
+    assert made_in == ["configuration.py"] and planned_in == ["dry_run.py"]
+    assert PLANNED_TOPIC.startswith("~/")
 
 
 # ----- chunk mode: every point of a chunk's trajectory passes the gate -----

@@ -48,6 +48,9 @@ def test_every_stop_cause_and_run_ending_has_an_ending() -> None:
         (StopCause.PREEMPTED, Ending.INTERRUPTED, Terminal.ABORTED, "preempted"),
         (StopCause.DEACTIVATED, Ending.RAISED, Terminal.ABORTED, "interrupted"),
         (StopCause.BUSY, Ending.INTERRUPTED, Terminal.ABORTED, "interrupted"),
+        # Motion blocked (motion_enable.py): its own reason, whatever the run reported.
+        (StopCause.DISABLED, Ending.INTERRUPTED, Terminal.ABORTED, "disabled"),
+        (StopCause.DEADMAN, Ending.COMPLETED, Terminal.ABORTED, "deadman"),
     ],
 )
 def test_the_row_of_an_ending(
@@ -80,6 +83,9 @@ def test_a_stale_input_is_its_own_ending_not_a_class_name() -> None:
         (StopCause.CANCELED, True, Interface.POSITION, CommandMode.STEP, False, ArmCommand.HOLD),
         (None, True, Interface.POSITION, CommandMode.STEP, False, ArmCommand.HOLD),
         (None, False, Interface.VELOCITY, CommandMode.STEP, False, ArmCommand.HOLD),
+        # Motion blocked: held, whatever hold_between_goals says.
+        (StopCause.DISABLED, True, Interface.POSITION, CommandMode.STEP, False, ArmCommand.HOLD),
+        (StopCause.DEADMAN, True, Interface.POSITION, CommandMode.STEP, False, ArmCommand.HOLD),
     ],
 )
 def test_one_function_decides_the_arm_at_every_end(

@@ -7,7 +7,7 @@ from dataclasses import replace
 from sequence_ai import Model
 from sequence_ai_ros import parameters
 from sequence_ai_ros.model_fit import controller_for, fit_problems
-from sequence_ai_ros.parameters import NodeConfig
+from sequence_ai_ros.parameters import Interface, NodeConfig
 
 PI05 = Model(
     id="sequences/pi05-droid",
@@ -68,7 +68,7 @@ def test_absolute_rows_cannot_drive_velocity() -> None:
     config = _config(camera_views=list(COSMOS.camera_views),
                      camera_topics=["a", "b", "c"], camera_transports=["raw"] * 3)
     assert fit_problems(config, COSMOS) == []
-    problems = fit_problems(replace(config, command_interface="velocity"), COSMOS)
+    problems = fit_problems(replace(config, command_interface=Interface.VELOCITY), COSMOS)
     assert any("command_interface velocity" in p for p in problems)
 
 

@@ -10,6 +10,7 @@ import rclpy
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from sequence_ai.session import ValidateMode
 from sequence_ai_ros import parameters
 from sequence_ai_ros.parameters import NodeConfig, check_config
 
@@ -51,7 +52,9 @@ def test_every_contract_parameter_is_declared_with_a_description(node: Node) -> 
         "playback_speed", "smooth_seam", "startup_timeout_s", "jpeg_quality",
         "max_goal_seconds", "max_state_age_s", "max_image_age_s", "joint_lower_limits",
         "joint_upper_limits", "max_step", "hold_between_goals", "hold_republish_hz",
-        "input_wait_s", "record", "record_dir", "record_max_mb", "record_cameras_hz",
+        "input_wait_s",
+        "record", "record_dir", "record_max_mb", "record_cameras_hz",
+        "joint_limits_file", "enable_topic", "enable_timeout_s", "dry_run",
     }
     assert set(parameters.SPECS) == expected
     for name in expected:
@@ -135,6 +138,24 @@ def test_defaults_are_consistent() -> None:
     assert config.smooth_seam == 0 and config.prefetch is True
 
 
+def test_the_snapshot_holds_the_enums_the_gate_and_the_client_take() -> None:
+    config = NodeConfig.from_values({n: s.default for n, s in parameters.SPECS.items()})
+    assert config.validate_mode is ValidateMode.STRICT
+    assert config.command_interface is parameters.Interface.POSITION
+    # `auto` with the default Float64MultiArray resolves to step.
+    assert config.command_mode is parameters.CommandMode.STEP
+
+
+def test_a_refused_enum_value_names_the_parameter() -> None:
+    values = {n: s.default for n, s in parameters.SPECS.items()}
+    values.update(command_interface="torque", validate_mode="loose")
+    with pytest.raises(ValueError) as refused:
+        NodeConfig.from_values(values)
+    assert "command_interface='torque' is refused" in str(refused.value)
+    assert "validate_mode='loose' is refused" in str(refused.value)
+    assert "one of: position, velocity" in str(refused.value)
+
+
 def test_live_values_change(node: Node) -> None:
     result = node.set_parameters([Parameter("prefetch", value=False),
                                   Parameter("smooth_seam", value=3)])
@@ -195,7 +216,7 @@ def test_command_mode_auto_is_chunk_for_trajectories_of_positions(
     values.update(command_type=command_type, command_interface=interface)
     config = NodeConfig.from_values(values)
     assert check_config(config) == []
-    assert parameters.command_mode(config) == resolved
+    assert config.command_mode is parameters.CommandMode(resolved)
 
 
 @pytest.mark.parametrize(

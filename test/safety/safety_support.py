@@ -146,6 +146,11 @@ NODE_CELLS: tuple[NodeCell, ...] = (
              "49 preempted, then completed"),
     NodeCell("shutdown_mid_goal", "lifecycle shutdown while a goal moves the arm; the next "
              "goal goes to a new node", "interrupted"),
+    NodeCell("disabled_mid_goal", "~/enable false while a goal moves the arm", "disabled"),
+    NodeCell("deadman_lapses", "the enable heartbeat stops while a goal moves the arm",
+             "deadman"),
+    NodeCell("joint_too_fast", "a joint's max_velocity (0.5 rad/s) below the policy's steps, "
+             "all within max_step", "validate"),
     NodeCell("velocity_preempted", "velocity arm, hold_between_goals false: goal preempted, the "
              "new goal cancelled in its first request", "preempted, then interrupted", holds=2),
 )

@@ -44,6 +44,7 @@ from safety_support import (
     record,
 )
 from std_msgs.msg import Float64MultiArray
+from test_node_enable import HEARTBEAT, Heartbeat, set_enabled
 
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.node import SequenceAiNode
@@ -109,6 +110,17 @@ def matrix_system(
 ) -> Iterator[System]:
     with _active(safety_ros_context, matrix_gateway, tmp_path_factory.mktemp("key"),
                  "safety_matrix") as system:
+        yield system
+
+
+@pytest.fixture(scope="module")
+def deadman_system(
+    safety_ros_context: Any, tmp_path_factory: Any, matrix_gateway: Any
+) -> Iterator[System]:
+    with _active(
+        safety_ros_context, matrix_gateway, tmp_path_factory.mktemp("key"), "safety_deadman",
+        enable_topic=HEARTBEAT, enable_timeout_s=1.0,
+    ) as system:
         yield system
 
 
@@ -348,12 +360,61 @@ def _camera_dies(system: System, cell: NodeCell) -> Outcome:
     return status, result, (f"camera {DEAD_CAMERA}", "max_image_age_s")
 
 
+def _moving(system: System, cell: NodeCell) -> Any:
+    """A goal whose first step reached the arm."""
+    arm = system.arm
+    start = arm.command_count()
+    handle, _ = arm.send_goal(f"safety matrix {cell.name}", GOAL_GUARD_S)
+    assert handle.accepted
+    wait_first_step(arm, start)
+    return handle
+
+
+def _disabled_mid_goal(system: System, cell: NodeCell) -> Outcome:
+    handle = _moving(system, cell)
+    set_enabled(system.arm, False)
+    try:
+        return (*system.arm.result(handle), ("motion disabled by ~/enable",))
+    finally:
+        set_enabled(system.arm, True)
+
+
+def _deadman_lapses(system: System, cell: NodeCell) -> Outcome:
+    arm, node = system.arm, system.node
+    deadman = Heartbeat(arm)
+    deadman.hold()
+    wait_for(lambda: node._enable.blocked() is None, what="the heartbeat")
+    handle = _moving(system, cell)
+    deadman.release()
+    status, result = arm.result(handle)
+    # The next goal (the row's) runs with the deadman held again.
+    deadman.hold()
+    wait_for(lambda: node._enable.blocked() is None, what="the heartbeat")
+    return status, result, ("enable_timeout_s",)
+
+
+def _joint_too_fast(system: System, cell: NodeCell) -> Outcome:
+    arm = system.arm
+    limit = {f"joint_limits.{JOINTS[0]}.has_velocity_limits": True,
+             f"joint_limits.{JOINTS[0]}.max_velocity": 0.5}
+    assert all(r.successful for r in arm.set_parameters(**limit))
+    try:
+        handle, _ = arm.send_goal(f"safety matrix {cell.name}", GOAL_GUARD_S)
+        assert handle.accepted
+        return (*arm.result(handle), (JOINTS[0], "max_velocity 0.5000"))
+    finally:
+        arm.set_parameters(**{f"joint_limits.{JOINTS[0]}.has_velocity_limits": False})
+
+
 SCENARIOS: dict[str, tuple[str, Callable[[System, NodeCell], Outcome]]] = {
     "arm_moved_first_request": ("matrix_system", _first_request_stalls),
     "arm_moved_in_underrun": ("matrix_system", _underrun),
     "stale_joints_at_start": ("matrix_system", _stale_at_start),
     "joints_stop_mid_chunk": ("long_chunk_system", _joints_stop),
     "camera_dies_mid_chunk": ("long_chunk_system", _camera_dies),
+    "disabled_mid_goal": ("matrix_system", _disabled_mid_goal),
+    "deadman_lapses": ("deadman_system", _deadman_lapses),
+    "joint_too_fast": ("matrix_system", _joint_too_fast),
 }
 
 

@@ -361,3 +361,41 @@ def test_premade_frames_cost_no_rendering_and_stay_the_same_as_the_arm_moves() -
                 assert stamp_ns(frames[-1]) > stamp_ns(frames[0])
             jpeg = bytes(sim.compressed[-1].data)
         assert pil.open(io.BytesIO(jpeg)).size == (128, 72)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "words"),
+    [
+        ("fps", 30, ["fps=30 (an integer) is refused", "a double"]),
+        ("camera_frames", "painted", ["camera_frames='painted'", "one of: rendered, premade"]),
+        ("views", ["top"], ["views=['top']", "each one of: exterior_1, exterior_2, wrist_left"]),
+        ("initial_positions", [0.0, 1.0], ["initial_positions", "7 joint positions"]),
+    ],
+    ids=["type", "choice", "list choice", "length"],
+)
+def test_a_refused_parameter_stops_the_start_naming_it(
+    name: str, value: object, words: list[str]
+) -> None:
+    context = Context()
+    rclpy.init(context=context, domain_id=DOMAIN_ID)
+    try:
+        with pytest.raises(ValueError) as refused:
+            SimRobot(context=context, parameter_overrides=[Parameter(name, value=value)])
+    finally:
+        rclpy.shutdown(context=context)
+    for word in words:
+        assert word in str(refused.value), refused.value
+
+
+def test_the_parameters_describe_themselves_read_only() -> None:
+    context = Context()
+    rclpy.init(context=context, domain_id=DOMAIN_ID)
+    try:
+        robot = SimRobot(context=context, parameter_overrides=[
+            Parameter(name, value=value) for name, value in SMALL_CAMERAS.items()
+        ])  # fmt: skip
+        (fps,) = robot.describe_parameters(["fps"])
+        assert fps.read_only and "in [0.1, 60.0]" in fps.additional_constraints
+        robot.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
