@@ -134,6 +134,8 @@ class EpisodeRecorder:
         self._running: Episode | None = None
         # Ended episodes whose writer has not closed the file yet.
         self._closing: set[Episode] = set()
+        # The goal ended last: a crash while ending it tells its end again (one file each).
+        self._ended: bytes | None = None
         # The running goal's raw camera sampler (record_cameras_hz > 0).
         self._cameras: CameraSampler | None = None
 
@@ -163,6 +165,9 @@ class EpisodeRecorder:
         writer thread (nothing waits for it here). A goal that never ran gets a file too, with
         its goal and result."""
         with self._lock:
+            if goal_id == self._ended:
+                return
+            self._ended = goal_id
             started = goal_id in self._episodes
             episode = self._episodes.pop(goal_id, None)
             cameras = None

@@ -156,6 +156,9 @@ def test_a_goal_that_never_ran_leaves_a_file_with_its_goal_and_result(tmp_path: 
     result = Act.Result(reason="preempted", stopped_early=True,
                         message="preempted by a newer goal; it never started")
     recorder.goal_ended(b"\x01" * 16, goal, result, None, "aborted")
+    # Told again (the node failed while ending it): still one file.
+    recorder.goal_ended(b"\x01" * 16, goal, result, None, "aborted")
+    recorder.close(10.0)
     (path,) = wait_for(lambda: reader.episode_files(tmp_path), what="the episode file")
     episode = wait_for(lambda: (e := reader.read(path)) and not e.cut and e, what="its close")
     assert errors == [] and episode.episode["ran"] == "false"
