@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_support import act_body  # noqa: E402
+from support.gateway_support import act_body  # noqa: E402
 
 from sequence_ai_gateway.__main__ import main, resolve_keys  # noqa: E402
 
