@@ -66,7 +66,7 @@ VENV39_EXTRAS := client-test
 
 # A block of 8 ROS domains per make run (from its pid; TEST_DOMAIN_BASE=N pins it), so concurrent
 # runs on one machine do not see each other: the run itself uses the first, each test suite its
-# own offset (test/ros_domains.py). Blocks start at 1..89, never at ROS's default domain 0.
+# own offset (test/support/ros_domains.py). Blocks start at 1..89, never at ROS's default domain 0.
 ifeq ($(origin TEST_DOMAIN_BASE),undefined)
 TEST_DOMAIN_BASE := $(shell echo $$((1 + 8 * ($$$$ % 12))))
 endif
@@ -163,7 +163,7 @@ test: setup
 lint: $(VENV)/.stamp-deps
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/vermin --quiet --no-tips --violations --target=3.9- sequence_ai sequence_ai_gateway \
-		test/gateway_fixture.py
+		test/support/gateway_fixture.py test/support/waiting.py test/support/policy_support.py
 	if [ -d sequence_ai_ros ]; then \
 		$(VENV)/bin/vermin --quiet --no-tips --violations --target=3.10- sequence_ai_ros; fi
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from gateway_fixture import GatewayHandle
+from support.gateway_fixture import GatewayHandle
 
 import sequence_ai
 from sequence_ai import Model, Observation, Policy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gateway_fixture import run_gateway
+from support.gateway_fixture import run_gateway
 
 import sequence_ai
 from bench.common import PI05, Context, fixed_observation, log, perf

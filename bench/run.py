@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 
     matplotlib.use("Agg")
 
-    from gateway_fixture import run_gateway
+    from support.gateway_fixture import run_gateway
 
     import sequence_ai
     from bench.common import ORDER_POLICY_SPEC, Context, log

@@ -1,3 +1,3 @@
 """Shared test setup: the local gateway fixtures ``gateway`` and ``gateway_factory``."""
 
-pytest_plugins = ("gateway_fixture",)
+pytest_plugins = ("support.gateway_fixture",)

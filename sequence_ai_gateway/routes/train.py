@@ -18,7 +18,7 @@ def _caller(gateway: GatewayDep, request: Request, *, billed: bool) -> str:
     return bearer(request) or ""
 
 
-@router.post("/v1/train", responses=error_responses(401, 402, 404, 422))
+@router.post("/v1/train", responses=error_responses(400, 401, 402, 404, 413, 422))
 async def submit(body: TrainRequest, request: Request, gateway: GatewayDep) -> Dict[str, Any]:
     key = _caller(gateway, request, billed=True)
     config = body.config.model_dump(exclude_none=True) if body.config else {}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 import pytest
-from gateway_fixture import run_gateway
-from policy_support import PerTestGateway
+from support.gateway_fixture import run_gateway
+from support.policy_support import PerTestGateway
 
 
 @pytest.fixture(scope="module")

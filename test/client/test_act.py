@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from policy_support import PATIENCE_S, Robot, open_policy
+from support.policy_support import PATIENCE_S, Robot, open_policy
 
 from sequence_ai import SequencesError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from policy_support import FRAME_16_9, make_observation, open_policy
+from support.policy_support import FRAME_16_9, make_observation, open_policy
 
 import sequence_ai
 from sequence_ai import ChatReply, chat, image_block, models

@@ -7,7 +7,7 @@ import json
 import threading
 
 import pytest
-from policy_support import COSMOS, PATIENCE_S, PI05, Robot, open_policy
+from support.policy_support import COSMOS, PATIENCE_S, PI05, Robot, open_policy
 
 import sequence_ai
 from sequence_ai.playback import commands_for, ramp_rows_for

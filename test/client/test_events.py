@@ -9,7 +9,7 @@ import warnings
 from collections import Counter
 
 import pytest
-from policy_support import Robot, open_policy
+from support.policy_support import Robot, open_policy
 
 import sequence_ai
 from sequence_ai import events

@@ -7,13 +7,13 @@ import warnings
 from typing import Any, Callable
 
 import pytest
-from policy_support import (
+from support.policy_support import (
     PATIENCE_S,
     Robot,
     make_observation,
     open_policy,
-    wait_for,
 )
+from support.waiting import wait_for
 
 import sequence_ai
 from sequence_ai import SequencesError

@@ -5,15 +5,15 @@ from __future__ import annotations
 import threading
 
 import pytest
-from policy_support import (
+from support.policy_support import (
     PATIENCE_S,
     PI05,
     Robot,
     fetch_threads,
     make_observation,
     open_policy,
-    wait_for,
 )
+from support.waiting import wait_for
 
 import sequence_ai
 from sequence_ai import ChunkExhausted, InvalidRequest, SequencesError, Unavailable

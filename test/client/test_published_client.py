@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterator
 
 import pytest
-from gateway_fixture import run_gateway
-from policy_support import FRAME_16_9
+from support.gateway_fixture import run_gateway
+from support.policy_support import FRAME_16_9
 
 import sequence_ai
 

@@ -9,15 +9,15 @@ import warnings
 from typing import Iterator
 
 import pytest
-from policy_support import (
+from support.policy_support import (
     COSMOS,
     PI05,
     Robot,
     fetch_threads,
     make_observation,
     open_policy,
-    wait_for,
 )
+from support.waiting import wait_for
 
 import sequence_ai
 from sequence_ai import InvalidResponse, OutOfCredit, SequencesError, Unavailable

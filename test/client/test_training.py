@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
 import pytest
-from gateway_fixture import TEST_API_KEY, TEST_BROKE_KEY, run_gateway
-from policy_support import make_observation
+from support.gateway_fixture import TEST_API_KEY, TEST_BROKE_KEY, run_gateway
+from support.policy_support import make_observation
 
 import sequence_ai
 from sequence_ai import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterator, List, Tuple
 
 import pytest
-from gateway_fixture import run_gateway
+from support.gateway_fixture import run_gateway
 
 import sequence_ai
 from sequence_ai.cli import main

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from ros_domains import CONFIG_TESTS, domain
+from support.ros_domains import CONFIG_TESTS, domain
 
 rclpy = pytest.importorskip("rclpy")
 

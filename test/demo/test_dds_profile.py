@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from ros_domains import CONFIG_TESTS, domain
+from support.ros_domains import CONFIG_TESTS, domain
 
 from sequence_ai_ros import launch_plan
 

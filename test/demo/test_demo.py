@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ros_domains import DEMO_TESTS, domain
+from support.ros_domains import DEMO_TESTS, domain
 
 pytest.importorskip("rclpy")
 

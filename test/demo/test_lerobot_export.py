@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ros_domains import DEMO_TESTS, domain
+from support.ros_domains import DEMO_TESTS, domain
 
 ROOT = Path(__file__).resolve().parents[2]
 LEROBOT_PYTHON = ROOT / ".venv-lerobot" / "bin" / "python"

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ros_domains import LAUNCH_TESTS, domain
+from support.ros_domains import LAUNCH_TESTS, domain
 
 pytest.importorskip("rclpy")
 

@@ -19,7 +19,8 @@ from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.task import Future
-from ros_domains import ACTION_TESTS, domain
+from support.ros_domains import ACTION_TESTS, domain
+from support.waiting import wait_for
 
 from sequence_ai_interfaces.action import Act
 
@@ -93,11 +94,11 @@ class ActServer:
         )
 
 
-def wait_for(future: Future, what: str) -> Any:
+def answer_of(future: Future, what: str) -> Any:
     """Block until an rclpy future completes (the executor spins in another thread)."""
     done = threading.Event()
     future.add_done_callback(lambda _future: done.set())
-    assert done.wait(DEADLINE_S), f"{what}: no answer within {DEADLINE_S} s"
+    wait_for(done.is_set, f"{what}: an answer", timeout_s=DEADLINE_S, wake=done)
     return future.result()
 
 
@@ -145,9 +146,9 @@ def test_goal_completes_with_feedback_and_result(ros: tuple[Node, ActServer]) ->
 
     goal = Act.Goal(instruction="put the cup in the sink", max_seconds=5.0,
                     max_actions=COMPLETED_STEPS)
-    handle = wait_for(client.send_goal_async(goal, feedback_callback=on_feedback), "send goal")
+    handle = answer_of(client.send_goal_async(goal, feedback_callback=on_feedback), "send goal")
     assert handle.accepted
-    answer = wait_for(handle.get_result_async(), "goal result")
+    answer = answer_of(handle.get_result_async(), "goal result")
 
     assert answer.status == GoalStatus.STATUS_SUCCEEDED
     assert answer.result.reason == "completed"
@@ -165,7 +166,7 @@ def test_goal_completes_with_feedback_and_result(ros: tuple[Node, ActServer]) ->
 def test_goal_without_a_time_budget_is_rejected(ros: tuple[Node, ActServer]) -> None:
     node, _server = ros
     client = connected_client(node)
-    handle = wait_for(client.send_goal_async(Act.Goal(instruction="wave", max_seconds=0.0)),
+    handle = answer_of(client.send_goal_async(Act.Goal(instruction="wave", max_seconds=0.0)),
                       "send goal")
     assert not handle.accepted
     client.destroy()
@@ -180,7 +181,7 @@ def test_cancel_stops_a_running_goal(ros: tuple[Node, ActServer]) -> None:
         if msg.feedback.status == "running":
             running.set()
 
-    handle = wait_for(
+    handle = answer_of(
         client.send_goal_async(Act.Goal(instruction="wave", max_seconds=60.0),
                                feedback_callback=on_feedback),
         "send goal",
@@ -188,10 +189,10 @@ def test_cancel_stops_a_running_goal(ros: tuple[Node, ActServer]) -> None:
     assert handle.accepted
     assert running.wait(DEADLINE_S), "the goal never reported running"
 
-    cancel = wait_for(handle.cancel_goal_async(), "cancel")
+    cancel = answer_of(handle.cancel_goal_async(), "cancel")
     assert cancel.return_code == CancelGoal.Response.ERROR_NONE
     assert [bytes(g.goal_id.uuid) for g in cancel.goals_canceling] == [bytes(handle.goal_id.uuid)]
-    answer = wait_for(handle.get_result_async(), "cancelled goal result")
+    answer = answer_of(handle.get_result_async(), "cancelled goal result")
 
     assert server.cancel_requested.is_set()
     assert answer.status == GoalStatus.STATUS_CANCELED

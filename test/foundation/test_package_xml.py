@@ -6,7 +6,7 @@ import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 
-from test_import_graph import GATEWAY, GRAPH, NODE, ROOT, _shipped, _within
+from foundation.test_import_graph import GATEWAY, GRAPH, NODE, ROOT, _shipped, _within
 
 # Imports that name no dependency: this package's own modules, and its interface package
 # (built from interfaces/ next to it, declared like any other).

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_support import (  # noqa: E402
+from support.gateway_support import (  # noqa: E402
     ALL_MODELS,
     BIMANUAL,
     COSMOS3,

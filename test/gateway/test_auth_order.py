@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_support import PI05, act_body, client  # noqa: E402
+from support.gateway_support import PI05, act_body, client  # noqa: E402
 
 DOCTOR_PROBE = {
     "model": "accounts/sequences/models/__doctor_probe__",

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_support import BIMANUAL, COSMOS3, PI05, PLANNER, STATELESS, client  # noqa: E402
+from support.gateway_support import BIMANUAL, COSMOS3, PI05, PLANNER, STATELESS, client  # noqa: E402
 
 ROW_FIELDS = (
     "id", "endpoint", "architecture", "robot", "action_dim", "state_dim", "state_layout",

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_support import PI05, PLANNER, act_body, client, frame, pending_faults  # noqa: E402
+from support.gateway_support import PI05, PLANNER, act_body, client, frame, pending_faults  # noqa: E402
 
 TASK = "put the cup on the blue block"
 REST = [0.0, -0.5, 0.0, -2.0, 0.0, 1.6, 0.8]

@@ -14,7 +14,8 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_support import act_body  # noqa: E402
+from support.gateway_support import act_body  # noqa: E402
+from support.waiting import wait_for  # noqa: E402
 
 from sequence_ai_gateway.__main__ import main, resolve_keys  # noqa: E402
 
@@ -59,14 +60,14 @@ def serve() -> Iterator:
 
 def wait_healthy(url: str, verify=True) -> None:
     with httpx.Client(verify=verify, trust_env=False) as c:
-        for _ in range(600):
+
+        def healthy() -> bool:
             try:
-                if c.get(url + "/v1/health").status_code == 200:
-                    return
+                return c.get(url + "/v1/health").status_code == 200
             except httpx.TransportError:
-                pass
-            threading.Event().wait(0.05)
-    raise AssertionError(f"{url} never became healthy")
+                return False  # not listening yet
+
+        wait_for(healthy, f"{url} to become healthy")
 
 
 def test_serves_the_catalogue_with_the_development_key_printed(serve):

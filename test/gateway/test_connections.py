@@ -9,15 +9,15 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_support import (  # noqa: E402
+from support.gateway_support import (  # noqa: E402
     DEADLINE_S,
     PI05,
     act_body,
     client,
     pending_faults,
     start_stalled_act,
-    wait_for,
 )
+from support.waiting import wait_for
 
 
 def test_keep_alive_reuses_one_connection(gateway):

@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_fixture import run_gateway  # noqa: E402
-from gateway_support import (  # noqa: E402
+from support.gateway_fixture import run_gateway  # noqa: E402
+from support.gateway_support import (  # noqa: E402
     COSMOS3,
     DEADLINE_S,
     PI05,
@@ -21,9 +21,9 @@ from gateway_support import (  # noqa: E402
     pending_faults,
     start_stalled_act,
     steps_of,
-    wait_for,
     waiting_requests,
 )
+from support.waiting import wait_for
 
 
 @pytest.mark.parametrize("status", [500, 503, 504, 401, 402])

@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_fixture import GatewayHandle, run_gateway  # noqa: E402
-from gateway_support import act_body, client  # noqa: E402
+from support.gateway_fixture import GatewayHandle, run_gateway  # noqa: E402
+from support.gateway_support import act_body, client  # noqa: E402
 
 
 def test_gateway_fixture_gives_a_ready_handle(gateway):

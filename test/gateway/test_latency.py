@@ -14,7 +14,8 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_support import DEADLINE_S, PI05, act_body, client, frame, wait_for  # noqa: E402
+from support.gateway_support import DEADLINE_S, PI05, act_body, client, frame  # noqa: E402
+from support.waiting import wait_for  # noqa: E402
 
 from sequence_ai_gateway.catalogue import simulated_row  # noqa: E402
 from sequence_ai_gateway.policies import simulated_inference_ms  # noqa: E402

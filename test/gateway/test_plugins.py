@@ -6,10 +6,10 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_support import client  # noqa: E402
+from support.gateway_support import client  # noqa: E402
 
-PLUGINS = ["gateway_plugins:chat_model", "gateway_plugins:too_wide", "gateway_plugins:crashing",
-           "gateway_plugins:echo_options"]
+PLUGINS = [f"support.gateway_plugins:{name}"
+           for name in ("chat_model", "too_wide", "crashing", "echo_options")]
 
 
 def body(model: str, **options) -> dict:

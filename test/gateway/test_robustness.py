@@ -8,10 +8,10 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_fixture import run_gateway  # noqa: E402
-from gateway_support import ALL_MODELS, FRAME_SIZE, VIEWS, act_body, client, frame  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from support.gateway_fixture import run_gateway  # noqa: E402
+from support.gateway_support import ALL_MODELS, FRAME_SIZE, VIEWS, act_body, client, frame  # noqa: E402
 
 ALL_VIEWS = sorted({v for views in VIEWS.values() for v in views} | {"top", ""})
 FRAMES = [frame(*size) for size in set(FRAME_SIZE.values())] + [

@@ -11,7 +11,8 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_support import COSMOS3, DEADLINE_S, PI05, act_body, client, wait_for  # noqa: E402
+from support.gateway_support import COSMOS3, DEADLINE_S, PI05, act_body, client  # noqa: E402
+from support.waiting import wait_for  # noqa: E402
 
 from sequence_ai_gateway.catalogue import simulated_row  # noqa: E402
 from sequence_ai_gateway.policies import PolicyObservation  # noqa: E402

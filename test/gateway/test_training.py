@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_support import PI05  # noqa: E402
+from support.gateway_support import PI05  # noqa: E402
 
 from sequence_ai_gateway.__main__ import build_parser  # noqa: E402
 from sequence_ai_gateway.catalogue import simulated_row  # noqa: E402

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ros_domains import NODE_TESTS, domain
+from support.ros_domains import NODE_TESTS, domain
 
-# The node tests' domain, in this run's block (test/ros_domains.py).
+# The node tests' domain, in this run's block (test/support/ros_domains.py).
 ROS_TEST_DOMAIN_ID = domain(NODE_TESTS)
 
 # Set at collection, before any fixture starts rclpy; node processes inherit them.
@@ -52,9 +52,9 @@ def ros_system(ros_context: Any) -> Iterator[Callable[..., tuple[Any, Any]]]:
     share a multi-threaded one. Each call gets its own namespace, so nodes of earlier tests
     never answer.
     """
-    from node_harness import ArmHarness
     from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
     from rclpy.parameter import Parameter
+    from support.node_harness import ArmHarness
 
     from sequence_ai_ros.node import SequenceAiNode
 

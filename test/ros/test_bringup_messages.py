@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 from lifecycle_msgs.msg import Transition
-from node_harness import node_parameters, wait_for
+from support.node_harness import node_parameters
+from support.waiting import wait_for
 
 from sequence_ai_ros.observations import late_frame_advice
 

@@ -7,12 +7,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from node_harness import wait_for
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+from support.waiting import wait_for
 from trajectory_msgs.msg import JointTrajectory
 
 from sequence_ai_ros.commands import CommandPublisher

@@ -13,10 +13,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from node_harness import wait_for
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
+from support.waiting import wait_for
 
 from sequence_ai_ros.episodes import reader, writer
 from sequence_ai_ros.episodes.cdr import cdr_length

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_arm import DUE_S, LIMITS, PERIOD_S, RULES, _chunk_gate, _gate, _play, _rows
+from ros.test_arm import DUE_S, LIMITS, PERIOD_S, RULES, _chunk_gate, _gate, _play, _rows
 
 from sequence_ai_ros.commands import Interface
 from sequence_ai_ros.joint_limits import (

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 from action_msgs.msg import GoalStatus
-from node_harness import ArmHarness, ReceivedTrajectory, node_parameters, wait_for
+from support.node_harness import ArmHarness, ReceivedTrajectory, node_parameters
+from support.waiting import wait_for
 
 from sequence_ai_ros.parameters import JOINT_TRAJECTORY, PANDA_LOWER, PANDA_UPPER
 

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 from action_msgs.msg import GoalStatus
-from node_harness import JOINTS, ArmHarness, node_parameters, wait_for
+from ros.test_node_chunks import chunk_parameters
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
-from test_node_chunks import chunk_parameters
+from support.node_harness import JOINTS, ArmHarness, node_parameters
+from support.waiting import wait_for
 from trajectory_msgs.msg import JointTrajectory
 
 INSTRUCTION = "pick up the cup"

@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from action_msgs.msg import GoalStatus
-from node_harness import ArmHarness, node_parameters, wait_for
 from std_msgs.msg import Bool
 from std_srvs.srv import SetBool
+from support.node_harness import ArmHarness, node_parameters
+from support.waiting import wait_for
 
 INSTRUCTION = "pick up the cup"
 HEARTBEAT = "teleop/deadman"

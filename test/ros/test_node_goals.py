@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from action_msgs.msg import GoalStatus
 from lifecycle_msgs.msg import Transition
-from node_harness import ArmHarness, node_parameters, wait_for
+from support.node_harness import ArmHarness, node_parameters
+from support.waiting import wait_for
 
 INSTRUCTION = "pick up the cup"
 

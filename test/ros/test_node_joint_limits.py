@@ -11,8 +11,9 @@ import numpy as np
 import yaml
 from action_msgs.msg import GoalStatus
 from lifecycle_msgs.msg import Transition
-from node_harness import JOINTS, node_parameters, wait_for
-from test_node_chunks import _assert_one_stop_at_a_measured_pose, _chunks, chunk_parameters
+from ros.test_node_chunks import _assert_one_stop_at_a_measured_pose, _chunks, chunk_parameters
+from support.node_harness import JOINTS, node_parameters
+from support.waiting import wait_for
 
 INSTRUCTION = "pick up the cup"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from lifecycle_msgs.msg import Transition
-from node_harness import node_parameters, wait_for
+from support.node_harness import node_parameters
+from support.waiting import wait_for
 
 
 def test_transitions_and_goal_gating(ros_system: Any, gateway: Any, key_file: str) -> None:

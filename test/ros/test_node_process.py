@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from action_msgs.msg import GoalStatus
 from lifecycle_msgs.msg import Transition
-from node_harness import GRIPPER, JOINTS, ArmHarness, wait_for
+from support.node_harness import GRIPPER, JOINTS, ArmHarness
+from support.waiting import wait_for
 
 NAMESPACE = "/process_robot"
 

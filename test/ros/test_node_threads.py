@@ -7,7 +7,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from node_harness import node_parameters, wait_for
+from support.node_harness import node_parameters
+from support.waiting import wait_for
 
 from sequence_ai_ros.goals import DRIVING_THREAD
 from sequence_ai_ros.joint_feed import JOINT_THREAD

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 import yaml
-from node_harness import JOINTS, ArmHarness, node_parameters
 from rclpy.executors import SingleThreadedExecutor
+from support.node_harness import JOINTS, ArmHarness, node_parameters
 
 from sequence_ai_ros import preflight
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from lifecycle_msgs.msg import Transition
-from node_harness import node_parameters, wait_for
+from support.node_harness import node_parameters
+from support.waiting import wait_for
 
 import sequence_ai
 from sequence_ai_ros.model_fit import controller_for, fit_problems

@@ -1,7 +1,6 @@
 """Safety suite setup: a ROS domain of its own and the fault-matrix report.
 
-The client and node suites' helpers (policy_support, node_harness) are imported as modules:
-pytest.ini puts their folders on the path.
+The helpers it shares with the client and node suites live in test/support.
 """
 
 from __future__ import annotations
@@ -10,12 +9,11 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-import matrix_doc
 import pytest
-import safety_support
-from ros_domains import SAFETY_TESTS, domain
+from support import matrix_doc, safety_support
+from support.ros_domains import SAFETY_TESTS, domain
 
-# The safety suite's ROS domain, in this run's block (test/ros_domains.py).
+# The safety suite's ROS domain, in this run's block (test/support/ros_domains.py).
 SAFETY_ROS_DOMAIN_ID = domain(SAFETY_TESTS)
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ["ROS_LOCALHOST_ONLY"] = "1"

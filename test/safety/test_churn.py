@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 from action_msgs.msg import GoalStatus
-from gateway_fixture import run_gateway
-from node_harness import node_parameters, wait_for
-from policy_support import Robot, open_policy
-from ros_support import NodeSystem, key_file_for
-from safety_support import PATIENCE_S, new_threads
-from tagged_policy import MODEL, POLICY_SPEC, tag_of
+from support.gateway_fixture import run_gateway
+from support.node_harness import node_parameters
+from support.policy_support import Robot, open_policy
+from support.ros_support import NodeSystem, key_file_for
+from support.safety_support import PATIENCE_S, new_threads
+from support.tagged_policy import MODEL, POLICY_SPEC, tag_of
+from support.waiting import wait_for
 
 from sequence_ai_ros.demo.planner import PlannerError
 

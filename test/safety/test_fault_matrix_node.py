@@ -18,19 +18,21 @@ from typing import Any
 
 import pytest
 from action_msgs.msg import GoalStatus
-from gateway_fixture import run_gateway
 from lifecycle_msgs.msg import Transition
-from node_harness import JOINTS, SAG, ArmHarness, node_parameters, wait_for
 from rclpy.action import ActionClient
 from rclpy.qos import QoSProfile
-from ros_support import (
+from ros.test_node_enable import HEARTBEAT, Heartbeat, set_enabled
+from std_msgs.msg import Float64MultiArray
+from support.gateway_fixture import run_gateway
+from support.node_harness import JOINTS, SAG, ArmHarness, node_parameters
+from support.ros_support import (
     NodeSystem,
     hold_events,
     holds_until_next_goal,
     key_file_for,
     wait_first_step,
 )
-from safety_support import (
+from support.safety_support import (
     CELLS,
     NODE_CELLS,
     NODE_FAULT_CELLS,
@@ -43,8 +45,7 @@ from safety_support import (
     new_threads,
     record,
 )
-from std_msgs.msg import Float64MultiArray
-from test_node_enable import HEARTBEAT, Heartbeat, set_enabled
+from support.waiting import wait_for
 
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.node import SequenceAiNode

@@ -9,10 +9,8 @@ from typing import Any
 import httpx
 import pytest
 import schemathesis
-from gateway_fixture import run_gateway
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
-from policy_support import make_observation
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -20,6 +18,8 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from support.gateway_fixture import run_gateway
+from support.policy_support import make_observation
 
 MB = 1024 * 1024
 EXAMPLES_PER_OPERATION = 40

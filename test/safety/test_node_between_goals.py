@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 from action_msgs.msg import GoalStatus
-from gateway_fixture import run_gateway
 from lifecycle_msgs.msg import Transition
-from node_harness import node_parameters, wait_for
-from ros_support import NodeSystem, hold_events, key_file_for
+from support.gateway_fixture import run_gateway
+from support.node_harness import node_parameters
+from support.ros_support import NodeSystem, hold_events, key_file_for
+from support.waiting import wait_for
 
 REFUSED = "the idle hold is not republished"
 # Long enough that a goal sent once every input has arrived still meets a loading model.

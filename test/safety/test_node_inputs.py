@@ -13,14 +13,15 @@ from typing import Any
 import numpy as np
 import pytest
 from action_msgs.msg import GoalStatus
-from gateway_fixture import run_gateway
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from node_harness import GRIPPER, JOINTS, node_parameters, wait_for
 from rclpy.qos import qos_profile_sensor_data
-from ros_support import NodeSystem, key_file_for, new_commands, wait_commands
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
+from support.gateway_fixture import run_gateway
+from support.node_harness import GRIPPER, JOINTS, node_parameters
+from support.ros_support import NodeSystem, key_file_for, new_commands, wait_commands
+from support.waiting import wait_for
 
 from sequence_ai_ros.image_conversion import SUPPORTED_ENCODINGS
 from sequence_ai_ros.observations import ObservationCache, StaleObservation

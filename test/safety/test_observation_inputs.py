@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gateway_fixture import run_gateway
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from PIL import Image
+from support.gateway_fixture import run_gateway
 
 import sequence_ai
 from sequence_ai import InvalidRequest, Observation

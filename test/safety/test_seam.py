@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 from action_msgs.msg import GoalStatus
-from gateway_fixture import run_gateway
-from node_harness import node_parameters
-from ros_support import NodeSystem, key_file_for
+from support.gateway_fixture import run_gateway
+from support.node_harness import node_parameters
+from support.ros_support import NodeSystem, key_file_for
 
 # An instruction whose target lies more than 1.5 rad from the test arm's ready pose.
 FAR_REACH = "safety matrix stall_runway"

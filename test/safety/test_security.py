@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from gateway_fixture import run_gateway
-from policy_support import Robot, make_observation
+from support.gateway_fixture import run_gateway
+from support.policy_support import Robot, make_observation
 
 import sequence_ai
 from sequence_ai import SequencesError, Unavailable
@@ -232,8 +232,9 @@ def test_control_endpoints_are_not_in_the_public_schema() -> None:
 def test_the_key_appears_in_no_node_output(
     safety_ros_context: Any, tmp_path: Any, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    from node_harness import node_parameters, wait_for
-    from ros_support import NodeSystem, key_file_for, wait_first_step
+    from support.node_harness import node_parameters
+    from support.ros_support import NodeSystem, key_file_for, wait_first_step
+    from support.waiting import wait_for
 
     key = _fresh_key("node_secret")
     texts: list[str] = []
@@ -269,8 +270,8 @@ def test_the_node_refuses_an_unsafe_service_address(
     safety_ros_context: Any, tmp_path: Any, capfd: pytest.CaptureFixture[str], where: str
 ) -> None:
     from lifecycle_msgs.msg import Transition
-    from node_harness import node_parameters
-    from ros_support import NodeSystem, key_file_for
+    from support.node_harness import node_parameters
+    from support.ros_support import NodeSystem, key_file_for
 
     with run_gateway(tls=where == "untrusted_tls") as gw:
         url = "http://192.0.2.1:8787" if where == "plain_http_remote" else gw.url
@@ -293,8 +294,8 @@ def test_a_key_file_others_may_access_is_refused_at_configure(
 ) -> None:
     """As ssh refuses a private key others can read: configure fails and says how to fix it."""
     from lifecycle_msgs.msg import Transition
-    from node_harness import node_parameters
-    from ros_support import NodeSystem, key_file_for
+    from support.node_harness import node_parameters
+    from support.ros_support import NodeSystem, key_file_for
 
     with run_gateway() as gw:
         key_file = key_file_for(tmp_path, gw.api_key)

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from ros_domains import SIM_ROBOT_TESTS, domain
+from support.ros_domains import SIM_ROBOT_TESTS, domain
+from support.waiting import wait_for
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -116,13 +117,12 @@ class Probe:
         pytest.fail(f"timed out waiting for {what}")
 
     def wait_for(self, what: str, condition: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + DEADLINE_S
-        while time.monotonic() < deadline:
-            with self.lock:
-                if condition():
-                    return
-            time.sleep(0.02)
-        pytest.fail(f"timed out waiting for {what}")
+        """``condition`` looks at what the probe received, so it runs under the probe's lock."""
+        wait_for(lambda: self._holds(condition), what, timeout_s=DEADLINE_S)
+
+    def _holds(self, condition: Callable[[], bool]) -> bool:
+        with self.lock:
+            return condition()
 
 
 # These tests are about the arm and its topics; small frames keep the renderer out of the way.

@@ -13,11 +13,12 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from node_harness import ArmHarness, Command, wait_for
 from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
 from sequence_ai_ros.node import SequenceAiNode
+from support.node_harness import ArmHarness, Command
+from support.waiting import wait_for
 
 _numbers = itertools.count()
 EXECUTOR_THREADS = 8

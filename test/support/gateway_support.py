@@ -5,8 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import threading
-import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import httpx
 from PIL import Image
@@ -106,13 +105,6 @@ def client(handle: Any, key: Optional[str] = "valid", **kwargs: Any) -> httpx.Cl
 
 def steps_of(response: httpx.Response) -> List[List[float]]:
     return [step["values"] for step in response.json()["action_chunk"]["steps"]]
-
-
-def wait_for(condition: Callable[[], Any], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not condition():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.01)
 
 
 def pending_faults(handle: Any) -> Any:

@@ -1,6 +1,6 @@
 """Shared pieces of the safety suite: the fault cells, leak checks and the matrix record.
 
-The client and node suites' own helpers (``policy_support``, ``node_harness``) are imported,
+The client and node helpers (``support.policy_support``, ``support.node_harness``) are imported,
 not copied; what lives here is only what both fault matrices and the churn tests share.
 """
 

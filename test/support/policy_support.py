@@ -6,7 +6,6 @@ Frames are a pre-encoded 64x36 (16:9) JPEG so these tests need no Pillow (Python
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
@@ -188,17 +187,6 @@ class Robot:
 
 def fetch_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("sequence_ai-fetch")]
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = PATIENCE_S) -> bool:
-    """Poll ``condition`` until true or a generous deadline passes (a hang guard, not a timer)."""
-    deadline = time.monotonic() + timeout_s
-    idle = threading.Event()
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        idle.wait(0.01)
-    return condition()
 
 
 class PerTestGateway:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +27,7 @@ from sequence_ai_ros.sim.trajectory import (
     TrajectoryController,
     TrajectoryPoint,
 )
+from support.waiting import wait_for
 
 JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
 GRIPPER = "panda_finger_joint1"
@@ -38,18 +38,6 @@ READY_POSE = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
 SAG = 0.01
 DEADLINE_S = 30.0
 TRAJECTORY_TOPIC = "joint_trajectory_controller/joint_trajectory"
-
-
-def wait_for(condition: Callable[[], Any], timeout_s: float = DEADLINE_S, what: str = "") -> Any:
-    """Poll `condition` until it is truthy; fail with `what` after the deadline."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
-        time.sleep(0.01)
 
 
 def node_parameters(base_url: str, key_file: str, **changes: Any) -> dict[str, Any]:
