@@ -17,7 +17,8 @@ from collections.abc import Iterator, Mapping
 from typing import Callable, Optional
 
 from .calls import CallHandle
-from .catalogue import Model, check_chunk, find_model, models
+from .catalogue import Model, check_answer_model, check_chunk, find_model, models
+from .deadline import Exchange
 from .errors import InvalidRequest, SequencesError
 from .fetch import Fetch
 from .observation import is_fatal, problems_with
@@ -72,7 +73,8 @@ class Session:
         self._closed = False
         # One entry per open call (a handle shared by two calls appears twice).
         self._calls: list[CallHandle] = []
-        self._fetch_threads: set[threading.Thread] = set()
+        # Each fetch thread and its exchange, which abandon_requests() ends.
+        self._fetch_threads: dict[threading.Thread, Exchange] = {}
         # (row,) once fetched, row None when the catalogue does not list the model; None
         # until a fetch succeeded, so a failed fetch is retried by the next caller.
         self._spec: Optional[tuple[Optional[Model]]] = None
@@ -113,6 +115,14 @@ class Session:
         self.transport.abort()
         for thread in threads:
             thread.join(join_s)
+
+    def abandon_requests(self) -> None:
+        """A run ended: close the connections of its requests still in flight, so their
+        threads end now rather than at their own deadline."""
+        with self._lock:
+            exchanges = list(self._fetch_threads.values())
+        for exchange in exchanges:
+            exchange.abort()
 
     def interrupt_all(self) -> None:
         """Interrupt the handle of every open call; a no-op when none is open."""
@@ -302,6 +312,7 @@ class Session:
             # An abandoned request must not outlive its run by much: bound it by the deadline.
             left = max(0.5, deadline - time.monotonic() + 0.5)
             timeout = min(timeout or self.transport.timeout_s, left)
+        exchange = Exchange()
 
         def request() -> Prediction:
             observation = observe()
@@ -310,8 +321,9 @@ class Session:
             }
             body.update(body_fields)
             content = encode_json(body)
-            answer = self.transport.post("/v1/act", content, timeout=timeout)
+            answer = self.transport.post("/v1/act", content, timeout=timeout, exchange=exchange)
             prediction = Prediction.from_wire(answer, observation=observation)
+            check_answer_model(prediction, self.model_id)
             prediction.request_bytes = len(content)
             if model is not None:
                 check_chunk(model, prediction.action_chunk)
@@ -321,10 +333,10 @@ class Session:
             if self._closed:
                 raise SequencesError("the Policy was closed; call sequence_ai.connect() again")
             fetch = Fetch(request, call, self._fetch_done, warm=self._served or self._seen_ready)
-            self._fetch_threads.add(fetch.thread)
+            self._fetch_threads[fetch.thread] = exchange
             fetch.start()
         return fetch
 
     def _fetch_done(self, thread: threading.Thread) -> None:
         with self._lock:
-            self._fetch_threads.discard(thread)
+            self._fetch_threads.pop(thread, None)

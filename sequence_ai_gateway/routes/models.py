@@ -16,4 +16,10 @@ async def models(
     gateway: GatewayDep,
     endpoint: Optional[Literal["act", "chat", "perceive"]] = None,
 ) -> Dict[str, Any]:
-    return {"data": gateway.catalogue.rows(endpoint)}
+    rows = gateway.catalogue.rows(endpoint)
+    for row in rows:
+        # A lying catalogue (``catalogue_fields`` fault): one use per listing it alters.
+        fault = gateway.faults.take(row["id"], endpoint="models")
+        if fault is not None and fault.fields:
+            row.update(fault.fields)
+    return {"data": rows}
