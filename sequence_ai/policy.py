@@ -17,6 +17,7 @@ from typing import Callable, Optional, Union
 from .calls import CallEnded, CallHandle, Wake
 from .catalogue import Model, full_model_id
 from .control_loop import RunLoop
+from .deadline import Exchange
 from .errors import ChunkExhausted, SequencesError, Unavailable
 from .options import RunOptions, body_fields, check_max_in_flight, positive_seconds
 from .outcome import RunOutcome, RunProgress
@@ -203,12 +204,16 @@ class Policy:
         """
         return self._session.spec()
 
-    def ready(self) -> tuple[bool, Optional[float]]:
+    def ready(
+        self, *, timeout: Optional[float] = None, exchange: Optional[Exchange] = None
+    ) -> tuple[bool, Optional[float]]:
         """``(ready, eta_s)``; polling a cold model starts loading it. Not billed.
 
-        Safe from any thread, also while another thread drives the Policy.
+        Safe from any thread, also while another thread drives the Policy. ``timeout`` bounds
+        the check (the connection's ``timeout_s`` when None); ``exchange.abort()`` from another
+        thread ends it at once.
         """
-        return self._session.ready()
+        return self._session.ready(timeout=timeout, exchange=exchange)
 
     def wait_until_ready(
         self, timeout_s: float = 300.0, poll_s: float = 5.0, *, call: Optional[CallHandle] = None

@@ -182,10 +182,13 @@ class Session:
             cached = self._spec
         return None if cached is None else cached[0]
 
-    def ready(self) -> tuple[bool, Optional[float]]:
+    def ready(
+        self, *, timeout: Optional[float] = None, exchange: Optional[Exchange] = None
+    ) -> tuple[bool, Optional[float]]:
         """``(ready, eta_s)`` from ``GET /v1/act/ready``; remembers a ready model."""
         self.check_open("ready")
-        body = self.transport.get("/v1/act/ready", params={"model": self.model_id})
+        body = self.transport.get("/v1/act/ready", params={"model": self.model_id},
+                                  timeout=timeout, exchange=exchange)
         if not isinstance(body, dict) or "ready" not in body:
             raise SequencesError(f"GET /v1/act/ready returned {body!r:.80}; expected 'ready'")
         eta = body.get("eta_s")

@@ -342,9 +342,10 @@ class Transport:
         *,
         params: Optional[Mapping[str, Any]] = None,
         timeout: Optional[float] = None,
+        exchange: Optional[Exchange] = None,
     ) -> Any:
         """``GET path``; returns the parsed JSON body or raises a ``SequencesError``."""
-        return self._request("GET", path, params=params, timeout=timeout)
+        return self._request("GET", path, params=params, timeout=timeout, exchange=exchange)
 
     def post(
         self,

@@ -46,11 +46,17 @@ class FaultKind(str, Enum):
     # a readiness check that answers after ``seconds`` or, with None, never (``/v1/act/ready``).
     CATALOGUE_FIELDS = "catalogue_fields"
     READY_STALL = "ready_stall"
+    # A catalogue listing that answers after ``seconds`` or, with None, only once cleared.
+    CATALOGUE_STALL = "catalogue_stall"
 
 
 FAULT_KINDS = tuple(k.value for k in FaultKind)
 # The endpoint whose requests take each kind; every other kind is taken by ``POST /v1/act``.
-ENDPOINT_OF_KIND = {FaultKind.CATALOGUE_FIELDS: "models", FaultKind.READY_STALL: "ready"}
+ENDPOINT_OF_KIND = {
+    FaultKind.CATALOGUE_FIELDS: "models",
+    FaultKind.CATALOGUE_STALL: "models",
+    FaultKind.READY_STALL: "ready",
+}
 # What ``catalogue_fields`` may overwrite: the served numbers a client plans with.
 CATALOGUE_FIELDS = ("control_hz", "action_horizon", "action_dim")
 # ``stacked_encoding`` defaults: the probe's three gzip layers over 1 GiB of zeros (about 300

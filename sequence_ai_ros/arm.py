@@ -10,6 +10,7 @@ the rules.
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -84,6 +85,7 @@ class MotionRules:
                 tuple(config.joint_lower_limits),
                 tuple(config.joint_upper_limits),
                 config.max_step,
+                config.max_joint_velocity,
             ),
             max_state_age_s=config.max_state_age_s,
             max_image_age_s=config.max_image_age_s,
@@ -289,8 +291,8 @@ class ArmGate:
             problem = self._idle_problem(rules, target)
             if problem is None:
                 self._send_still(target)
-            refusal, self._idle_refusal = self._idle_refusal, problem or ""
-        if problem is not None and problem != refusal:
+            refusal, self._idle_refusal = self._idle_refusal, _gist(problem or "")
+        if problem is not None and _gist(problem) != refusal:
             self._log.warning(f"the idle hold is not republished: {problem}")
 
     # ----- checks (under _lock) -----
@@ -402,3 +404,8 @@ class ArmGate:
     def _publish_zeros(self) -> None:
         self._output.publish_arm([0.0] * self._joints)
         self._held = True
+
+
+def _gist(problem: str) -> str:
+    """A refusal without its numbers: the same refusal with a growing age is not new."""
+    return re.sub(r"\d+(\.\d+)?", "#", problem)

@@ -21,6 +21,7 @@ from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.arm import ArmGate, MotionRules
 from sequence_ai_ros.commands import CommandMode, Interface
 from sequence_ai_ros.diagnostics import HealthRecord
+from sequence_ai_ros.goal_text import instruction_problem, shown
 from sequence_ai_ros.observations import ObservationCache, StaleObservation
 from sequence_ai_ros.parameters import NodeConfig
 
@@ -186,10 +187,10 @@ class GoalRun:
         return True
 
 
-def goal_problem(goal: Act.Goal) -> str | None:
+def goal_problem(goal: Act.Goal, max_instruction_chars: int) -> str | None:
     """Why a goal request must be rejected, or None."""
-    if not goal.instruction.strip():
-        return "instruction is empty; expected one sentence for the policy"
+    if problem := instruction_problem(goal.instruction, max_instruction_chars):
+        return problem
     if not math.isfinite(goal.max_seconds) or goal.max_seconds <= 0:
         return f"max_seconds is {goal.max_seconds}; expected a finite number > 0"
     if goal.max_actions < 0:
@@ -351,7 +352,7 @@ class GoalRunner:
             try:
                 result = self._run(run) if ran else self._end(run, None, None, ran=False)
             except Exception as exc:  # noqa: BLE001 - the goal must still end and be answered
-                self._log.error(f"goal {run.handle.request.instruction!r} failed: {exc!r}")
+                self._log.error(f"goal {shown(run.handle.request.instruction)} failed: {exc!r}")
                 result = self._crashed(run, exc)
             self._finish(run, result)
 
@@ -417,12 +418,12 @@ class GoalRunner:
         }
         if self._gate.mode is CommandMode.CHUNK:
             options["on_rows"] = lambda installed: self._on_rows(run, installed)
-        self._health.update(goal=f"running {goal.instruction!r}")
+        self._health.update(goal=f"running {shown(goal.instruction)}")
         capped = ""
         if goal.max_seconds > max_seconds:
             capped = f" (capped by max_goal_seconds from {goal.max_seconds:g})"
         self._log.info(
-            f"goal {goal.instruction!r}: max_seconds {max_seconds:g}{capped}, prefetch "
+            f"goal {shown(goal.instruction)}: max_seconds {max_seconds:g}{capped}, prefetch "
             f"{config.prefetch}, smooth_seam {config.smooth_seam}, max_in_flight "
             f"{config.max_in_flight}, playback_speed {config.playback_speed}"
         )
@@ -560,7 +561,8 @@ class GoalRunner:
         self._set_terminal(run, row.terminal)
         self._health.end_goal(f"{result.reason}: {result.message}", ran=ran)
         self._log.info(
-            f"goal {run.handle.request.instruction!r} ended {result.reason}: {result.message}"
+            f"goal {shown(run.handle.request.instruction)} ended {result.reason}: "
+            f"{result.message}"
         )
         return result
 
@@ -726,6 +728,7 @@ def _request_latency_s(prediction: sequence_ai.Prediction) -> float | None:
     reports one, else the service's own time to first action (a lower bound)."""
     for key in ("round_trip_ms", "ttfa_ms"):
         value = prediction.perf.get(key)
-        if isinstance(value, (int, float)) and math.isfinite(value):
+        # A negative time is impossible: the service's figure is ignored then.
+        if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0:
             return float(value) / 1000.0
     return None

@@ -20,7 +20,7 @@ from action_msgs.msg import GoalStatusArray
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import (
     DurabilityPolicy,
@@ -39,16 +39,23 @@ from sequence_ai_ros.arm import ArmGate, MotionRules
 from sequence_ai_ros.cameras import Cameras
 from sequence_ai_ros.commands import CommandMode, CommandPublisher
 from sequence_ai_ros.diagnostics import HealthRecord, build_array
+from sequence_ai_ros.goal_text import shown
 from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
 from sequence_ai_ros.joint_feed import JointFeed
+from sequence_ai_ros.lifecycle_guard import (
+    ConfigureProbe,
+    guard_change_state,
+    serve_queries_apart,
+)
 from sequence_ai_ros.model_fit import controller_for, fit_problems
 from sequence_ai_ros.observations import ObservationCache
 from sequence_ai_ros.parameters import NodeConfig
+from sequence_ai_ros.readiness import ReadinessWatch
 
 NODE_NAME = "sequence_ai"
 # A running goal stops within one control period plus one interruptible wait.
 _STOP_TIMEOUT_S = 5.0
-_READY_POLL_S = 1.0
+_EXECUTOR_THREADS = 2
 # main() looks at its stop flag at least this often (a signal cannot wake rcl's wait).
 _SIGNAL_POLL_S = 0.2
 # How long a thread that wants the GIL waits before the holder must hand it over (Python's
@@ -76,8 +83,11 @@ class ConfigureError(RuntimeError):
 class SequenceAiNode(LifecycleNode):
     """Drives an arm with a cloud VLA model; see docs/node.md ("Threads").
 
-    Spun by one `SingleThreadedExecutor` (main()): its callbacks never block on a goal, the
-    network or an image. Lifecycle callbacks run on that thread and own every field; `_lock`
+    Spun by main()'s `MultiThreadedExecutor`: its callbacks run one at a time (the node's
+    default group) and never block on a goal, the network (configure's catalogue probe is
+    bounded by configure_timeout_s) or an image; the lifecycle queries and diagnostics have a
+    group of their own (lifecycle_guard.py), so they answer during a configure. Lifecycle
+    callbacks own every field; `_lock`
     guards the ones other threads read: `_accepting`, `_runner`, `_cache`, `_gate`,
     `_open_executes` (the goal, cancel, diagnostics and idle-hold callbacks, the driving
     thread's `_wake`). Entities the executor takes from (the command publishers) are created and
@@ -86,15 +96,16 @@ class SequenceAiNode(LifecycleNode):
     executor's thread (joint_feed.py), camera subscriptions on a node nothing spins
     (cameras.py).
 
-    The readiness thread (from activate until the model is loaded) shares the goals' Policy:
-    it reads only its `policy` argument, calling `Policy.ready()`, which the client makes safe
-    from any thread beside a running goal (the Session keeps its state under its own lock,
-    the transport's connection pool is thread-safe); it writes only `health` (own lock) and
-    waits on `_ready_stop`. `_ready_thread` belongs to the lifecycle callbacks.
+    The readiness watch (readiness.py; from activate until the model is loaded) shares the
+    goals' Policy: `Policy.ready()` is safe from any thread beside a running goal (the Session
+    keeps its state under its own lock, the transport's connection pool is thread-safe).
     """
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
+        guard_change_state(self, self.get_logger().warning)
+        queries = serve_queries_apart(self)
+        self._configuring = ConfigureProbe()
         parameters.declare(self)
         self.add_on_set_parameters_callback(
             parameters.validation_callback(self._parameter_values, self._configured_as)
@@ -114,8 +125,7 @@ class SequenceAiNode(LifecycleNode):
         self._orphans: list[Callable[[], object]] = []
         # Goals whose `execute` has not returned yet: the executor must still send results.
         self._open_executes = 0
-        self._ready_stop = threading.Event()
-        self._ready_thread: threading.Thread | None = None
+        self._readiness = ReadinessWatch(self.health, self.get_logger().warning)
         # The driving thread triggers it when a goal ends: the executor wakes and resumes the
         # goal's `execute`, which returns the result to rclpy.
         self._wake_guard = self.create_guard_condition(_nothing)
@@ -143,7 +153,10 @@ class SequenceAiNode(LifecycleNode):
         )
         # Diagnostics run in every state so a failed configure is visible too.
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics)
+        # With the lifecycle queries: it publishes while a configure waits on the network.
+        self._diagnostics_timer = self.create_timer(
+            1.0, self._publish_diagnostics, callback_group=queries
+        )
         # The hold is one volatile message: a controller that (re)connects after a goal never
         # hears it, so an idle node sends it again (the gate decides whether it may). Made for
         # the node's life, at the rate configure reads; stopped until then.
@@ -154,7 +167,8 @@ class SequenceAiNode(LifecycleNode):
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
-            self._configure()
+            with self._configuring.running():
+                self._configure()
         except Exception as exc:  # noqa: BLE001 - every failure is logged with its reason
             self._teardown(destroy=True)
             detail = str(exc) if isinstance(exc, ConfigureError) else f"{type(exc).__name__}: {exc}"
@@ -171,14 +185,7 @@ class SequenceAiNode(LifecycleNode):
         with self._lock:
             self._accepting = True
         self.health.update(lifecycle="active")
-        self._ready_stop.clear()
-        self._ready_thread = threading.Thread(
-            target=self._watch_readiness,
-            args=(self._policy,),
-            name="sequence_ai-readiness",
-            daemon=True,
-        )
-        self._ready_thread.start()
+        self._readiness.start(self._policy)
         self.get_logger().info("active: accepting act goals")
         return result
 
@@ -211,6 +218,7 @@ class SequenceAiNode(LifecycleNode):
 
         Safe from any thread, also while an executor spins the node: what an executor takes
         from is left to `destroy_node()` (gated off meanwhile)."""
+        self._configuring.abort(_STOP_TIMEOUT_S)
         self._stop_goals(StopCause.SHUT_DOWN)
         self._teardown(destroy=False)
         self.health.update(lifecycle="finalized")
@@ -242,7 +250,9 @@ class SequenceAiNode(LifecycleNode):
             raise ConfigureError("; ".join(problems))
         api_key = self._read_api_key(config.api_key_file)
         try:
-            with self._connect(config, api_key, control_hz=None) as probe:
+            # Bounded by configure_timeout_s, and ended at once by a shutdown meanwhile.
+            probe = self._connect(config, api_key, None, timeout_s=config.configure_timeout_s)
+            with self._configuring.probing(probe):
                 model = probe.spec()
         except (sequence_ai.SequencesError, ValueError) as exc:
             raise ConfigureError(f"{type(exc).__name__}: {exc}") from exc
@@ -256,6 +266,8 @@ class SequenceAiNode(LifecycleNode):
             raise ConfigureError("; ".join(problems))
         if not model.control_hz or model.control_hz <= 0:
             raise ConfigureError(f"model {model.short_id} has no control_hz in its catalogue row")
+        if problem := parameters.rate_problem(config, model.control_hz):
+            raise ConfigureError(problem)
         # Played at the catalogue's rate, the rate every step is checked at, whatever a chunk
         # says about itself.
         self._policy = self._connect(config, api_key, control_hz=model.control_hz)
@@ -329,7 +341,11 @@ class SequenceAiNode(LifecycleNode):
             self._republish_timer.reset()
 
     def _connect(
-        self, config: NodeConfig, api_key: str | None, control_hz: float | None
+        self,
+        config: NodeConfig,
+        api_key: str | None,
+        control_hz: float | None,
+        **options: float,
     ) -> sequence_ai.Policy:
         return sequence_ai.connect(
             config.model,
@@ -339,6 +355,7 @@ class SequenceAiNode(LifecycleNode):
             control_hz=control_hz,
             startup_timeout_s=config.startup_timeout_s,
             on_warming=self._on_warming,
+            **options,
         )
 
     def _read_api_key(self, path: str) -> str | None:
@@ -402,13 +419,13 @@ class SequenceAiNode(LifecycleNode):
         if not accepting:
             state = self.health.snapshot().lifecycle
             self.get_logger().warning(
-                f"act goal {goal.instruction!r} rejected: the node is {state}; goals are "
+                f"act goal {shown(goal.instruction)} rejected: the node is {state}; goals are "
                 "accepted only while it is active (configure, then activate)"
             )
             return GoalResponse.REJECT
-        problem = goal_problem(goal)
+        problem = goal_problem(goal, NodeConfig.from_node(self).max_instruction_chars)
         if problem:
-            self.get_logger().warning(f"act goal {goal.instruction!r} rejected: {problem}")
+            self.get_logger().warning(f"act goal {shown(goal.instruction)} rejected: {problem}")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
@@ -471,34 +488,8 @@ class SequenceAiNode(LifecycleNode):
 
     # ----- readiness and diagnostics -----
 
-    def _watch_readiness(self, policy: sequence_ai.Policy | None) -> None:
-        """Bring the model up in the background once active; progress goes to diagnostics.
-
-        The readiness thread; it may run beside a goal on the same Policy (see the class).
-        """
-        last_problem = ""
-        while policy is not None and not self._ready_stop.is_set():
-            try:
-                ready, eta_s = policy.ready()
-            except sequence_ai.SequencesError as exc:
-                self.health.update(ready=None, readiness_error=f"{type(exc).__name__}: {exc}")
-                # Once per distinct failure: a service that stays down must not flood the log.
-                if str(exc) != last_problem:
-                    last_problem = str(exc)
-                    self.get_logger().warning(f"readiness check failed: {exc}")
-            else:
-                self.health.update(
-                    readiness_error="", ready=bool(ready), warming_eta_s=None if ready else eta_s
-                )
-                if ready:
-                    return
-            self._ready_stop.wait(_READY_POLL_S)
-
     def _stop_readiness(self) -> None:
-        self._ready_stop.set()
-        thread, self._ready_thread = self._ready_thread, None
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=_STOP_TIMEOUT_S)
+        self._readiness.stop()
 
     def _republish_hold(self) -> None:
         with self._lock:
@@ -539,6 +530,20 @@ def _nothing() -> None:
     """The wake guard's callback: waking the executor is all it is for."""
 
 
+def _answer_goals(
+    node: SequenceAiNode | None, executor: MultiThreadedExecutor | None, logger: Any
+) -> None:
+    """After a callback raised out of the spin: end every goal held and send its result."""
+    if node is None or executor is None:
+        return
+    try:
+        spin_once = executor.spin_once
+        if not node.finish_goals(lambda t: spin_once(timeout_sec=t), _STOP_TIMEOUT_S):
+            logger.error("a goal's result could not be sent before exit")
+    except BaseException as exc:  # noqa: BLE001 - exiting anyway; say why
+        logger.fatal(f"ending the goals failed: {type(exc).__name__}: {exc}")
+
+
 def main(args: list[str] | None = None) -> int:
     """`ros2 run sequence_ai_ros sequence_ai_node --ros-args --params-file droid.yaml`.
 
@@ -558,12 +563,14 @@ def main(args: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     sys.setswitchinterval(_GIL_SWITCH_S)
     logger: Any = rclpy.logging.get_logger(NODE_NAME)
-    executor: SingleThreadedExecutor | None = None
+    executor: MultiThreadedExecutor | None = None
     node: SequenceAiNode | None = None
     status = 0
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-        executor = SingleThreadedExecutor()
+        # Two threads: the node's callbacks (one at a time, its default group) and the
+        # lifecycle queries and diagnostics, which answer while a transition runs.
+        executor = MultiThreadedExecutor(num_threads=_EXECUTOR_THREADS)
         node = SequenceAiNode()
         logger = node.get_logger()
         executor.add_node(node)
@@ -577,6 +584,7 @@ def main(args: list[str] | None = None) -> int:
     except BaseException as exc:  # noqa: BLE001 - logged, and the exit status says so
         status = 1
         logger.fatal(f"the node failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+        _answer_goals(node, executor, logger)
     finally:
         try:
             if node is not None:

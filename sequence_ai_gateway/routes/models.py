@@ -6,6 +6,7 @@ from typing import Any, Dict, Literal, Optional
 
 from fastapi import APIRouter
 
+from sequence_ai_gateway.faults import FaultKind
 from sequence_ai_gateway.routes.access import GatewayDep
 
 router = APIRouter()
@@ -18,8 +19,14 @@ async def models(
 ) -> Dict[str, Any]:
     rows = gateway.catalogue.rows(endpoint)
     for row in rows:
-        # A lying catalogue (``catalogue_fields`` fault): one use per listing it alters.
+        # A lying catalogue (``catalogue_fields``) alters the rows of its model, one use per
+        # listing; ``catalogue_stall`` holds the listing back.
+        since = gateway.release_generation
         fault = gateway.faults.take(row["id"], endpoint="models")
-        if fault is not None and fault.fields:
+        if fault is None:
+            continue
+        if fault.kind is FaultKind.CATALOGUE_STALL:
+            await gateway.wait_stall(fault.seconds, since)
+        elif fault.fields:
             row.update(fault.fields)
     return {"data": rows}
