@@ -36,6 +36,7 @@ SECTIONS = (
     "node_e2e",
     "command_modes",
     "many_robots",
+    "reliability",
 )
 
 

@@ -3,11 +3,22 @@ few hundred compressed bytes cannot become gigabytes in memory."""
 
 from __future__ import annotations
 
+import time
 import zlib
 from collections.abc import Iterable, Iterator
 from typing import Optional
 
-__all__ = ["ACCEPT_ENCODING", "BodyTooLarge", "UnsupportedCoding", "decoded_pieces"]
+import httpx
+
+from .errors import InvalidResponse, Unavailable
+
+__all__ = ["ACCEPT_ENCODING", "MAX_BODY_BYTES", "decoded_pieces", "read_body"]
+
+# Largest response body read. Served chunks are 3 kB (pi05, 15 rows) to 5 kB (cosmos3, 32 rows)
+# and the catalogue about 1.2 kB a model: 2 MiB leaves 400x room (and space for a world
+# prediction payload), while a body at the cap parses in a fraction of a second where an
+# uncapped 200,000-row chunk took 5 s and 410 MB.
+MAX_BODY_BYTES = 2 * 1024 * 1024
 
 # The codings asked for, and the only ones decoded; one coding at most per response.
 ACCEPT_ENCODING = "gzip, deflate"
@@ -66,3 +77,52 @@ def decoded_pieces(raw: Iterable[bytes], header: Optional[str], cap: int) -> Ite
         raise BodyTooLarge
     if tail:
         yield tail
+
+
+def _too_large(what: str, status: int, size: str) -> InvalidResponse:
+    return InvalidResponse(
+        f"{what} answered {status} with a body of {size}; expected at most "
+        f"{MAX_BODY_BYTES} bytes (an action chunk is a few kB)",
+        status=status,
+    )
+
+
+def read_body(
+    response: httpx.Response, what: str, where: str, deadline: float, applied: float
+) -> bytes:
+    """The whole decoded body of ``response`` (``what``: "POST /v1/act", ``where``: with the
+    base URL), refused past ``MAX_BODY_BYTES`` decoded or once ``deadline`` passed."""
+    status = response.status_code
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise _too_large(what, status, f"{declared} bytes")
+    pieces: list[bytes] = []
+    size = 0
+    encoding = response.headers.get("content-encoding")
+    try:
+        # Decoded here, not by httpx: it decodes each raw read in full before any cap.
+        for piece in decoded_pieces(response.iter_raw(), encoding, MAX_BODY_BYTES):
+            size += len(piece)
+            if size > MAX_BODY_BYTES:
+                raise BodyTooLarge
+            pieces.append(piece)
+            if time.monotonic() > deadline:
+                raise Unavailable(
+                    f"{where} timed out after {applied:g}s (reading the response body, "
+                    f"{size} bytes so far)"
+                )
+    except BodyTooLarge:
+        raise _too_large(what, status, "more") from None
+    except UnsupportedCoding:
+        raise InvalidResponse(
+            f"{what} answered {status} with Content-Encoding {encoding!r:.80}; expected one of "
+            f"{ACCEPT_ENCODING} or none (stacked codings are refused)",
+            status=status,
+        ) from None
+    except zlib.error as exc:
+        raise InvalidResponse(
+            f"{what} answered {status} with a body that does not decode as "
+            f"{encoding!r:.40}: {exc}",
+            status=status,
+        ) from None
+    return b"".join(pieces)

@@ -12,7 +12,6 @@ import socket
 import ssl
 import threading
 import time
-import zlib
 from collections.abc import Mapping
 from datetime import timezone
 from typing import Any, Optional, Union
@@ -21,7 +20,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from .api_key import check_api_key, scrub_key
-from .body import ACCEPT_ENCODING, BodyTooLarge, UnsupportedCoding, decoded_pieces
+from .body import ACCEPT_ENCODING, MAX_BODY_BYTES, read_body
 from .deadline import DeadlineWatch, Exchange
 from .errors import (
     AuthError,
@@ -36,6 +35,7 @@ from .pool_sockets import pooled_sockets, socket_serving
 
 __all__ = [
     "DEFAULT_BASE_URL",
+    "MAX_BODY_BYTES",
     "Transport",
     "check_base_url",
     "encode_json",
@@ -57,11 +57,6 @@ MAX_IN_FLIGHT = 8
 KEEPALIVE_CONNECTIONS = MAX_IN_FLIGHT + 1
 KEEPALIVE_EXPIRY_S = 300.0
 MAX_MESSAGE_CHARS = 500
-# Largest response body read. Served chunks are 3 kB (pi05, 15 rows) to 5 kB (cosmos3, 32 rows)
-# and the catalogue about 1.2 kB a model: 2 MiB leaves 400x room (and space for a world
-# prediction payload), while a body at the cap parses in a fraction of a second where an
-# uncapped 200,000-row chunk took 5 s and 410 MB.
-MAX_BODY_BYTES = 2 * 1024 * 1024
 
 # What ``verify=`` accepts: on/off, a CA bundle path, or a ready SSL context.
 VerifyArg = Union[bool, str, "os.PathLike[str]", ssl.SSLContext]
@@ -392,6 +387,7 @@ class Transport:
         # body is read against the deadline too.
         deadline = time.monotonic() + applied
         exchange = exchange if exchange is not None else Exchange()
+        headers_in = False
         try:
             # httpx's params= would percent-encode the slashes of a model id.
             request = self._client.build_request(
@@ -402,22 +398,28 @@ class Transport:
                 if not live:
                     raise SequencesError(f"{method} {path}: abandoned before it was sent")
                 response = self._client.send(request, stream=True)
+                headers_in = True
                 try:
-                    data = self._read_body(method, path, response, deadline, applied)
+                    data = read_body(response, f"{method} {path}",
+                                     f"{method} {self._base_url}{path}", deadline, applied)
                 finally:
                     response.close()
         except (httpx.HTTPError, RuntimeError) as exc:
-            self._raise_failure(method, path, applied, exc, exchange.ended)
+            ended = exchange.ended
+            if ended == "deadline":
+                ended = "reading the response body" if headers_in else "before the headers ended"
+            self._raise_failure(method, path, applied, exc, ended)
         return self._unwrap(method, path, response, data)
 
     def _raise_failure(
         self, method: str, path: str, applied: float, exc: BaseException, ended: Optional[str]
     ) -> None:
-        """The typed error for an exchange that failed in transit."""
+        """The typed error for an exchange that failed in transit; ``ended`` says why the
+        watch ended it: abandoned, or the phase its deadline passed in."""
         if ended == "abandoned":
             raise SequencesError(f"{method} {path}: abandoned when its run ended") from None
-        if ended == "deadline" or isinstance(exc, httpx.TimeoutException):
-            phase = "the whole exchange" if ended == "deadline" else {
+        if ended is not None or isinstance(exc, httpx.TimeoutException):
+            phase = ended if ended is not None else {
                 httpx.ConnectTimeout: "connecting",
                 httpx.ReadTimeout: "waiting for the response",
                 httpx.WriteTimeout: "sending the request",
@@ -437,57 +439,6 @@ class Transport:
                 f"{method} {path}: the connection was closed during the call"
             ) from None
         raise exc
-
-    def _read_body(
-        self,
-        method: str,
-        path: str,
-        response: httpx.Response,
-        deadline: float,
-        applied: float,
-    ) -> bytes:
-        """The whole body, refused past ``MAX_BODY_BYTES`` or once ``deadline`` passed."""
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            raise self._too_large(method, path, response.status_code, f"{declared} bytes")
-        pieces: list[bytes] = []
-        size = 0
-        encoding = response.headers.get("content-encoding")
-        try:
-            # Decoded here, not by httpx: it decodes each raw read in full before any cap.
-            for piece in decoded_pieces(response.iter_raw(), encoding, MAX_BODY_BYTES):
-                size += len(piece)
-                if size > MAX_BODY_BYTES:
-                    raise BodyTooLarge
-                pieces.append(piece)
-                if time.monotonic() > deadline:
-                    raise Unavailable(
-                        f"{method} {self._base_url}{path} timed out after {applied:g}s "
-                        f"(reading the response body, {size} bytes so far)"
-                    )
-        except BodyTooLarge:
-            raise self._too_large(method, path, response.status_code, "more") from None
-        except UnsupportedCoding:
-            raise InvalidResponse(
-                f"{method} {path} answered {response.status_code} with Content-Encoding "
-                f"{encoding!r:.80}; expected one of {ACCEPT_ENCODING} or none (stacked codings "
-                "are refused)",
-                status=response.status_code,
-            ) from None
-        except zlib.error as exc:
-            raise InvalidResponse(
-                f"{method} {path} answered {response.status_code} with a body that does not "
-                f"decode as {encoding!r:.40}: {exc}",
-                status=response.status_code,
-            ) from None
-        return b"".join(pieces)
-
-    def _too_large(self, method: str, path: str, status: int, size: str) -> InvalidResponse:
-        return InvalidResponse(
-            f"{method} {path} answered {status} with a body of {size}; expected at most "
-            f"{MAX_BODY_BYTES} bytes (an action chunk is a few kB)",
-            status=status,
-        )
 
     def _unwrap(self, method: str, path: str, response: httpx.Response, data: bytes) -> Any:
         status = response.status_code

@@ -21,7 +21,6 @@ from sequence_ai_gateway.serving import (
     ModelServer,
     WarmthSettings,
 )
-from sequence_ai_gateway.wire_faults import RawLinks
 
 ENDPOINT_COUNTERS = ("health", "models", "ready", "act")
 # Used when the ``warming`` fault names no duration and the gateway has no cold start.
@@ -83,7 +82,6 @@ class Gateway:
             for row, policy in zip(rows, served)
         }
         self.faults = FaultBook()
-        self.raw_links = RawLinks()
         # _lock guards the counters below and _waits; routes run on the server's event loop,
         # the control API on any thread.
         self._lock = threading.Lock()

@@ -81,7 +81,7 @@ async def faulted_answer(
     chunk = body["action_chunk"]
     steps = chunk["steps"]
     if fault.kind in (FaultKind.ENDLESS_HEADERS, FaultKind.INTERIM):
-        link = gateway.raw_links.find(peer)
+        link = gateway.faults.links.find(peer)
         if link is not None:
             async def pause(seconds: float) -> bool:
                 return await gateway.wait_stall(seconds, since)

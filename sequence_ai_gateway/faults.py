@@ -236,13 +236,36 @@ def make_fault(
     )
 
 
+class RawLinks:
+    """The socket transport of each open connection, by peer address. The server's protocol
+    adds and removes them on its event loop; routes read them there."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._links: Dict[Any, Any] = {}
+
+    def opened(self, peer: Any, transport: Any) -> None:
+        with self._lock:
+            self._links[peer] = transport
+
+    def closed(self, peer: Any) -> None:
+        with self._lock:
+            self._links.pop(peer, None)
+
+    def find(self, peer: Any) -> Optional[Any]:
+        with self._lock:
+            return self._links.get(peer)
+
+
 class FaultBook:
-    """Pending faults in injection order. ``_pending`` is guarded by ``_lock``: routes take
-    faults on the event loop, the control API adds and clears them from any thread."""
+    """Pending faults in injection order, and the connections the raw faults write to.
+    ``_pending`` is guarded by ``_lock``: routes take faults on the event loop, the control
+    API adds and clears them from any thread."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pending: List[Fault] = []
+        self.links = RawLinks()
 
     def add(self, fault: Fault) -> None:
         with self._lock:

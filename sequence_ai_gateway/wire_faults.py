@@ -7,7 +7,7 @@ import asyncio
 import gzip
 import threading
 import zlib
-from typing import Any, Awaitable, Callable, Dict, Optional, Tuple
+from typing import Any, Awaitable, Callable, Dict, Tuple
 
 from fastapi.responses import Response
 
@@ -16,27 +16,6 @@ from sequence_ai_gateway.responses import InjectedReset
 
 # Zeros compressed a mebibyte at a time: the bomb is built without holding what it decodes to.
 _BLOCK = b"\0" * (1 << 20)
-
-
-class RawLinks:
-    """The socket transport of each open connection, by peer address. The server's protocol
-    adds and removes them on its event loop; routes read them there."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._links: Dict[Any, Any] = {}
-
-    def opened(self, peer: Any, transport: Any) -> None:
-        with self._lock:
-            self._links[peer] = transport
-
-    def closed(self, peer: Any) -> None:
-        with self._lock:
-            self._links.pop(peer, None)
-
-    def find(self, peer: Any) -> Optional[Any]:
-        with self._lock:
-            return self._links.get(peer)
 
 
 async def serve_raw(
