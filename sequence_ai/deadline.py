@@ -18,31 +18,27 @@ from typing import Callable, Optional
 __all__ = ["DeadlineWatch", "Exchange", "THREAD_NAME"]
 
 THREAD_NAME = "sequence_ai-deadline"
-
-# Finds the socket of the connection serving the request with these extensions, if any.
 # Longest single wait of the watch thread (a deadline is always finite; this keeps it so).
 MAX_WAIT_S = 3600.0
+# An exchange ended before its connection existed (connecting, waiting for the pool) is tried
+# again this often until its socket is shut down or the request finishes.
+RETRY_S = 0.02
+
+# Finds the socket of the connection serving the request with these extensions, if any.
 SocketFinder = Callable[[Mapping[str, object]], Optional[socket.socket]]
-
-
-def _shut(sock: Optional[socket.socket]) -> None:
-    if sock is None:
-        return
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
 
 
 class Exchange:
     """One request's claim to end early. ``abort()`` from any thread ends it within a socket
-    read; the request then raises. Fields are guarded by ``_lock``."""
+    read; the request then raises. Fields are guarded by ``_lock``; ``deadline`` by the
+    watch's condition."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._ended: Optional[str] = None
         self._extensions: Optional[Mapping[str, object]] = None
         self._finder: Optional[SocketFinder] = None
+        self._wake: Optional[Callable[[Exchange], None]] = None
         self.deadline = math.inf
 
     @property
@@ -53,31 +49,48 @@ class Exchange:
 
     def abort(self) -> None:
         """Its run is over: close its connection now (no-op once the request finished)."""
-        self.end("abandoned")
+        if not self.end("abandoned"):
+            with self._lock:
+                wake = self._wake
+            if wake is not None:
+                wake(self)
 
-    def end(self, why: str) -> None:
+    def end(self, why: str) -> bool:
+        """Mark it ended (the first reason stays) and shut its socket down; False while it has
+        no socket yet (the watch then tries again)."""
         with self._lock:
-            if self._ended is not None:
-                return
-            self._ended = why
+            if self._ended is None:
+                self._ended = why
             finder, extensions = self._finder, self._extensions
-        if finder is not None and extensions is not None:
-            _shut(finder(extensions))
+        if finder is None or extensions is None:
+            return False
+        sock = finder(extensions)
+        if sock is None:
+            return False
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        return True
 
-    def _attach(self, extensions: Mapping[str, object], finder: SocketFinder) -> bool:
+    def _attach(
+        self, extensions: Mapping[str, object], finder: SocketFinder,
+        wake: Callable[[Exchange], None],
+    ) -> bool:
         """Start watching; False when it was already aborted (the request must not start)."""
         with self._lock:
-            self._extensions, self._finder = extensions, finder
+            self._extensions, self._finder, self._wake = extensions, finder, wake
             return self._ended is None
 
     def _detach(self) -> None:
         with self._lock:
-            self._extensions = self._finder = None
+            self._extensions = self._finder = self._wake = None
 
 
 class DeadlineWatch:
     """One thread per Transport, alive only while it has exchanges to watch, that ends each at
-    its deadline. ``_open`` and ``_thread`` are guarded by ``_cond``."""
+    its deadline. ``_open``, ``_thread`` and the exchanges' ``deadline`` are guarded by
+    ``_cond``."""
 
     def __init__(self, finder: SocketFinder) -> None:
         self._finder = finder
@@ -91,9 +104,9 @@ class DeadlineWatch:
     ) -> Iterator[bool]:
         """Watch ``exchange`` until ``deadline`` for the block's duration; yields False when
         the exchange was aborted before it began."""
-        exchange.deadline = deadline
-        live = exchange._attach(extensions, self._finder)
+        live = exchange._attach(extensions, self._finder, self._retry_soon)
         with self._cond:
+            exchange.deadline = deadline
             self._open.add(exchange)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
@@ -107,6 +120,12 @@ class DeadlineWatch:
                 self._open.discard(exchange)
                 self._cond.notify_all()
 
+    def _retry_soon(self, exchange: Exchange) -> None:
+        with self._cond:
+            if exchange in self._open:
+                exchange.deadline = time.monotonic()
+                self._cond.notify_all()
+
     def _run(self) -> None:
         while True:
             with self._cond:
@@ -118,6 +137,10 @@ class DeadlineWatch:
                 if not due:
                     self._cond.wait(min(min(e.deadline for e in self._open) - now, MAX_WAIT_S))
                     continue
-                self._open.difference_update(due)
+                for exchange in due:
+                    exchange.deadline = now + RETRY_S
             for exchange in due:
-                exchange.end("deadline")
+                if exchange.end("deadline"):
+                    with self._cond:
+                        # Shut down: the request raises now; nothing more to watch.
+                        self._open.discard(exchange)
