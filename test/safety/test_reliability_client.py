@@ -18,7 +18,6 @@ from safety_support import PATIENCE_S, new_threads
 
 import sequence_ai
 from sequence_ai import InvalidResponse
-from sequence_ai.api_key import scrub_key
 from sequence_ai.catalogue import Model
 from sequence_ai.fetch import THREAD_NAME
 from sequence_ai.transport import MAX_BODY_BYTES, Transport, encode_json
@@ -71,6 +70,8 @@ def test_a_key_a_header_cannot_carry_is_refused_without_being_named(key: str) ->
 
 
 def test_the_scrubber_catches_the_key_escaped_and_in_repr() -> None:
+    from sequence_ai.api_key import scrub_key
+
     key = "seq_live_abc\u00e9\u2028def"
     forms = [key, repr(key), repr(key.encode()), ascii(key), f"b'Bearer {key!r}'"]
     for form in forms:

@@ -31,9 +31,10 @@ from sequence_ai_ros.goals import _request_latency_s
 from sequence_ai_ros.image_conversion import ImageConversionError, to_array
 from sequence_ai_ros.node import SequenceAiNode
 from sequence_ai_ros.parameters import PANDA_LOWER, PANDA_UPPER
-from sequence_ai_ros.readiness import THREAD_NAME as READINESS_THREAD
 
 GOAL_S = 30.0
+# The readiness watch's thread (sequence_ai_ros/readiness.py).
+READINESS_THREAD = "sequence_ai-readiness"
 
 
 @pytest.fixture(scope="module")
@@ -195,3 +196,25 @@ def test_a_frame_past_any_camera_is_refused_before_decoding() -> None:
     with pytest.raises(ImageConversionError, match="36000000 pixels"):
         to_array(msg)
     assert math.isfinite(len(msg.data))
+
+
+# ----- 8. a key with a newline -----
+
+
+def test_a_two_line_key_file_fails_configure_without_the_key_anywhere(
+    safety_ros_context: Any, gw: Any, tmp_path: Any
+) -> None:
+    first, second = "seq_live_firstline_8f2a91", "seq_live_secondline_77c0de"
+    key_file = tmp_path / "two_lines.key"
+    key_file.write_text(f"{first}\n{second}\n", encoding="utf-8")
+    key_file.chmod(0o600)
+    with _node(safety_ros_context, gw, tmp_path, "two_line_key",
+               api_key_file=str(key_file)) as (_, arm, _nodes):
+        assert not arm.transition(Transition.TRANSITION_CONFIGURE)
+        log = wait_for(lambda: "API key has a newline" in arm.log_text() and arm.log_text(),
+                       what="the configure error")
+        status = wait_for(lambda: (s := _status(arm)) is not None and "API key" in s.message
+                          and s, what="the error in /diagnostics")
+        shown = log + status.message + " ".join(kv.value for kv in status.values)
+        for part in (first, second, "firstline", "secondline"):
+            assert part not in shown
