@@ -218,3 +218,20 @@ def test_a_two_line_key_file_fails_configure_without_the_key_anywhere(
         shown = log + status.message + " ".join(kv.value for kv in status.values)
         for part in (first, second, "firstline", "secondline"):
             assert part not in shown
+
+
+def test_the_refused_idle_hold_is_logged_once_while_its_age_grows(
+    safety_ros_context: Any, gw: Any, tmp_path: Any
+) -> None:
+    warning = "the idle hold is not republished"
+    with _node(safety_ros_context, gw, tmp_path, "idle_once") as (_, arm, _nodes):
+        arm.configure_and_activate()
+        handle, _ = arm.send_goal("one short goal", GOAL_S, 5)
+        arm.result(handle)
+        arm.publish_joints = False
+        wait_for(lambda: warning in arm.log_text(), what="the refused idle hold")
+        # Three more diagnostics (1 Hz, like the republish at hold_republish_hz 1.0): the
+        # refusal was found again each second, with its age grown.
+        seen = len(arm.diagnostics)
+        wait_for(lambda: len(arm.diagnostics) >= seen + 3, what="three more seconds")
+        assert arm.log_text().count(warning) == 1
