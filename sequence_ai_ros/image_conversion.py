@@ -132,7 +132,7 @@ def _check_pixels(msg: CompressedImage) -> None:
             width, height = header.size
     except (OSError, ValueError, pil.DecompressionBombError) as exc:
         raise ImageConversionError(
-            f"CompressedImage ({msg.format!r}, {len(msg.data)} bytes) could not be read: {exc}"
+            f"CompressedImage ({msg.format!r}, {len(msg.data)} bytes) could not be decoded: {exc}"
         ) from exc
     if width * height > MAX_FRAME_PIXELS:
         raise ImageConversionError(

@@ -51,7 +51,8 @@ def test_every_contract_parameter_is_declared_with_a_description(node: Node) -> 
         "playback_speed", "smooth_seam", "startup_timeout_s", "jpeg_quality",
         "max_goal_seconds", "max_state_age_s", "max_image_age_s", "joint_lower_limits",
         "joint_upper_limits", "max_step", "hold_between_goals", "hold_republish_hz",
-        "input_wait_s",
+        "input_wait_s", "configure_timeout_s", "max_control_hz", "max_joint_velocity",
+        "max_instruction_chars",
     }
     assert set(parameters.SPECS) == expected
     for name in expected:
