@@ -1,8 +1,8 @@
 """The lifecycle services kept answering: a `ChangeState` for a transition the current state
 lacks is refused (`success: false`) instead of raising out of the executor (rclpy raises
 `RCLError: Transition is not registered` on such an id, ros2/rclpy#1209, which ended the node
-and lost every running goal's result); `get_state` answers while a configure waits on the
-network; a shutdown ends a configure's catalogue probe at once."""
+and lost every running goal's result); a shutdown ends a configure's catalogue probe at
+once."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import threading
 from collections.abc import Callable, Iterator
 
 from lifecycle_msgs.srv import ChangeState
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.lifecycle import LifecycleNode
 
 import sequence_ai
@@ -51,22 +50,6 @@ def guard_change_state(node: LifecycleNode, warn: Callable[[str], object]) -> No
         return inner(request, response)
 
     service.callback = guarded
-
-
-def serve_queries_apart(node: LifecycleNode) -> MutuallyExclusiveCallbackGroup:
-    """Move `get_state` and the other lifecycle queries to a callback group of their own and
-    return it: on main()'s MultiThreadedExecutor they answer while a transition runs (a
-    configure waiting on the network), where rclpy puts them in the transitions' group."""
-    group = MutuallyExclusiveCallbackGroup()
-    for service in (
-        node._service_get_state,
-        node._service_get_available_states,
-        node._service_get_available_transitions,
-        node._service_get_transition_graph,
-    ):
-        service.callback_group = group
-        group.add_entity(service)
-    return group
 
 
 class ConfigureProbe:

@@ -20,7 +20,7 @@ from action_msgs.msg import GoalStatusArray
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import (
     DurabilityPolicy,
@@ -42,11 +42,7 @@ from sequence_ai_ros.diagnostics import HealthRecord, build_array
 from sequence_ai_ros.goal_text import shown
 from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
 from sequence_ai_ros.joint_feed import JointFeed
-from sequence_ai_ros.lifecycle_guard import (
-    ConfigureProbe,
-    guard_change_state,
-    serve_queries_apart,
-)
+from sequence_ai_ros.lifecycle_guard import ConfigureProbe, guard_change_state
 from sequence_ai_ros.model_fit import controller_for, fit_problems
 from sequence_ai_ros.observations import ObservationCache
 from sequence_ai_ros.parameters import NodeConfig
@@ -55,7 +51,6 @@ from sequence_ai_ros.readiness import ReadinessWatch
 NODE_NAME = "sequence_ai"
 # A running goal stops within one control period plus one interruptible wait.
 _STOP_TIMEOUT_S = 5.0
-_EXECUTOR_THREADS = 2
 # main() looks at its stop flag at least this often (a signal cannot wake rcl's wait).
 _SIGNAL_POLL_S = 0.2
 # How long a thread that wants the GIL waits before the holder must hand it over (Python's
@@ -83,18 +78,16 @@ class ConfigureError(RuntimeError):
 class SequenceAiNode(LifecycleNode):
     """Drives an arm with a cloud VLA model; see docs/node.md ("Threads").
 
-    Spun by main()'s `MultiThreadedExecutor`: its callbacks run one at a time (the node's
-    default group) and never block on a goal, the network (configure's catalogue probe is
-    bounded by configure_timeout_s) or an image; the lifecycle queries and diagnostics have a
-    group of their own (lifecycle_guard.py), so they answer during a configure. Lifecycle
-    callbacks own every field; `_lock`
+    Spun by one `SingleThreadedExecutor` (main()): its callbacks never block on a goal or an
+    image, and on the network only in configure's catalogue probe, bounded by
+    configure_timeout_s. Lifecycle callbacks run on that thread and own every field; `_lock`
     guards the ones other threads read: `_accepting`, `_runner`, `_cache`, `_gate`,
     `_open_executes` (the goal, cancel, diagnostics and idle-hold callbacks, the driving
     thread's `_wake`). Entities the executor takes from (the command publishers) are created and
     destroyed only by lifecycle callbacks, on the executor's thread, or by `destroy_node()` once
-    nothing spins the node. Sensors live on nodes of their own: joint states on a small
-    executor's thread (joint_feed.py), camera subscriptions on a node nothing spins
-    (cameras.py).
+    nothing spins the node. Sensors live on nodes of their own: joint
+    states on a small executor's thread (joint_feed.py), camera subscriptions on a node nothing
+    spins (cameras.py).
 
     The readiness watch (readiness.py; from activate until the model is loaded) shares the
     goals' Policy: `Policy.ready()` is safe from any thread beside a running goal (the Session
@@ -104,7 +97,6 @@ class SequenceAiNode(LifecycleNode):
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         guard_change_state(self, self.get_logger().warning)
-        queries = serve_queries_apart(self)
         self._configuring = ConfigureProbe()
         parameters.declare(self)
         self.add_on_set_parameters_callback(
@@ -153,10 +145,7 @@ class SequenceAiNode(LifecycleNode):
         )
         # Diagnostics run in every state so a failed configure is visible too.
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        # With the lifecycle queries: it publishes while a configure waits on the network.
-        self._diagnostics_timer = self.create_timer(
-            1.0, self._publish_diagnostics, callback_group=queries
-        )
+        self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics)
         # The hold is one volatile message: a controller that (re)connects after a goal never
         # hears it, so an idle node sends it again (the gate decides whether it may). Made for
         # the node's life, at the rate configure reads; stopped until then.
@@ -531,7 +520,7 @@ def _nothing() -> None:
 
 
 def _answer_goals(
-    node: SequenceAiNode | None, executor: MultiThreadedExecutor | None, logger: Any
+    node: SequenceAiNode | None, executor: SingleThreadedExecutor | None, logger: Any
 ) -> None:
     """After a callback raised out of the spin: end every goal held and send its result."""
     if node is None or executor is None:
@@ -563,14 +552,12 @@ def main(args: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     sys.setswitchinterval(_GIL_SWITCH_S)
     logger: Any = rclpy.logging.get_logger(NODE_NAME)
-    executor: MultiThreadedExecutor | None = None
+    executor: SingleThreadedExecutor | None = None
     node: SequenceAiNode | None = None
     status = 0
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-        # Two threads: the node's callbacks (one at a time, its default group) and the
-        # lifecycle queries and diagnostics, which answer while a transition runs.
-        executor = MultiThreadedExecutor(num_threads=_EXECUTOR_THREADS)
+        executor = SingleThreadedExecutor()
         node = SequenceAiNode()
         logger = node.get_logger()
         executor.add_node(node)
