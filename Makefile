@@ -76,6 +76,7 @@ PYTEST_PATHS ?= test
 BENCH_SMOKE ?= 1
 
 BUILD_STAMP := $(ROOT)/build/.colcon-stamp
+REFERENCE_STAMP := $(ROOT)/build/reference/.stamp
 BUILD_INPUTS := package.xml setup.py setup.cfg resource/sequence_ai_ros \
 	interfaces/package.xml interfaces/CMakeLists.txt $(wildcard interfaces/action/*.action) \
 	$(wildcard launch launch/*.launch.py config config/*.yaml config/*.xml) \
@@ -100,7 +101,15 @@ setup:
 	@mkdir -p $(ROOT)/build
 	@flock $(ROOT)/build/.setup.lock $(MAKE) --no-print-directory setup-locked
 
-setup-locked: $(VENV)/.stamp-deps $(BUILD_STAMP) $(if $(PYTHON39),$(VENV39)/.stamp-deps)
+setup-locked: $(VENV)/.stamp-deps $(BUILD_STAMP) $(if $(PYTHON39),$(VENV39)/.stamp-deps) \
+	$(REFERENCE_STAMP)
+
+# The published client, for the test that runs its own calls against our gateway
+# (test/client/test_published_client.py): fetched here so that no test leaves loopback.
+$(REFERENCE_STAMP): $(VENV)/.stamp-deps
+	$(OUTSIDE) $(VENV_PY) -m pip download --disable-pip-version-check --quiet --no-deps \
+		--only-binary=:all: -d $(ROOT)/build/reference "sequence-ai==0.5.0"
+	@touch $@
 
 $(VENV_PY):
 	@if [ -z "$(shell command -v $(PYTHON) 2>/dev/null)" ]; then \

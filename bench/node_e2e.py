@@ -152,7 +152,7 @@ def _column(measured: Measured) -> dict[str, str]:
     every, clean = _periods(measured)
     published = _periods(measured, record.get("publishes", []))[1]
     result = measured.result
-    stale = len(record.get("stale", [])) + int("StaleObservation" in str(result.reason))
+    stale = len(record.get("stale", [])) + int(str(result.reason) == "stale_input")
     rate = ", ".join(f"{v:.1f}" for v in measured.floor_rates.values())
     cpu = measured.cpu
     return {

@@ -32,14 +32,15 @@ if str(ROOT) not in sys.path:
 
 
 def _instrument(record: dict[str, list[Any]]) -> None:
-    from sequence_ai_ros import arm, goals, observations
+    from sequence_ai.events import UnderrunEnded
+    from sequence_ai_ros import arm, goal_drive, goal_feedback, goals, observations
 
     # Per thread: with several requests in flight, each observes on its own fetch thread.
     local = threading.local()
     original_take = observations.ObservationCache.take_frames
-    original_observe = goals.GoalRunner._observe
-    original_underrun = goals.GoalRunner._on_underrun
-    original_run_policy = goals.GoalRunner._run_policy
+    original_observe = goal_drive.GoalDriver._observe
+    original_on_event = goal_feedback.GoalFeedback.on_event
+    original_run_policy = goal_drive.GoalDriver._run_policy
     original_publish = arm.ArmGate.publish
     original_hold = arm.ArmGate.hold
     original_cancel = goals.GoalRunner.cancel
@@ -58,9 +59,11 @@ def _instrument(record: dict[str, list[Any]]) -> None:
         original_publish(self, row)
         record["publishes"].append(time.monotonic())
 
-    def on_underrun(self: Any, run: Any) -> None:
-        record["underruns"].append(time.monotonic())
-        original_underrun(self, run)
+    def on_event(self: Any, event: Any) -> None:
+        # The underrun's end, stamped where the run's driving thread saw it.
+        if isinstance(event, UnderrunEnded):
+            record["underruns"].append(event.time)
+        original_on_event(self, event)
 
     def take_frames(self: Any, views: Any = None, older_than_s: float = 0.0) -> None:
         original_take(self, views, older_than_s)
@@ -104,9 +107,9 @@ def _instrument(record: dict[str, list[Any]]) -> None:
         return original_run_policy(self, run, observe, {**options, "on_rows": on_rows})
 
     observations.ObservationCache.take_frames = take_frames  # type: ignore[method-assign]
-    goals.GoalRunner._observe = observe  # type: ignore[method-assign]
-    goals.GoalRunner._on_underrun = on_underrun  # type: ignore[method-assign]
-    goals.GoalRunner._run_policy = run_policy  # type: ignore[method-assign]
+    goal_drive.GoalDriver._observe = observe  # type: ignore[method-assign]
+    goal_feedback.GoalFeedback.on_event = on_event  # type: ignore[method-assign]
+    goal_drive.GoalDriver._run_policy = run_policy  # type: ignore[method-assign]
     arm.ArmGate.publish = publish  # type: ignore[method-assign]
     arm.ArmGate.hold = hold  # type: ignore[method-assign]
     goals.GoalRunner.cancel = cancel  # type: ignore[method-assign]

@@ -45,7 +45,7 @@ def _trial(ctx: Context, policy: Any, observation: Any, *, stalled: bool) -> flo
             on_chunk=on_chunk,
             progress=False,
             # Two steps per chunk in the stalled case. A late chunk's rows beyond that are
-            # still played, with the slow-down (about 1.3 s at 15 Hz): the stall outlasts them.
+            # still played, with the rest ramp (about 1.3 s at 15 Hz): the stall outlasts them.
             open_loop_horizon=2 if stalled else None,
         )
 

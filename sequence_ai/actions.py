@@ -11,7 +11,9 @@ from .catalogue import Model
 from .errors import InvalidResponse
 from .types import ActionChunk
 
-__all__ = ["GRIPPER_BINARY", "gripper_dims", "prepare", "to_joint_positions"]
+__all__ = [
+    "GRIPPER_BINARY", "conversion_problem", "gripper_dims", "prepare", "to_joint_positions"
+]
 
 GRIPPER_BINARY = "gripper_binary"
 STATE_AT_REQUEST = "state_at_request"
@@ -83,6 +85,28 @@ def prepare(chunk: ActionChunk, model: Model, index: int) -> list[float]:
     return row
 
 
+def conversion_problem(model: Model) -> Optional[str]:
+    """Why ``model``'s rows have no verified joint_position conversion (None: they have one,
+    from the state at request time). The one reading of ``conversions.joint_position``."""
+    semantics = _semantics(model)
+    conversions = semantics.get("conversions")
+    conversion = conversions.get("joint_position") if isinstance(conversions, Mapping) else None
+    if not isinstance(conversion, Mapping) or not conversion:
+        return (
+            f"{model.short_id} declares no verified joint_position conversion "
+            f"(action space {model.action_space!r}); send its rows to "
+            f"{semantics.get('native_target') or 'its native controller'} with prepare() "
+            "instead of inventing a conversion"
+        )
+    reference = conversion.get("reference")
+    if reference != STATE_AT_REQUEST:
+        return (
+            f"{model.short_id}: conversions.joint_position.reference is {reference!r}; "
+            f"only {STATE_AT_REQUEST!r} is supported"
+        )
+    return None
+
+
 def to_joint_positions(
     chunk: ActionChunk,
     q_reference: Sequence[float],
@@ -96,24 +120,10 @@ def to_joint_positions(
     requested with, captured once. Re-reading the live pose per step would integrate the
     cumulative displacements twice. ``horizon`` limits the rows (None = all of them).
     """
+    problem = conversion_problem(model)
+    if problem is not None:
+        raise ValueError(problem)
     semantics = _semantics(model)
-    conversions = semantics.get("conversions")
-    conversion = conversions.get("joint_position") if isinstance(conversions, Mapping) else None
-    if not isinstance(conversion, Mapping):
-        conversion = {}
-    if not conversion:
-        raise ValueError(
-            f"{model.short_id} declares no verified joint_position conversion "
-            f"(action space {model.action_space!r}); send its rows to "
-            f"{semantics.get('native_target') or 'its native controller'} with prepare() "
-            "instead of inventing a conversion"
-        )
-    reference = conversion.get("reference")
-    if reference != STATE_AT_REQUEST:
-        raise ValueError(
-            f"{model.short_id}: conversions.joint_position.reference is {reference!r}; "
-            f"only {STATE_AT_REQUEST!r} is supported"
-        )
     if isinstance(q_reference, (str, bytes, Mapping)) or not isinstance(q_reference, Iterable):
         raise TypeError(f"q_reference is {q_reference!r:.60}; expected a list of joint angles")
     q: list[float] = []

@@ -49,6 +49,7 @@ class CallHandle:
     def __init__(self) -> None:
         # _interrupted is written and read under _cond; _cond is notified when the handle is
         # interrupted and when a request started for its call finishes.
+        # Lock order 10: only a request's done flag is read under it.
         self._cond = threading.Condition(threading.Lock())
         self._interrupted = False
 

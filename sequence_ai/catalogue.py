@@ -7,13 +7,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .errors import InvalidResponse
+from .errors import InvalidRequest, InvalidResponse
 from .transport import Transport, VerifyArg
 from .types import ActionChunk, Prediction
 
 __all__ = [
     "MODEL_PREFIX",
     "Model",
+    "act_row",
     "check_answer_model",
     "check_chunk",
     "find_model",
@@ -117,6 +118,15 @@ class Model:
 
     def __hash__(self) -> int:
         return hash(self.id)
+
+    @property
+    def state_split(self) -> Optional[tuple[int, int]]:
+        """(joint positions, gripper values) the state holds per ``state_layout``; None when
+        the row declares no layout (then only ``state_dim``, the total, is known)."""
+        if self.state_layout is None:
+            return None
+        layout = self.state_layout
+        return int(layout.get("joint_positions", 0)), int(layout.get("gripper", 0))
 
     def __repr__(self) -> str:
         parts = [repr(self.short_id)]
@@ -252,6 +262,19 @@ def find_model(rows: Iterable[Model], model_id: str) -> Optional[Model]:
         if row.short_id == tail:
             return row
     return None
+
+
+def act_row(rows: Iterable[Model], model_id: str) -> Optional[Model]:
+    """The act model's row (None if unlisted); a model listed for another endpoint (a chat
+    model) raises ``InvalidRequest``: a Policy cannot drive it."""
+    row = find_model(rows, model_id)
+    if row is not None and row.endpoint not in (None, "act"):
+        raise InvalidRequest(
+            f"model {row.short_id!r} is served on /v1/{row.endpoint}, not /v1/act: connect() "
+            "drives act models"
+            + ("; ask a chat model with sequence_ai.chat()" if row.endpoint == "chat" else "")
+        )
+    return row
 
 
 def _same_space(chunk_space: str, row_space: str) -> bool:

@@ -1,4 +1,5 @@
-"""``sequence-ai``: the catalogue as a table, and ``doctor`` for setup problems."""
+"""``sequence-ai``: the catalogue as a table, ``doctor`` for setup problems, and the
+fine-tuning verbs (training_cli.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Callable, Optional, TextIO
 
+from . import training_cli
 from .catalogue import Model, models
 from .errors import AuthError, InvalidRequest, OutOfCredit, SequencesError
 from .transport import (
@@ -73,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_argument(
         "--samples", type=int, default=5, help="requests per latency measurement (default 5)"
     )
+    training_cli.add_commands(commands)
     return parser
 
 
@@ -237,7 +240,7 @@ def _doctor(args: argparse.Namespace, out: TextIO) -> int:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``sequence-ai`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
-    handler = {"models": _models, "doctor": _doctor}[args.command]
+    handler = {"models": _models, "doctor": _doctor, **training_cli.HANDLERS}[args.command]
     try:
         return handler(args, sys.stdout)
     except (SequencesError, ValueError, TypeError) as exc:

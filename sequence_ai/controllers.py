@@ -5,12 +5,18 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Optional
 
-from .actions import prepare, to_joint_positions
+from .actions import conversion_problem, prepare, to_joint_positions
 from .catalogue import Model
 from .errors import SequencesError
 from .types import Prediction
 
-__all__ = ["Controller", "check_controller", "controller_rows", "is_absolute_space"]
+__all__ = [
+    "Controller",
+    "check_controller",
+    "controller_rows",
+    "is_absolute_space",
+    "joint_position_problem",
+]
 
 Row = list[float]
 
@@ -38,6 +44,16 @@ def _semantics(model: Model) -> dict[str, Any]:
     return dict(model.action_semantics or {})
 
 
+def joint_position_problem(model: Model) -> Optional[str]:
+    """Why ``model``'s rows cannot be played as absolute joint positions (None: they can —
+    targets as they come, or deltas through the verified conversion). The client's one answer
+    to it; the node asks it too (sequence_ai_ros/model_fit.py)."""
+    space = _semantics(model).get("space") or model.action_space or ""
+    if is_absolute_space(space):
+        return None
+    return conversion_problem(model)
+
+
 def check_controller(controller: Controller, model: Optional[Model], model_id: str) -> None:
     """Refuse at run start a controller the model cannot serve."""
     if controller is Controller.RAW:
@@ -49,14 +65,10 @@ def check_controller(controller: Controller, model: Optional[Model], model_id: s
         )
     if controller is not Controller.JOINT_POSITION:
         return
-    space = _semantics(model).get("space") or model.action_space or ""
-    if is_absolute_space(space):
-        return
-    conversion = (_semantics(model).get("conversions") or {}).get("joint_position")
-    if not conversion or conversion.get("reference") != "state_at_request":
+    problem = joint_position_problem(model)
+    if problem is not None:
         raise ValueError(
-            f"controller='joint_position': {model_id} emits {space or 'unknown'} rows and "
-            "declares no verified joint_position conversion; use controller='raw' or 'native'"
+            f"controller='joint_position': {problem}; use controller='raw' or 'native'"
         )
 
 

@@ -34,6 +34,7 @@ class Exchange:
     watch's condition."""
 
     def __init__(self) -> None:
+        # Lock order: a leaf (the socket is shut and the watch woken after its release).
         self._lock = threading.Lock()
         self._ended: Optional[str] = None
         self._extensions: Optional[Mapping[str, object]] = None
@@ -94,6 +95,7 @@ class DeadlineWatch:
 
     def __init__(self, finder: SocketFinder) -> None:
         self._finder = finder
+        # Lock order: a leaf (exchanges are ended after its release).
         self._cond = threading.Condition(threading.Lock())
         self._open: set[Exchange] = set()
         self._thread: Optional[threading.Thread] = None

@@ -13,6 +13,7 @@ import math
 import numbers
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from enum import Enum
 from types import ModuleType
 from typing import Any, Optional, Union
 
@@ -23,6 +24,8 @@ from .types import ImageFrame, Observation, Proprioception
 __all__ = [
     "DEFAULT_QUALITY",
     "MAX_LONG_EDGE",
+    "Problem",
+    "ProblemKind",
     "encode",
     "is_fatal",
     "observation",
@@ -38,6 +41,30 @@ MAX_LONG_EDGE = 640
 ASPECT_TOLERANCE = 0.005
 INSTALL_HINT = 'pip install "sequence_ai_ros[image]" (or: pip install pillow numpy)'
 MISSING_VIEWS = "missing view(s)"
+
+
+class ProblemKind(str, Enum):
+    """What an observation's disagreement with its model's catalogue row is about."""
+
+    # A view the model does not declare (ignored by the service).
+    UNKNOWN_VIEW = "unknown_view"
+    # A declared view not sent: the service refuses the request.
+    MISSING_VIEWS = "missing_views"
+    # No joints where the model expects state.
+    MISSING_STATE = "missing_state"
+    # Joints or gripper of another width than the state layout (padded or truncated).
+    STATE_WIDTH = "state_width"
+
+
+class Problem(str):
+    """One problem of ``problems_with``: the sentence (it is a ``str``) and its ``kind``."""
+
+    kind: ProblemKind
+
+    def __new__(cls, kind: ProblemKind, text: str) -> Problem:
+        problem = super().__new__(cls, text)
+        problem.kind = kind
+        return problem
 
 
 def _pil() -> ModuleType:
@@ -238,67 +265,74 @@ def problems_with(
     views: Iterable[str],
     joints: Optional[Sequence[float]],
     gripper: Optional[Sequence[float]],
-) -> list[str]:
+) -> list[Problem]:
     """What in an observation disagrees with the model's declaration (empty = nothing).
 
     Views are checked by name; the state width per ``state_layout`` half, because a right
     total in the wrong fields is still silently wrong.
     """
-    problems: list[str] = []
+    problems: list[Problem] = []
     name = model.short_id
     sent = list(views)
     declared = list(model.camera_views)
     if declared:
         for view in sent:
             if view not in declared:
-                problems.append(
+                problems.append(Problem(
+                    ProblemKind.UNKNOWN_VIEW,
                     f"images has view {view!r} that {name} does not declare "
-                    f"(expected {declared}); it would be ignored"
-                )
+                    f"(expected {declared}); it would be ignored",
+                ))
         missing = [view for view in declared if view not in sent]
         if missing:
-            problems.append(
-                f"images is {MISSING_VIEWS} {missing}: {name} expects {declared}, got {sent}"
-            )
+            problems.append(Problem(
+                ProblemKind.MISSING_VIEWS,
+                f"images is {MISSING_VIEWS} {missing}: {name} expects {declared}, got {sent}",
+            ))
     state_dim = model.state_dim
     if joints is None:
         if state_dim is None or state_dim > 0:
             wanted = f"{state_dim} state values" if state_dim else "joint positions"
-            problems.append(f"joints is None; {name} expects {wanted}")
+            problems.append(
+                Problem(ProblemKind.MISSING_STATE, f"joints is None; {name} expects {wanted}")
+            )
         return problems
     if not state_dim:
         return problems
     n_joints = len(joints)
     n_gripper = len(gripper) if gripper is not None else 0
-    layout = model.state_layout
-    if layout is None:
+    split = model.state_split
+    if split is None:
         if n_joints + n_gripper != state_dim:
-            problems.append(
+            problems.append(Problem(
+                ProblemKind.STATE_WIDTH,
                 f"joints + gripper have {n_joints} + {n_gripper} values; {name} expects "
-                f"state_dim = {state_dim} (the gateway would pad or truncate)"
-            )
+                f"state_dim = {state_dim} (the gateway would pad or truncate)",
+            ))
         return problems
-    want_joints = int(layout.get("joint_positions", 0))
-    want_gripper = int(layout.get("gripper", 0))
+    want_joints, want_gripper = split
     if n_joints != want_joints:
-        problems.append(
+        problems.append(Problem(
+            ProblemKind.STATE_WIDTH,
             f"joints has {n_joints} values; {name} expects state_layout.joint_positions = "
-            f"{want_joints} (the gateway would pad or truncate them)"
-        )
+            f"{want_joints} (the gateway would pad or truncate them)",
+        ))
     if n_gripper != want_gripper:
         given = "None" if gripper is None else f"{n_gripper} values"
         consequence = (
             " (it would be zero-filled: hand held open)" if n_gripper < want_gripper else ""
         )
-        problems.append(
-            f"gripper is {given}; {name} expects state_layout.gripper = {want_gripper}{consequence}"
-        )
+        problems.append(Problem(
+            ProblemKind.STATE_WIDTH,
+            f"gripper is {given}; {name} expects state_layout.gripper = "
+            f"{want_gripper}{consequence}",
+        ))
     return problems
 
 
-def is_fatal(problems: Iterable[str]) -> bool:
+def is_fatal(problems: Iterable[Problem]) -> bool:
     """True when the gateway would refuse the request outright (a declared view is missing)."""
-    return any(MISSING_VIEWS in problem for problem in problems)
+    return any(problem.kind is ProblemKind.MISSING_VIEWS for problem in problems)
 
 
 def observation(

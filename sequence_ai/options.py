@@ -6,13 +6,15 @@ too, so every bad value gets the same kind of message: the field, the value, wha
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable, Optional
 
 from .controllers import Controller
+from .events import Observer, as_sink
 from .playback import InstalledRows
 from .speed import PlaybackSpeed, check_playback_speed
 from .status import PROGRESS_MODES, Progress, RunStatus
@@ -23,6 +25,7 @@ __all__ = [
     "RESERVED_BODY_FIELDS",
     "RunOptions",
     "body_fields",
+    "check_spelling",
     "check_max_in_flight",
     "positive_int",
     "positive_seconds",
@@ -84,6 +87,19 @@ def body_fields(options: Mapping[str, object]) -> Mapping[str, object]:
     return MappingProxyType({key: value for key, value in options.items() if value is not None})
 
 
+def check_spelling(options: Mapping[str, object], known: Iterable[str], method: str) -> None:
+    """An extra keyword close to a known option is a typo (``smoth_seam=3``), not a request-body
+    field: a TypeError naming the option it resembles. Other extra keywords stay allowed."""
+    names = list(known)
+    for key in options:
+        close = difflib.get_close_matches(key, names, n=1, cutoff=0.8)
+        if close:
+            raise TypeError(
+                f"{method}() got an unexpected keyword argument {key!r}; did you mean "
+                f"{close[0]!r}? (other extra keywords go to the service as request-body fields)"
+            )
+
+
 def _callable(name: str, value: object, *, optional: bool) -> None:
     if value is None and optional:
         return
@@ -119,6 +135,8 @@ class RunOptions:
     playback_speed: Optional[PlaybackSpeed] = None
     # Extra fields of every request body (the **options of run/act).
     body: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+    # Observers of the run's events (sequence_ai.events), called on a thread of their own.
+    observers: Sequence[Observer] = ()
 
     def __post_init__(self) -> None:
         _callable("observe", self.observe, optional=False)
@@ -151,4 +169,19 @@ class RunOptions:
         # Normalised in place once; the instance is frozen from here on.
         object.__setattr__(self, "controller", Controller(self.controller))
         object.__setattr__(self, "prefetch", bool(self.prefetch))
+        check_spelling(self.body, _OPTION_NAMES, "run")
         object.__setattr__(self, "body", body_fields(self.body))
+        if isinstance(self.observers, (str, bytes)) or not isinstance(self.observers, Sequence):
+            raise TypeError(
+                f"observers is {self.observers!r}; expected a list of callables or objects "
+                "with an on_event(event) method"
+            )
+        for observer in self.observers:
+            as_sink(observer)
+        object.__setattr__(self, "observers", tuple(self.observers))
+
+
+# What run()/act() take by name (the request body's fields are anything else).
+_OPTION_NAMES = (
+    *(name for name in RunOptions.__dataclass_fields__ if name != "body"), "call", "instruction"
+)

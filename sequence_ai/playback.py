@@ -1,5 +1,5 @@
 """What one installed chunk will play: a command every control period from its due row, at the
-playback speed, to its last row, ending in a slow-down ramp to rest.
+playback speed, to its last row, ending in a rest ramp to rest.
 
 Positions are in the chunk's rows: row *i* is planned for *i* rows of playback after the
 chunk's observation. At speed *s* each command advances the position by *s*; at 1 the commands
@@ -25,7 +25,7 @@ __all__ = ["RAMP_S", "RAMP_SHARE", "Command", "InstalledRows", "commands_for", "
 
 Row = list[float]
 
-# How much motion the slow-down stretches: the last 0.2 s of a chunk's path (3 rows at 15 Hz),
+# How much motion the rest ramp stretches: the last 0.2 s of a chunk's path (3 rows at 15 Hz),
 # played over twice that time as the velocity falls to zero; never more than a quarter of the
 # chunk, so most of a chunk plays on time.
 RAMP_S = 0.2
@@ -53,7 +53,7 @@ class InstalledRows:
 
     ``rows[k]`` is handed to ``act`` at ``first_due + k * period_s`` (monotonic clock):
     converted, trimmed to the due row, seam-smoothed, resampled at ``speed``, including the
-    rows beyond the open-loop horizon and the slow-down ramp. ``sequence`` counts the calls of
+    rows beyond the open-loop horizon and the rest ramp. ``sequence`` counts the calls of
     one run from 1; ``chunk`` is the number of the installed chunk (1 = the run's first), the
     same for a later call that re-times the same chunk's remaining rows.
     """
@@ -65,14 +65,14 @@ class InstalledRows:
     sequence: int
     chunk: int
     # Chunk row position of rows[0] (its due row); indices in ``rows`` of the first row beyond
-    # the open-loop horizon and of the first row of the slow-down (len(rows) if none).
+    # the open-loop horizon and of the first row of the rest ramp (len(rows) if none).
     start: float
     horizon_index: int
     ramp_index: int
 
 
 def ramp_rows_for(period_s: float, chunk_rows: int) -> int:
-    """Rows of path the slow-down stretches for this period and chunk length (at least 1)."""
+    """Rows of path the rest ramp stretches for this period and chunk length (at least 1)."""
     return max(1, min(round(RAMP_S / period_s), int(chunk_rows * RAMP_SHARE)))
 
 

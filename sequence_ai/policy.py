@@ -11,23 +11,24 @@ import math
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Callable, Optional, Union
 
-from .calls import CallEnded, CallHandle, Wake
+from .calls import CallHandle, Wake
 from .catalogue import Model, full_model_id
 from .control_loop import RunLoop
 from .deadline import Exchange
 from .errors import ChunkExhausted, SequencesError, Unavailable
-from .options import RunOptions, body_fields, check_max_in_flight, positive_seconds
+from .events import Observer
+from .options import RunOptions, check_max_in_flight, positive_seconds
 from .outcome import RunOutcome, RunProgress
 from .playback import InstalledRows
+from .predict import predict_chunk
 from .session import VALIDATE_MODES, Session, WarmingCallback
 from .speed import PlaybackSpeed, check_playback_speed
 from .status import Progress, RunStatus
 from .transport import Transport, VerifyArg
 from .types import Observation, Prediction
-from .warmup import await_first_chunk
 
 __all__ = ["Policy", "connect"]
 
@@ -102,8 +103,7 @@ class Policy:
         if validate not in VALIDATE_MODES:
             raise ValueError(f"validate is {validate!r}; expected one of {VALIDATE_MODES}")
         positive_seconds("control_hz", control_hz, allow_none=True, unit="Hz")
-        positive_seconds("startup_timeout_s", startup_timeout_s, allow_none=False,
-                         allow_zero=True)
+        positive_seconds("startup_timeout_s", startup_timeout_s, allow_none=False, allow_zero=True)
         if on_warming is not None and not callable(on_warming):
             raise TypeError(f"on_warming is {on_warming!r}; expected a callable(waited_s, eta_s)")
         check_max_in_flight("max_in_flight", max_in_flight)
@@ -127,11 +127,12 @@ class Policy:
         )
         # Re-entrant so next_action -> predict and act -> run work on the driving thread;
         # acquired without blocking so a second driver is refused, never queued.
+        # Lock order 1 (docs/architecture.md, "lock order"): held for a whole call.
         self._driver = threading.RLock()
-        # Both owned by the driving thread (the holder of _driver).
-        self._run_active = False
+        # Owned by the driving thread (the holder of _driver).
         self._warned_no_validate = False
-        # The running loop: set and cleared by the driving thread, read by any (`progress`).
+        # The running loop (None: no run): set and cleared by the driving thread, read by any
+        # (`progress`).
         self._loop: Optional[RunLoop] = None
 
     # -- properties and lifecycle ----------------------------------------------------------
@@ -150,7 +151,7 @@ class Policy:
     def progress(self) -> Optional[RunProgress]:
         """The running ``run``/``act`` so far, or None when none runs. Safe from any thread."""
         loop = self._loop
-        return None if loop is None else loop.progress
+        return None if loop is None else loop.stats.progress()
 
     @property
     def connections_opened(self) -> int:
@@ -253,7 +254,7 @@ class Policy:
         """One request; the whole chunk. Replaces the buffer with its executable steps."""
         with self._drive("predict"):
             self._refuse_inside_run("predict")
-            return self._predict(observation, options, call)
+            return predict_chunk(self._session, observation, options, call)
 
     def next_action(
         self,
@@ -272,46 +273,8 @@ class Policy:
                         "next_action() has no buffered step and was given no observation; "
                         "pass the current observation on every call"
                     )
-                self._predict(observation, options, call)
+                predict_chunk(self._session, observation, options, call)
             return buffer.popleft()
-
-    def _predict(
-        self, observation: Observation, options: dict[str, object], call: Optional[CallHandle]
-    ) -> Prediction:
-        if not isinstance(observation, Observation):
-            raise TypeError(
-                f"observation is {type(observation).__name__}; expected a sequence_ai.Observation"
-            )
-        body = body_fields(options)
-        session = self._session
-        latch = session.instruction
-        if latch is not None and observation.instruction != latch:
-            observation = observation.with_instruction(latch)
-        # Fetches the catalogue row unless validate="off"; the chunk is then checked against
-        # the row whenever one is known.
-        session.check_observation(observation)
-        model = session.known_spec()
-        with session.open_call("predict", call) as handle:
-            budget = 0.0 if session.served else session.startup_timeout_s
-            try:
-                fetch = await_first_chunk(
-                    session, handle, lambda: observation, body,
-                    model=model, budget_s=budget, deadline=None,
-                )
-            except CallEnded:
-                raise SequencesError("predict() was interrupted") from None
-        prediction = fetch.prediction()
-        if fetch.warm:
-            session.note_latency(fetch.latency_s)
-        session.mark_served()
-        chunk = prediction.action_chunk
-        steps = [list(step) for step in chunk.steps]
-        if chunk.open_loop_horizon:
-            steps = steps[: chunk.open_loop_horizon]
-        # Always replace: steps left from an earlier chunk belong to an older observation.
-        session.buffer.clear()
-        session.buffer.extend(steps)
-        return prediction
 
     # -- the built-in loop -----------------------------------------------------------------
 
@@ -337,6 +300,7 @@ class Policy:
         controller: str = "raw",
         max_in_flight: Optional[int] = None,
         playback_speed: Optional[PlaybackSpeed] = None,
+        observers: Sequence[Observer] = (),
         call: Optional[CallHandle] = None,
         **options: object,
     ) -> RunOutcome:
@@ -344,7 +308,8 @@ class Policy:
 
         Returns a ``RunOutcome``; an error from a callback or the service is re-raised with
         the outcome attached as ``exc.outcome``. ``hold`` is called once on every early end.
-        ``call=`` a ``CallHandle`` lets another thread stop exactly this run. ``observe`` runs
+        ``call=`` a ``CallHandle`` lets another thread stop exactly this run; ``observers``
+        receive the run's events (``sequence_ai.events``) on a thread of their own. ``observe`` runs
         on the requests' own threads, never on the caller's (docs/control-loop.md).
         """
         run_options = RunOptions(
@@ -367,6 +332,7 @@ class Policy:
             controller=controller,  # type: ignore[arg-type]  # RunOptions converts the str
             max_in_flight=max_in_flight,
             playback_speed=playback_speed,
+            observers=observers,
             body=options,
         )
         with self._drive("run"):
@@ -381,12 +347,10 @@ class Policy:
                 )
             with self._session.open_call("run", call) as handle:
                 loop = RunLoop(self._session, handle, run_options)
-                self._run_active = True
                 self._loop = loop
                 try:
                     return loop.execute()
                 finally:
-                    self._run_active = False
                     self._loop = None
 
     def act(
@@ -439,7 +403,7 @@ class Policy:
     def _refuse_inside_run(self, method: str) -> None:
         # The driver lock is re-entrant, so a loop callback on the driving thread would get
         # through it and rewrite the running loop's buffer.
-        if self._run_active:
+        if self._loop is not None:
             raise SequencesError(
                 f"{method}() refused: called from inside a running loop's callback; "
                 "it would disturb the loop's buffer"

@@ -14,10 +14,12 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from enum import Enum
 from typing import Callable, Optional
 
 from .calls import CallHandle
-from .catalogue import Model, check_answer_model, check_chunk, find_model, models
+from .catalogue import Model, act_row, check_answer_model, check_chunk, models
 from .deadline import Exchange
 from .errors import InvalidRequest, SequencesError
 from .fetch import Fetch
@@ -26,9 +28,31 @@ from .speed import PlaybackSpeed
 from .transport import Transport, encode_json
 from .types import Observation, Prediction
 
-__all__ = ["EMA_WEIGHT", "SPREAD_FACTOR", "VALIDATE_MODES", "Session"]
+__all__ = [
+    "EMA_WEIGHT",
+    "SPREAD_FACTOR",
+    "VALIDATE_MODES",
+    "LatencyAverage",
+    "RunDefaults",
+    "Session",
+    "ValidateMode",
+]
 
-VALIDATE_MODES = ("warn", "strict", "off")
+
+class ValidateMode(str, Enum):
+    """``connect(validate=)``: what the pre-send check does with an observation that does not
+    match the model's catalogue row. String-valued: ``"strict"`` and the member are equal."""
+
+    WARN = "warn"
+    STRICT = "strict"
+    OFF = "off"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# The one list of the modes: connect() checks against it, the node's parameter offers it.
+VALIDATE_MODES = tuple(mode.value for mode in ValidateMode)
 # Weight of a new sample in the refill-latency average that sets the prefetch lead, and in the
 # average of its deviation.
 EMA_WEIGHT = 0.3
@@ -37,6 +61,48 @@ EMA_WEIGHT = 0.3
 SPREAD_FACTOR = 4.0
 
 WarmingCallback = Callable[[float, Optional[float]], object]
+
+
+@dataclass(frozen=True)
+class RunDefaults:
+    """What ``connect()`` set for every run of its Policy (a run may override each)."""
+
+    # None: the catalogue's rate.
+    control_hz: Optional[float]
+    startup_timeout_s: float
+    max_in_flight: int
+    playback_speed: PlaybackSpeed
+
+
+@dataclass
+class LatencyAverage:
+    """The refill latency's average and its average deviation (as TCP's RTO, RFC 6298)."""
+
+    mean: Optional[float] = None
+    deviation: Optional[float] = None
+
+    @property
+    def high(self) -> Optional[float]:
+        if self.mean is None or self.deviation is None:
+            return None
+        return self.mean + SPREAD_FACTOR * self.deviation
+
+    def add(self, sample: float) -> None:
+        if self.mean is None:
+            self.mean, self.deviation = sample, sample / 4.0
+            return
+        deviation = self.deviation if self.deviation is not None else 0.0
+        self.deviation = (1.0 - EMA_WEIGHT) * deviation + EMA_WEIGHT * abs(sample - self.mean)
+        self.mean = (1.0 - EMA_WEIGHT) * self.mean + EMA_WEIGHT * sample
+
+
+@dataclass
+class InstructionLatch:
+    """The instruction for the requests built from now on, and when it changed (None once a
+    request carried it)."""
+
+    text: Optional[str] = None
+    since: Optional[float] = None
 
 
 class Session:
@@ -57,17 +123,15 @@ class Session:
         # Set here, never rebound: read by any thread without a lock.
         self.model_id = model_id
         self.transport = transport
-        self.validate = validate
-        self.control_hz = control_hz
-        self.startup_timeout_s = startup_timeout_s
+        self.validate = ValidateMode(validate)
         self.on_warming = on_warming
-        self.max_in_flight = max_in_flight
-        self.playback_speed = playback_speed
+        self.defaults = RunDefaults(control_hz, startup_timeout_s, max_in_flight, playback_speed)
 
         # Owned by the driving thread (the holder of the Policy's driver guard): the steps
         # left of the last predict(). Other threads only take len(). A run clears it.
         self.buffer: deque[list[float]] = deque()
 
+        # Lock order 9: nothing is taken under it (calls are interrupted after its release).
         self._lock = threading.Lock()
         # Everything below is read and written under _lock.
         self._closed = False
@@ -78,15 +142,13 @@ class Session:
         # (row,) once fetched, row None when the catalogue does not list the model; None
         # until a fetch succeeded, so a failed fetch is retried by the next caller.
         self._spec: Optional[tuple[Optional[Model]]] = None
-        self._latency_ema: Optional[float] = None
-        self._latency_dev: Optional[float] = None
+        self._latency = LatencyAverage()
         # A chunk was received: later first requests need not wait out a cold start.
         self._served = False
         # ready() reported the model loaded: the next request measures plain round-trip
         # latency (no cold load inside it), so it may seed the latency average.
         self._seen_ready = False
-        self._latch: Optional[str] = None
-        self._latch_since: Optional[float] = None
+        self._latch = InstructionLatch()
 
     # -- lifecycle and calls ------------------------------------------------------------
 
@@ -163,7 +225,7 @@ class Session:
         if cached is not None:
             return cached[0]
         # Fetched outside the lock: two first callers may both fetch, and agree.
-        row = find_model(models(endpoint="act", transport=self.transport), self.model_id)
+        row = act_row(models(transport=self.transport), self.model_id)
         with self._lock:
             self._spec = (row,)
         return row
@@ -214,58 +276,47 @@ class Session:
     def latency_s(self) -> Optional[float]:
         """Average refill latency of warm requests (None before the first warm sample)."""
         with self._lock:
-            return self._latency_ema
+            return self._latency.mean
 
     @property
     def latency_high_s(self) -> Optional[float]:
         """A high refill latency: the average plus SPREAD_FACTOR average deviations."""
         with self._lock:
-            if self._latency_ema is None or self._latency_dev is None:
-                return None
-            return self._latency_ema + SPREAD_FACTOR * self._latency_dev
+            return self._latency.high
 
     def note_latency(self, sample: float) -> None:
         with self._lock:
-            ema = self._latency_ema
-            if ema is None:
-                self._latency_ema, self._latency_dev = sample, sample / 4.0
-                return
-            dev = self._latency_dev if self._latency_dev is not None else 0.0
-            self._latency_dev = (1.0 - EMA_WEIGHT) * dev + EMA_WEIGHT * abs(sample - ema)
-            self._latency_ema = (1.0 - EMA_WEIGHT) * ema + EMA_WEIGHT * sample
+            self._latency.add(sample)
 
     # -- the instruction latch ------------------------------------------------------------
 
     @property
     def instruction(self) -> Optional[str]:
         with self._lock:
-            return self._latch
+            return self._latch.text
 
     def set_instruction(self, text: str) -> None:
         """Latch ``text`` for every request built from now on (same text: no-op)."""
         with self._lock:
-            if text == self._latch:
-                return
-            self._latch = text
-            self._latch_since = time.monotonic()
+            if text != self._latch.text:
+                self._latch.text, self._latch.since = text, time.monotonic()
 
     def clear_instruction(self) -> None:
         with self._lock:
-            self._latch = None
-            self._latch_since = None
+            self._latch.text = self._latch.since = None
 
     def take_instruction(self) -> tuple[Optional[str], Optional[float]]:
         """The latched text, and when it changed if no request has carried it yet."""
         with self._lock:
-            text, since = self._latch, self._latch_since
-            self._latch_since = None
+            text, since = self._latch.text, self._latch.since
+            self._latch.since = None
         return text, since
 
     # -- requests -------------------------------------------------------------------------
 
     def check_observation(self, observation: Observation) -> None:
         """Pre-send check against the catalogue (validate="warn"|"strict"; "off" skips)."""
-        if self.validate == "off":
+        if self.validate is ValidateMode.OFF:
             return
         model = self.spec_or_none()
         if model is None:
@@ -288,7 +339,7 @@ class Session:
             + "\n  - ".join(problems)
             + f"\n{consequence}; build observations with sequence_ai.observation(model, ...)"
         )
-        if self.validate == "strict":
+        if self.validate is ValidateMode.STRICT:
             raise InvalidRequest(message)
         warnings.warn(message, UserWarning, stacklevel=4)
 

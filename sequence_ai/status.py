@@ -6,6 +6,8 @@ import sys
 from enum import Enum
 from typing import Callable, Optional, Union
 
+from .events import RowPlayed, RunEnded, RunEvent, RunStarted, UnderrunBegan
+
 __all__ = ["PROGRESS_MODES", "Progress", "RunStatus", "StatusReporter"]
 
 # progress= of run(): "auto" shows the line only when stderr is a terminal.
@@ -35,7 +37,8 @@ LABELS = {
 
 
 class StatusReporter:
-    """Reports each change of status once. Driving thread only."""
+    """Reports each change of status once: an observer of the run's events, all of which it
+    reads are published on the driving thread."""
 
     def __init__(
         self, on_status: Optional[Callable[[RunStatus], object]], progress: Progress
@@ -59,3 +62,17 @@ class StatusReporter:
             sys.stderr.flush()
         if self._on_status is not None:
             self._on_status(state)
+
+    def on_event(self, event: RunEvent) -> None:
+        """The status the run's events imply: starting, running, waiting (an underrun), done."""
+        state = _STATES.get(type(event))
+        if state is not None:
+            self.report(state)
+
+
+_STATES: dict[type[RunEvent], RunStatus] = {
+    RunStarted: RunStatus.STARTING,
+    RowPlayed: RunStatus.RUNNING,
+    UnderrunBegan: RunStatus.WAITING,
+    RunEnded: RunStatus.DONE,
+}

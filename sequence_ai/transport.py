@@ -261,6 +261,7 @@ class Transport:
         # Set by close() from any thread; a call racing it fails as "closed" either way.
         self._closed = False
         # Written by whichever thread's request opened a connection, under _count_lock.
+        # Lock order: a leaf (nothing is taken under it).
         self._count_lock = threading.Lock()
         self._connections_opened = 0
         self._watch = DeadlineWatch(self._socket_of)

@@ -9,6 +9,7 @@ from typing import List, Optional, Sequence
 
 from sequence_ai_gateway import DEFAULT_HOST, DEFAULT_PORT, DEVELOPMENT_KEY
 from sequence_ai_gateway.serving import NETWORK_MS, NETWORK_SPREAD, PER_KB_MS
+from sequence_ai_gateway.training import DEFAULT_BALANCE_USD, DEFAULT_TRAIN_SECONDS, EXECUTORS
 
 KEYS_ENV = "SEQUENCES_GATEWAY_KEYS"
 
@@ -56,6 +57,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help="model load time; 0 = models start warm (default 0)")
     parser.add_argument("--keep-warm-s", type=float, default=600.0,
                         help="idle time after which a model goes cold (default 600)")
+    training = parser.add_argument_group(
+        "fine-tuning", "/v1/train jobs, kept per key (docs/gateway.md)")
+    training.add_argument("--train-executor", choices=EXECUTORS, default="manual",
+                          help="manual: jobs stay queued, as the service picks them up by hand; "
+                               "sim: queued -> running -> succeeded over --train-seconds, then "
+                               "the tuned model is served (default %(default)s)")
+    training.add_argument("--train-seconds", type=float, default=DEFAULT_TRAIN_SECONDS,
+                          metavar="S", help="length of a simulated run (default %(default)s)")
+    training.add_argument("--train-balance-usd", type=float, default=DEFAULT_BALANCE_USD,
+                          metavar="USD", help="each key's starting balance; a succeeded job "
+                          "spends its quote, and at zero a submit is refused 402 "
+                          "(--broke-key keys start at zero; default %(default)s)")
     parser.add_argument("--policy", action="append", default=[], metavar="MODULE:FACTORY",
                         help="serve a plug-in policy as well (repeatable)")
     parser.add_argument("--log-level", default="info",
@@ -99,6 +112,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             workers=args.workers,
             cold_start_s=args.cold_start_s,
             keep_warm_s=args.keep_warm_s,
+            train_executor=args.train_executor,
+            train_seconds=args.train_seconds,
+            train_balance_usd=args.train_balance_usd,
         )
         server = GatewayServer(gateway, host=args.host, port=args.port, tls=args.tls,
                                tls_dir=args.tls_dir, log_level=args.log_level)

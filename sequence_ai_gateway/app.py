@@ -9,7 +9,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from sequence_ai_gateway.core import Gateway
 from sequence_ai_gateway.middleware import BodyLimitAndCounters
 from sequence_ai_gateway.responses import AsciiJSONResponse, http_error, validation_error
-from sequence_ai_gateway.routes import act, control, health, models, ready
+from sequence_ai_gateway.routes import act, chat, control, health, models, ready, train
 
 
 def create_app(gateway: Gateway) -> FastAPI:
@@ -21,7 +21,7 @@ def create_app(gateway: Gateway) -> FastAPI:
     )
     app.state.gateway = gateway
     # Inclusion order is the order of /openapi.json's paths.
-    for module in (health, models, ready, act, control):
+    for module in (health, models, ready, act, chat, train, control):
         app.include_router(module.router)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)

@@ -250,7 +250,8 @@ def complete_row(row: Dict[str, Any]) -> Dict[str, Any]:
         raise ValueError(
             f"catalogue row {name}: 'endpoint' is {out['endpoint']!r}, expected one of {ENDPOINTS}"
         )
-    for key in ("action_dim", "control_hz"):
+    # Only motion rows need a width and a rate: a chat row has neither.
+    for key in ("action_dim", "control_hz") if out["endpoint"] == "act" else ():
         value = out[key]
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
             raise ValueError(f"catalogue row {name}: {key!r} must be positive, got {value!r}")
@@ -275,7 +276,18 @@ class Catalogue:
             self._rows[row["id"]] = row
 
     def rows(self, endpoint: Optional[str] = None) -> List[Dict[str, Any]]:
-        return [copy.deepcopy(r) for r in self._rows.values() if endpoint in (None, r["endpoint"])]
+        # A copy of the values first: a tuned model may be added from another thread.
+        rows = list(self._rows.values())
+        return [copy.deepcopy(r) for r in rows if endpoint in (None, r["endpoint"])]
+
+    def add(self, row: Dict[str, Any]) -> None:
+        """Serve one more row (a tuned model); its id must be new."""
+        if row["id"] in self._rows:
+            raise ValueError(f"catalogue: model id {row['id']!r} is served twice")
+        self._rows[row["id"]] = row
+
+    def remove(self, model_id: str) -> None:
+        self._rows.pop(model_id, None)
 
     def ids(self) -> List[str]:
         return list(self._rows)

@@ -12,6 +12,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, 
 from sequence_ai_gateway import DEVELOPMENT_KEY
 from sequence_ai_gateway.catalogue import Catalogue, complete_row, short_id
 from sequence_ai_gateway.faults import Fault, FaultBook, make_fault
+from sequence_ai_gateway.planner_model import SimulatedPlanner
 from sequence_ai_gateway.policies import builtin_policies
 from sequence_ai_gateway.serving import (
     NETWORK_MS,
@@ -21,8 +22,15 @@ from sequence_ai_gateway.serving import (
     ModelServer,
     WarmthSettings,
 )
+from sequence_ai_gateway.training import (
+    DEFAULT_BALANCE_USD,
+    DEFAULT_TRAIN_SECONDS,
+    Trainer,
+    TrainJob,
+    tuned_row,
+)
 
-ENDPOINT_COUNTERS = ("health", "models", "ready", "act")
+ENDPOINT_COUNTERS = ("health", "models", "ready", "act", "chat")
 # Used when the ``warming`` fault names no duration and the gateway has no cold start.
 DEFAULT_FORCED_WARMING_S = 1.0
 
@@ -62,8 +70,13 @@ class Gateway:
         cold_start_s: float = 0.0,
         keep_warm_s: float = 600.0,
         seed: int = 0,
+        train_executor: str = "manual",
+        train_seconds: float = DEFAULT_TRAIN_SECONDS,
+        train_balance_usd: float = DEFAULT_BALANCE_USD,
     ) -> None:
-        served = list(builtin_policies() if policies is None else policies) + list(extra_policies)
+        if policies is None:
+            policies = [*builtin_policies(), SimulatedPlanner()]
+        served = list(policies) + list(extra_policies)
         rows = [complete_row(p.row) for p in served]
         self.catalogue = Catalogue(rows)
         self.api_keys: List[str] = list(api_keys) if api_keys else [DEVELOPMENT_KEY]
@@ -82,6 +95,9 @@ class Gateway:
             for row, policy in zip(rows, served)
         }
         self.faults = FaultBook()
+        self.training = Trainer(executor=train_executor, seconds=train_seconds,
+                                balance_usd=train_balance_usd, broke_keys=self.broke_keys,
+                                on_success=lambda job: _serve_tuned(self, job))
         # _lock guards the counters below and _waits; routes run on the server's event loop,
         # the control API on any thread.
         self._lock = threading.Lock()
@@ -141,7 +157,7 @@ class Gateway:
                 "requests": dict(self._requests),
                 "bytes_received": self._bytes_received,
             }
-        models = {short_id(k): s.counters() for k, s in self.servers.items()}
+        models = {short_id(k): s.counters() for k, s in list(self.servers.items())}
         out["queue_depth"] = {name: m["queue_depth"] for name, m in models.items()}
         out["max_queue_depth"] = {name: m["max_queue_depth"] for name, m in models.items()}
         out["models"] = models
@@ -149,6 +165,7 @@ class Gateway:
 
     # --- control ------------------------------------------------------------------------------
     def server_for(self, model: str) -> ModelServer:
+        self.training.settle()
         row = self.catalogue.find(model)
         if row is None:
             raise ValueError(
@@ -221,6 +238,9 @@ class Gateway:
             self._requests = {name: 0 for name in ENDPOINT_COUNTERS}
             self._bytes_received = 0
             self._connections = 0
+        for model_id in self.training.reset():  # the tuned models go with their jobs
+            self.catalogue.remove(model_id)
+            self.servers.pop(model_id, None)
         for server in self.servers.values():
             server.reset_warmth()
             server.reset_counters()
@@ -266,3 +286,12 @@ class Gateway:
                 loop.call_soon_threadsafe(event.set)
             except RuntimeError:  # that loop has closed: nothing is waiting on it any more
                 pass
+
+
+def _serve_tuned(gateway: Gateway, job: TrainJob) -> None:
+    """A succeeded job's model: the base's row and simulated policy under the job's id."""
+    base = gateway.servers[job.base_model]
+    row = tuned_row(base.row, job)
+    gateway.servers[row["id"]] = ModelServer(row, base.policy, gateway.latency, gateway.warmth,
+                                             random.Random(job.id), base.workers)
+    gateway.catalogue.add(row)

@@ -8,7 +8,7 @@ import math
 import threading
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Collection, Dict, List, Mapping, Optional
 
 from sequence_ai_gateway.catalogue import full_model_id
 
@@ -279,12 +279,23 @@ class FaultBook:
         with self._lock:
             return list(self._pending)
 
-    def take(self, model_id: str, endpoint: str = "act") -> Optional[Fault]:
-        """Consume one use of the first fault of ``endpoint`` that applies to ``model_id``."""
+    def take(
+        self,
+        model_id: str,
+        kinds: Optional[Collection[FaultKind]] = None,
+        *,
+        endpoint: str = "act",
+        named_only: bool = False,
+    ) -> Optional[Fault]:
+        """Consume one use of the first fault of ``endpoint`` that applies to ``model_id``.
+        Chat takes only the act ``kinds`` it can apply, and only faults naming its model
+        (``named_only``): a fault for every model stays a fault of act calls."""
+        wanted = (model_id,) if named_only else (None, model_id)
         with self._lock:
             for i, fault in enumerate(self._pending):
-                if (fault.model in (None, model_id)
-                        and ENDPOINT_OF_KIND.get(fault.kind, "act") == endpoint):
+                if (fault.model in wanted
+                        and ENDPOINT_OF_KIND.get(fault.kind, "act") == endpoint
+                        and (kinds is None or fault.kind in kinds)):
                     if fault.count <= 1:
                         del self._pending[i]
                     else:

@@ -15,6 +15,7 @@ _COUNTED_PATHS = {
     "/v1/models": "models",
     "/v1/act/ready": "ready",
     "/v1/act": "act",
+    "/v1/chat": "chat",
 }
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 # Nested optionals accept explicit null like absent.
@@ -38,6 +38,24 @@ class ActRequest(BaseModel):
     seed: Optional[int] = None
 
 
+# Strict (no "3" for 3, no 2.0 for a count) and closed: an unknown key is a 422 (§1.7).
+class TrainConfigIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    epochs: Optional[float] = Field(None, gt=0, le=100)
+    frames: Optional[int] = Field(None, ge=1, le=1_000_000_000)
+    rank: Optional[int] = Field(None, ge=1, le=256)
+    steps: Optional[int] = Field(None, ge=1, le=1_000_000)
+    learning_rate: Optional[float] = Field(None, gt=0, lt=1)
+
+
+class TrainRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    base_model: str = Field(min_length=1)
+    dataset: str = Field(min_length=1)
+    method: Literal["lora"]
+    config: Optional[TrainConfigIn] = None
+
+
 class ErrorBody(BaseModel):
     """Every error answer (§1.9): a string, an object (warming 503) or a list (422)."""
 
@@ -49,8 +67,11 @@ _ERROR_MEANING = {
          "outside the trained aspect ratio, or a model served on another endpoint",
     401: "API key missing or unknown",
     402: "balance exhausted",
-    404: "unknown model",
+    404: "unknown model, or a training job unknown to this key",
+    409: "the training job already ended (succeeded, failed or cancelled)",
     413: "request body over 2 MB",
+    422: "request body refused by its schema (an unknown key, a value out of range), or a "
+         "training request on a base that is not fine-tunable or an unusable dataset",
     503: "model warming up (detail.status 'warming_up' and Retry-After) or unavailable",
     504: "upstream timed out",
 }

@@ -20,7 +20,7 @@ from typing import Protocol
 from sequence_ai_ros import safety
 from sequence_ai_ros.chunk_trajectory import TrajectoryPlan, plan_chunk
 from sequence_ai_ros.commands import CommandMode, Interface
-from sequence_ai_ros.observations import JointSnapshot, StaleObservation
+from sequence_ai_ros.observations import JointSnapshot, StaleObservation, check_camera_age
 from sequence_ai_ros.parameters import NodeConfig
 
 
@@ -129,6 +129,8 @@ class ArmGate:
         self._period_s = period_s
         self._log = log
         self._clock = clock
+        # Lock order 2: held while the cache's take lock (3), the camera lock (4), the
+        # cache's lock (5) and the command publisher's (7) are taken.
         self._lock = threading.Lock()
         # The running goal's rules; None while no goal runs.
         self._rules: MotionRules | None = None
@@ -339,13 +341,8 @@ class ArmGate:
         due = math.inf
         for view in rules.camera_views:
             age = ages.get(view)
-            if age is None:
-                raise StaleObservation(f"camera {view}: no image received yet")
-            if age > rules.max_image_age_s:
-                raise StaleObservation(
-                    f"camera {view}: newest image is {age:.3f} s old; max_image_age_s is "
-                    f"{rules.max_image_age_s:.3f}"
-                )
+            check_camera_age(view, age, rules.max_image_age_s)
+            assert age is not None
             due = min(due, now + rules.max_image_age_s - age)
         self._cameras_due_s = due
 

@@ -71,6 +71,7 @@ class Cameras:
             use_global_arguments=False,
             start_parameter_services=False,
         )
+        # Lock order 4: nothing is taken under it.
         self._lock = threading.Lock()
         self._subscriptions: dict[str, Subscription] = {}
         for view, (topic, msg_type) in topics.items():

@@ -6,7 +6,6 @@ goes through the gate's checks first.
 
 from __future__ import annotations
 
-import enum
 import threading
 import time
 from collections import deque
@@ -21,7 +20,17 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from sequence_ai_ros.chunk_trajectory import TrajectoryPlan
-from sequence_ai_ros.parameters import FLOAT64_MULTI_ARRAY, JOINT_STATE, JOINT_TRAJECTORY
+
+# Interface and CommandMode are the parameter layer's; imported from here too.
+from sequence_ai_ros.parameters import (
+    FLOAT64_MULTI_ARRAY,
+    JOINT_STATE,
+    JOINT_TRAJECTORY,
+    CommandMode,
+    Interface,
+)
+
+__all__ = ["COMMAND_QOS", "CommandMode", "CommandPublisher", "Interface"]
 
 # Controllers subscribe reliable; depth 1 because only the newest command matters.
 COMMAND_QOS = QoSProfile(
@@ -36,20 +45,6 @@ _MESSAGE_TYPES = {
     JOINT_TRAJECTORY: JointTrajectory,
     JOINT_STATE: JointState,
 }
-
-
-class Interface(str, enum.Enum):
-    """What an arm command carries (the `command_interface` parameter)."""
-
-    POSITION = "position"
-    VELOCITY = "velocity"
-
-
-class CommandMode(str, enum.Enum):
-    """How the arm is commanded (the `command_mode` parameter, `auto` resolved)."""
-
-    STEP = "step"  # one command per control period
-    CHUNK = "chunk"  # each chunk as one timed JointTrajectory
 
 
 def _duration(seconds: float) -> Duration:
@@ -69,7 +64,7 @@ class CommandPublisher:
         node: LifecycleNode,
         *,
         joint_names: Sequence[str],
-        interface: str,
+        interface: Interface,
         command_topic: str,
         command_type: str,
         gripper_topic: str,
@@ -88,6 +83,7 @@ class CommandPublisher:
             if gripper_topic
             else None
         )
+        # Lock order 7: nothing of ours is taken under it.
         self._lock = threading.Lock()
         self._sent: deque[float] = deque(maxlen=256)
 

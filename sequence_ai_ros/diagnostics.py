@@ -49,6 +49,7 @@ class HealthRecord:
     thread, read by the 1 Hz diagnostics timer. `_lock` guards `_health` and `_latencies_s`."""
 
     def __init__(self) -> None:
+        # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
         self._health = Health()
         self._latencies_s: deque[float] = deque(maxlen=200)

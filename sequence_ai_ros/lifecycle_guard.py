@@ -60,7 +60,9 @@ class ConfigureProbe:
     to finish. `_probe` and `_aborted` are guarded by `_lock`."""
 
     def __init__(self) -> None:
+        # Lock order: a leaf (the probe is closed after its release).
         self._lock = threading.Lock()
+        # Lock order 0: held for a whole configure, so everything configure takes is below it.
         self._busy = threading.Lock()
         self._probe: sequence_ai.Policy | None = None
         self._aborted = False

@@ -3,52 +3,45 @@
 from __future__ import annotations
 
 from sequence_ai import Model
+from sequence_ai.controllers import Controller, joint_position_problem
+from sequence_ai_ros.commands import Interface
 from sequence_ai_ros.parameters import NodeConfig
 
-# Action spaces whose rows (after the client's conversion) are absolute joint positions.
-_ABSOLUTE_JOINT_SPACES = ("joint_absolute", "joint_position", "joint_pos")
 
-
-def controller_for(config: NodeConfig, model: Model) -> tuple[str | None, list[str]]:
+def controller_for(config: NodeConfig, model: Model) -> tuple[Controller | None, list[str]]:
     """The client `controller=` for this model and command interface, or the reasons it has none.
 
-    position: absolute joint rows as they come (prepared), or joint_delta rows through the
-    model's verified joint_position conversion (reference = joints at request time).
+    position: joint position rows, as the client reads the catalogue row (absolute joint rows
+    as they come, or joint_delta rows through the verified state_at_request conversion).
     velocity: joint_delta rows are normalised joint velocities; the node scales them.
     """
+    if config.interface is Interface.POSITION:
+        problem = joint_position_problem(model)
+        if problem is not None:
+            return None, [f"command_interface position: {problem}"]
+        return Controller.JOINT_POSITION, []
     space = (model.action_space or "").lower()
-    semantics = model.action_semantics or {}
-    conversion = (semantics.get("conversions") or {}).get("joint_position")
-    if config.command_interface == "position":
-        if space in _ABSOLUTE_JOINT_SPACES:
-            return "joint_position", []
-        if space == "joint_delta":
-            if not isinstance(conversion, dict):
-                return None, [
-                    f"command_interface position: model {model.short_id} emits joint_delta rows "
-                    "and its catalogue row declares no verified joint_position conversion"
-                ]
-            if conversion.get("reference") != "state_at_request":
-                return None, [
-                    f"command_interface position: model {model.short_id}'s joint_position "
-                    f"conversion uses reference {conversion.get('reference')!r}; expected "
-                    "'state_at_request'"
-                ]
-            return "joint_position", []
-        return None, [
-            f"command_interface position: model {model.short_id} action space {space!r} has no "
-            "joint position meaning; expected joint_delta or joint_absolute"
-        ]
     if space == "joint_delta":
-        return "native", []
+        return Controller.NATIVE, []
     return None, [
         f"command_interface velocity: model {model.short_id} action space {space!r} is not "
         "a joint velocity; expected joint_delta (use command_interface position)"
     ]
 
 
+def fit(config: NodeConfig, model: Model) -> tuple[Controller | None, list[str]]:
+    """The controller the goals run with, and every mismatch between the parameters and the
+    model's catalogue row (none when the controller is not None)."""
+    controller, problems = controller_for(config, model)
+    return controller, _row_problems(config, model) + problems
+
+
 def fit_problems(config: NodeConfig, model: Model) -> list[str]:
     """Every mismatch between the parameters and the model's catalogue row."""
+    return fit(config, model)[1]
+
+
+def _row_problems(config: NodeConfig, model: Model) -> list[str]:
     problems = []
     if not model.control_hz or model.control_hz <= 0:
         problems.append(
@@ -68,10 +61,10 @@ def fit_problems(config: NodeConfig, model: Model) -> list[str]:
             f"camera_views {list(config.camera_views)} do not match model {model.short_id} "
             f"views {list(declared)} ({'; '.join(detail)})"
         )
-    layout = model.state_layout
-    if layout is not None:
-        joints_expected = int(layout.get("joint_positions", 0))
-        gripper_expected = int(layout.get("gripper", 0))
+    # The client reads the layout; the node only words the mismatch in its parameters.
+    split = model.state_split
+    if split is not None:
+        joints_expected, gripper_expected = split
         if len(config.joint_names) != joints_expected:
             problems.append(
                 f"joint_names has {len(config.joint_names)} joints; model {model.short_id} "
@@ -91,6 +84,4 @@ def fit_problems(config: NodeConfig, model: Model) -> list[str]:
                 f"joint_names plus gripper_joint give {given} state values; model "
                 f"{model.short_id} state_dim is {model.state_dim}"
             )
-    _, interface_problems = controller_for(config, model)
-    problems.extend(interface_problems)
     return problems

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import math
-import os
 import signal
-import stat
 import sys
 import threading
 import time
@@ -30,23 +28,17 @@ from rclpy.qos import (
     qos_profile_action_status_default,
 )
 from rclpy.signals import SignalHandlerOptions
-from sensor_msgs.msg import CompressedImage, Image
 
-import sequence_ai
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros import parameters
-from sequence_ai_ros.arm import ArmGate, MotionRules
-from sequence_ai_ros.cameras import Cameras
-from sequence_ai_ros.commands import CommandMode, CommandPublisher
+from sequence_ai_ros.arm import MotionRules
+from sequence_ai_ros.configuration import Configured, ConfigureError, configure
 from sequence_ai_ros.diagnostics import HealthRecord, build_array
 from sequence_ai_ros.goal_text import shown
 from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
-from sequence_ai_ros.joint_feed import JointFeed
 from sequence_ai_ros.lifecycle_guard import ConfigureProbe, guard_change_state
-from sequence_ai_ros.model_fit import controller_for, fit_problems
-from sequence_ai_ros.observations import ObservationCache
 from sequence_ai_ros.parameters import NodeConfig
-from sequence_ai_ros.readiness import ReadinessWatch
+from sequence_ai_ros.readiness import Readiness
 
 NODE_NAME = "sequence_ai"
 # A running goal stops within one control period plus one interruptible wait.
@@ -71,27 +63,19 @@ ACTION_SERVICE_QOS = QoSProfile(
 )
 
 
-class ConfigureError(RuntimeError):
-    """A parameter, the key, the service or the model does not allow configuring."""
-
-
 class SequenceAiNode(LifecycleNode):
     """Drives an arm with a cloud VLA model; see docs/node.md ("Threads").
 
     Spun by one `SingleThreadedExecutor` (main()): its callbacks never block on a goal or an
     image, and on the network only in configure's catalogue probe, bounded by
     configure_timeout_s. Lifecycle callbacks run on that thread and own every field; `_lock`
-    guards the ones other threads read: `_accepting`, `_runner`, `_cache`, `_gate`,
+    guards the ones other threads read: `_accepting`, `_configured` (configuration.py),
     `_open_executes` (the goal, cancel, diagnostics and idle-hold callbacks, the driving
     thread's `_wake`). Entities the executor takes from (the command publishers) are created and
     destroyed only by lifecycle callbacks, on the executor's thread, or by `destroy_node()` once
-    nothing spins the node. Sensors live on nodes of their own: joint
-    states on a small executor's thread (joint_feed.py), camera subscriptions on a node nothing
-    spins (cameras.py).
-
-    The readiness watch (readiness.py; from activate until the model is loaded) shares the
-    goals' Policy: `Policy.ready()` is safe from any thread beside a running goal (the Session
-    keeps its state under its own lock, the transport's connection pool is thread-safe).
+    nothing spins the node. Sensors live on nodes of their own: joint states on a small
+    executor's thread (joint_feed.py), camera subscriptions on a node nothing spins
+    (cameras.py). The readiness thread is readiness.py's.
     """
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
@@ -103,21 +87,16 @@ class SequenceAiNode(LifecycleNode):
             parameters.validation_callback(self._parameter_values, self._configured_as)
         )
         self.health = HealthRecord()
+        # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
         self._accepting = False
-        self._runner: GoalRunner | None = None
-        self._cache: ObservationCache | None = None
-        # The only publisher of arm commands: it owns the CommandPublisher.
-        self._gate: ArmGate | None = None
-        self._cameras: Cameras | None = None
-        self._joints: JointFeed | None = None
-        self._policy: sequence_ai.Policy | None = None
+        self._configured: Configured | None = None
         # Destroyers of entities a teardown off the executor's thread had to leave; run by the
         # next lifecycle callback (or left to destroy_node()).
         self._orphans: list[Callable[[], object]] = []
         # Goals whose `execute` has not returned yet: the executor must still send results.
         self._open_executes = 0
-        self._readiness = ReadinessWatch(self.health, self.get_logger().warning)
+        self._readiness = Readiness(self.health, self.get_logger(), _STOP_TIMEOUT_S)
         # The driving thread triggers it when a goal ends: the executor wakes and resumes the
         # goal's `execute`, which returns the result to rclpy.
         self._wake_guard = self.create_guard_condition(_nothing)
@@ -146,6 +125,9 @@ class SequenceAiNode(LifecycleNode):
         # Diagnostics run in every state so a failed configure is visible too.
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics)
+        # Its own timer, not the diagnostics': goals waiting behind a run that does not stop
+        # end BUSY after PREEMPT_WAIT_S (goals.py).
+        self._overdue_timer = self.create_timer(1.0, self._end_overdue)
         # The hold is one volatile message: a controller that (re)connects after a goal never
         # hears it, so an idle node sends it again (the gate decides whether it may). Made for
         # the node's life, at the rate configure reads; stopped until then.
@@ -174,7 +156,9 @@ class SequenceAiNode(LifecycleNode):
         with self._lock:
             self._accepting = True
         self.health.update(lifecycle="active")
-        self._readiness.start(self._policy)
+        with self._lock:
+            configured = self._configured
+        self._readiness.start(None if configured is None else configured.policy)
         self.get_logger().info("active: accepting act goals")
         return result
 
@@ -234,140 +218,16 @@ class SequenceAiNode(LifecycleNode):
     def _configure(self) -> None:
         self._destroy_orphans()
         config = NodeConfig.from_node(self)
-        problems = parameters.check_config(config)
-        if problems:
-            raise ConfigureError("; ".join(problems))
-        api_key = self._read_api_key(config.api_key_file)
-        try:
-            # Bounded by configure_timeout_s, and ended at once by a shutdown meanwhile.
-            probe = self._connect(config, api_key, None, timeout_s=config.configure_timeout_s)
-            with self._configuring.probing(probe):
-                model = probe.spec()
-        except (sequence_ai.SequencesError, ValueError) as exc:
-            raise ConfigureError(f"{type(exc).__name__}: {exc}") from exc
-        if model is None:
-            raise ConfigureError(
-                f"model {config.model!r} is not in the service's catalogue of act models"
-            )
-        problems = fit_problems(config, model)
-        controller, _ = controller_for(config, model)
-        if problems or controller is None:
-            raise ConfigureError("; ".join(problems))
-        if not model.control_hz or model.control_hz <= 0:
-            raise ConfigureError(f"model {model.short_id} has no control_hz in its catalogue row")
-        if problem := parameters.rate_problem(config, model.control_hz):
-            raise ConfigureError(problem)
-        # Played at the catalogue's rate, the rate every step is checked at, whatever a chunk
-        # says about itself.
-        self._policy = self._connect(config, api_key, control_hz=model.control_hz)
-        self.health.update(model=model.short_id)
-
-        # Frames are taken by whoever needs one, from a node nothing spins (cameras.py);
-        # topics are resolved here, with this node's namespace and remappings.
-        self._cameras = Cameras(
-            self.context,
-            self.get_name(),
-            self.get_namespace(),
-            {
-                view: (
-                    self.resolve_topic_name(topic),
-                    CompressedImage if transport == "compressed" else Image,
-                )
-                for view, topic, transport in zip(
-                    config.camera_views, config.camera_topics, config.camera_transports
-                )
-            },
-        )
-        cache = ObservationCache(
-            config.camera_views,
-            config.joint_names,
-            config.gripper_joint,
-            frames=self._cameras,
-            warn=self.get_logger().warning,
-        )
-        # Joint states flow at their full rate, straight into the cache, on their own thread.
-        self._joints = JointFeed(
-            self.context,
-            self.get_name(),
-            self.get_namespace(),
-            self.resolve_topic_name(config.joint_states_topic),
-            cache.store_joint_state,
-            self.get_logger(),
-        )
-        # The catalogue's period, fixed here: the step check and trajectory timing use it.
-        period_s = 1.0 / model.control_hz
-        gate = ArmGate(
-            CommandPublisher(
-                self,
-                joint_names=config.joint_names,
-                interface=config.command_interface,
-                command_topic=config.command_topic,
-                command_type=config.command_type,
-                gripper_topic=config.gripper_command_topic,
-                period_s=period_s,
-            ),
-            cache,
-            joints=len(config.joint_names),
-            period_s=period_s,
-            log=self.get_logger(),
-            mode=CommandMode(parameters.command_mode(config)),
-        )
-        runner = GoalRunner(
-            policy=self._policy,
-            model=model,
-            controller=controller,
-            cache=cache,
-            gate=gate,
-            health=self.health,
-            live_config=lambda: NodeConfig.from_node(self),
-            log=self.get_logger(),
+        configured = configure(
+            self, config, health=self.health, on_warming=self._on_warming,
+            probe=self._configuring,
             wake=self._wake_guard.trigger,
         )
         with self._lock:
-            self._cache, self._gate, self._runner = cache, gate, runner
+            self._configured = configured
         if config.hold_republish_hz > 0:
             self._republish_timer.timer_period_ns = round(1e9 / config.hold_republish_hz)
             self._republish_timer.reset()
-
-    def _connect(
-        self,
-        config: NodeConfig,
-        api_key: str | None,
-        control_hz: float | None,
-        **options: float,
-    ) -> sequence_ai.Policy:
-        return sequence_ai.connect(
-            config.model,
-            api_key=api_key,
-            base_url=config.base_url or None,
-            validate=config.validate_mode,
-            control_hz=control_hz,
-            startup_timeout_s=config.startup_timeout_s,
-            on_warming=self._on_warming,
-            **options,
-        )
-
-    def _read_api_key(self, path: str) -> str | None:
-        """The key from api_key_file; None lets the client read SEQUENCES_API_KEY.
-
-        Like ssh with a private key, a file that group or others may access is refused.
-        """
-        if not path:
-            return None
-        try:
-            with open(os.path.expanduser(path), encoding="utf-8") as handle:
-                mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
-                if mode & 0o077:
-                    raise ConfigureError(
-                        f"api_key_file {path!r} is accessible by group or others (mode "
-                        f"{mode:04o}); the key must be private to its owner: chmod 600 {path}"
-                    )
-                key = handle.read().strip()
-        except OSError as exc:
-            raise ConfigureError(f"api_key_file {path!r} cannot be read: {exc.strerror}") from exc
-        if not key:
-            raise ConfigureError(f"api_key_file {path!r} is empty; expected the API key")
-        return key
 
     def _teardown(self, *, destroy: bool) -> None:
         """Release the configuration. `destroy`: also destroy the entities an executor takes
@@ -375,25 +235,19 @@ class SequenceAiNode(LifecycleNode):
         left, gated off, to `destroy_node()`."""
         with self._lock:
             self._accepting = False
-            gate, runner, cameras = self._gate, self._runner, self._cameras
-            self._runner = self._cache = self._gate = self._cameras = None
-            joints, self._joints = self._joints, None
+            parts, self._configured = self._configured, None
         self._republish_timer.cancel()
-        self._stop_readiness()
-        if runner is not None:
-            runner.close(_STOP_TIMEOUT_S)
-        if cameras is not None:
-            cameras.destroy()
-        # After the runner: a goal's last hold is checked against fresh joints.
-        if joints is not None:
-            joints.destroy()
-        if gate is not None:
-            self._orphans.append(gate.destroy)
+        self._readiness.stop()
+        if parts is not None:
+            parts.runner.close(_STOP_TIMEOUT_S)
+            parts.cameras.destroy()
+            # After the runner: a goal's last hold is checked against fresh joints.
+            parts.joints.destroy()
+            self._orphans.append(parts.gate.destroy)
         if destroy:
             self._destroy_orphans()
-        if self._policy is not None:
-            self._policy.close()
-            self._policy = None
+        if parts is not None:
+            parts.policy.close()
 
     def _destroy_orphans(self) -> None:
         orphans, self._orphans = self._orphans, []
@@ -404,7 +258,7 @@ class SequenceAiNode(LifecycleNode):
 
     def _on_goal(self, goal: Act.Goal) -> GoalResponse:
         with self._lock:
-            accepting = self._accepting and self._runner is not None
+            accepting = self._accepting and self._configured is not None
         if not accepting:
             state = self.health.snapshot().lifecycle
             self.get_logger().warning(
@@ -419,8 +273,7 @@ class SequenceAiNode(LifecycleNode):
         return GoalResponse.ACCEPT
 
     def _on_accepted(self, handle: ServerGoalHandle) -> None:
-        with self._lock:
-            runner = self._runner
+        runner = self._runner()
         if runner is not None:
             runner.accept(handle)
         else:
@@ -430,7 +283,7 @@ class SequenceAiNode(LifecycleNode):
     async def _execute(self, handle: ServerGoalHandle) -> Act.Result:
         """Await the goal's end on the driving thread; the executor's thread never blocks."""
         with self._lock:
-            runner = self._runner
+            runner = None if self._configured is None else self._configured.runner
             if runner is not None:
                 self._open_executes += 1
         if runner is None:
@@ -448,52 +301,56 @@ class SequenceAiNode(LifecycleNode):
                 self._open_executes -= 1
 
     def _on_cancel(self, handle: ServerGoalHandle) -> CancelResponse:
-        with self._lock:
-            runner = self._runner
+        runner = self._runner()
         if runner is not None:
             runner.cancel(handle)
         return CancelResponse.ACCEPT
 
     def _on_goal_statuses(self, _msg: GoalStatusArray) -> None:
-        with self._lock:
-            runner = self._runner
+        runner = self._runner()
         if runner is not None:
             runner.goal_states_changed()
 
     def _stop_goals(self, cause: StopCause) -> None:
         with self._lock:
             self._accepting = False
-            runner = self._runner
-        self._stop_readiness()
+            runner = None if self._configured is None else self._configured.runner
+        self._readiness.stop()
         if runner is not None and not runner.stop_all(cause, _STOP_TIMEOUT_S):
             self.get_logger().error(f"a goal did not stop within {_STOP_TIMEOUT_S:g} s")
 
     def _on_warming(self, waited_s: float, eta_s: float | None) -> None:
         self.health.update(ready=False, warming_eta_s=eta_s)
-        with self._lock:
-            runner = self._runner
+        runner = self._runner()
         if runner is not None and eta_s is not None:
             runner.set_warming(max(0.0, eta_s - waited_s))
 
     # ----- readiness and diagnostics -----
 
-    def _stop_readiness(self) -> None:
-        self._readiness.stop()
-
     def _republish_hold(self) -> None:
         with self._lock:
-            gate = self._gate if self._accepting else None
-        if gate is None:
+            configured = self._configured if self._accepting else None
+        if configured is None:
             return
+        gate = configured.gate
         config = NodeConfig.from_node(self)
         if config.hold_between_goals:
             gate.republish_hold(MotionRules.from_config(config))
 
-    def _publish_diagnostics(self) -> None:
+    def _runner(self) -> GoalRunner | None:
         with self._lock:
-            cache, gate, runner = self._cache, self._gate, self._runner
+            return None if self._configured is None else self._configured.runner
+
+    def _end_overdue(self) -> None:
+        runner = self._runner()
         if runner is not None:
             runner.end_overdue()
+
+    def _publish_diagnostics(self) -> None:
+        with self._lock:
+            configured = self._configured
+        cache = None if configured is None else configured.cache
+        gate = None if configured is None else configured.gate
         self._diagnostics.publish(
             build_array(
                 self.health,

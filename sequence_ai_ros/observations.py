@@ -8,7 +8,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -24,6 +24,31 @@ from sequence_ai_ros.image_conversion import ImageConversionError, to_array
 # check (a frame period and a control period fit in it).
 _FRESH_S = 0.1
 _RETAKE_MARGIN_S = 0.1
+
+
+@dataclass
+class _JointStateSeen:
+    """What the joint_states messages brought so far (under the cache's `_lock`)."""
+
+    # joint name → (position, receive time); only the joints the model uses.
+    positions: dict[str, tuple[float, float]] = field(default_factory=dict)
+    received: float | None = None
+    stamp: float = 0.0
+    names: tuple[str, ...] = ()
+    # Why the last message was unusable ("" when it was usable).
+    problem: str = ""
+
+
+def check_camera_age(view: str, age_s: float | None, max_age_s: float) -> None:
+    """The one freshness rule of a camera, for a request's frames and for the gate's check:
+    StaleObservation when `view` has no frame (`age_s` None) or one older than `max_age_s`."""
+    if age_s is None:
+        raise StaleObservation(f"camera {view}: no image received yet")
+    if age_s > max_age_s:
+        raise StaleObservation(
+            f"camera {view}: newest image is {age_s:.3f} s old; max_image_age_s is "
+            f"{max_age_s:.3f}"
+        )
 
 
 class StaleObservation(RuntimeError):
@@ -102,20 +127,18 @@ class ObservationCache:
         self._clock = clock
         self._frames = frames
         self._warn = warn
+        # Lock order 3: the camera lock (4), this cache's _lock (5) and, from a first
+        # frame's listener, the goal runner's condition (6) are taken under it.
         self._take_lock = threading.Lock()
         self._clocks = {view: _FrameClock() for view in self._views}
         self._late_warned = False
         # Guards every field below; listeners are called after it is released.
+        # Lock order 5: nothing is taken under it (listeners run after its release).
         self._lock = threading.Lock()
         self._retake_after_s = _FRESH_S
         self._listeners: list[Callable[[], None]] = []
         self._images: dict[str, Cached] = {}
-        # joint name → (position, receive time); only the joints the model uses.
-        self._joints: dict[str, tuple[float, float]] = {}
-        self._joint_state_received: float | None = None
-        self._joint_state_stamp = 0.0
-        self._joint_names_seen: tuple[str, ...] = ()
-        self._joint_problem = ""
+        self._joint_state = _JointStateSeen()
 
     def store_image(
         self, view: str, msg: Image | CompressedImage, received_s: float | None = None
@@ -204,8 +227,8 @@ class ObservationCache:
         self.take_frames(older_than_s=math.inf)
         with self._lock:
             views = [f"camera {v}" for v in self._views if v not in self._images]
-            received = self._joint_state_received is not None
-            absent = [n for n in sorted(self._wanted) if n not in self._joints]
+            received = self._joint_state.received is not None
+            absent = [n for n in sorted(self._wanted) if n not in self._joint_state.positions]
         if not received:
             return [*views, "joint_states"]
         return views + ([f"joint_states {', '.join(absent)}"] if absent else [])
@@ -216,7 +239,7 @@ class ObservationCache:
         if len(msg.position) != len(names):
             problem = f"joint_states has {len(names)} names but {len(msg.position)} positions"
             with self._lock:
-                self._joint_problem = problem
+                self._joint_state.problem = problem
             return
         updates = {
             name: (float(value), received)
@@ -224,12 +247,11 @@ class ObservationCache:
             if name in self._wanted
         }
         with self._lock:
-            first = self._joint_state_received is None or not self._wanted <= set(self._joints)
-            self._joints.update(updates)
-            self._joint_state_received = received
-            self._joint_state_stamp = _stamp_seconds(msg)
-            self._joint_names_seen = names
-            self._joint_problem = ""
+            seen = self._joint_state
+            first = seen.received is None or not self._wanted <= set(seen.positions)
+            seen.positions.update(updates)
+            seen.received, seen.stamp, seen.names = received, _stamp_seconds(msg), names
+            seen.problem = ""
             listeners = list(self._listeners) if first else []
         for listener in listeners:
             listener()
@@ -245,7 +267,7 @@ class ObservationCache:
         now = self._clock()
         with self._lock:
             images = dict(self._images)
-            joints = self._joint_state_received
+            joints = self._joint_state.received
         result: dict[str, float | None] = {
             view: (now - images[view].received_s) if view in images else None
             for view in self._views
@@ -260,7 +282,7 @@ class ObservationCache:
         """
         with self._lock:
             stamps = [self._images[v].stamp_s for v in self._views if v in self._images]
-            stamps.append(self._joint_state_stamp)
+            stamps.append(self._joint_state.stamp)
         if len(stamps) != len(self._views) + 1 or not all(stamps):
             return None
         return max(stamps) - min(stamps)
@@ -275,14 +297,8 @@ class ObservationCache:
             entries = {view: self._images.get(view) for view in self._views}
         frames = {}
         for view, entry in entries.items():
-            if entry is None:
-                raise StaleObservation(f"camera {view}: no image received yet")
-            age = now - entry.received_s
-            if age > max_age_s:
-                raise StaleObservation(
-                    f"camera {view}: newest image is {age:.3f} s old; max_image_age_s is "
-                    f"{max_age_s:.3f}"
-                )
+            check_camera_age(view, None if entry is None else now - entry.received_s, max_age_s)
+            assert entry is not None
             try:
                 frames[view] = to_array(entry.msg)
             except ImageConversionError as exc:
@@ -302,10 +318,10 @@ class ObservationCache:
     def _snapshot(self) -> JointSnapshot:
         now = self._clock()
         with self._lock:
-            values = dict(self._joints)
-            seen = self._joint_names_seen
-            problem = self._joint_problem
-            received = self._joint_state_received
+            values = dict(self._joint_state.positions)
+            seen = self._joint_state.names
+            problem = self._joint_state.problem
+            received = self._joint_state.received
         if problem:
             raise StaleObservation(problem)
         if received is None:

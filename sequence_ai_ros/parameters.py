@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from rcl_interfaces.msg import (
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from sequence_ai.session import VALIDATE_MODES
 from sequence_ai.speed import AUTO, MIN_SPEED
 from sequence_ai.transport import MAX_IN_FLIGHT
 
@@ -23,10 +25,25 @@ FLOAT64_MULTI_ARRAY = "std_msgs/msg/Float64MultiArray"
 JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
 JOINT_STATE = "sensor_msgs/msg/JointState"
 COMMAND_TYPES = (FLOAT64_MULTI_ARRAY, JOINT_TRAJECTORY, JOINT_STATE)
-COMMAND_INTERFACES = ("position", "velocity")
-# step: one command per control period; chunk: one JointTrajectory per installed chunk.
-COMMAND_MODES = ("auto", "step", "chunk")
-VALIDATE_MODES = ("warn", "strict", "off")
+
+
+class Interface(str, enum.Enum):
+    """What an arm command carries (the `command_interface` parameter)."""
+
+    POSITION = "position"
+    VELOCITY = "velocity"
+
+
+class CommandMode(str, enum.Enum):
+    """How the arm is commanded (the `command_mode` parameter, `auto` resolved)."""
+
+    STEP = "step"  # one command per control period
+    CHUNK = "chunk"  # each chunk as one timed JointTrajectory
+
+
+AUTO_MODE = "auto"
+COMMAND_INTERFACES = tuple(interface.value for interface in Interface)
+COMMAND_MODES = (AUTO_MODE, *(mode.value for mode in CommandMode))
 TRANSPORTS = ("raw", "compressed")
 
 PANDA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
@@ -283,6 +300,11 @@ class NodeConfig:
     def from_node(cls, node: Node) -> NodeConfig:
         return cls.from_values({name: node.get_parameter(name).value for name in SPECS})
 
+    @property
+    def interface(self) -> Interface:
+        """`command_interface` as the type the gate and model_fit compare (a checked snapshot)."""
+        return Interface(self.command_interface)
+
 
 def constraints(spec: Spec) -> str:
     """What a parameter accepts, in words: the descriptor's `additional_constraints`."""
@@ -397,16 +419,19 @@ def check_config(config: NodeConfig) -> list[str]:
     return problems
 
 
-def command_mode(config: NodeConfig) -> str:
-    """`step` or `chunk`: the `command_mode` in force (`auto` resolved by the command type)."""
-    if config.command_mode != "auto":
-        return config.command_mode
-    chunk = config.command_type == JOINT_TRAJECTORY and config.command_interface == "position"
-    return "chunk" if chunk else "step"
+def command_mode(config: NodeConfig) -> CommandMode:
+    """The `command_mode` in force (`auto` resolved by the command type)."""
+    if config.command_mode != AUTO_MODE:
+        return CommandMode(config.command_mode)
+    chunk = (
+        config.command_type == JOINT_TRAJECTORY
+        and config.command_interface == Interface.POSITION
+    )
+    return CommandMode.CHUNK if chunk else CommandMode.STEP
 
 
 def _mode_problems(config: NodeConfig) -> list[str]:
-    if config.command_mode != "chunk":
+    if config.command_mode != CommandMode.CHUNK:
         return []
     problems = []
     if config.command_type != JOINT_TRAJECTORY:
@@ -414,7 +439,7 @@ def _mode_problems(config: NodeConfig) -> list[str]:
             f"command_mode=chunk publishes each chunk as one {JOINT_TRAJECTORY}; command_type "
             f"is {config.command_type}, expected {JOINT_TRAJECTORY} (or command_mode step)"
         )
-    if config.command_interface != "position":
+    if config.command_interface != Interface.POSITION:
         problems.append(
             f"command_mode=chunk plays joint position targets; command_interface is "
             f"{config.command_interface}, expected position (or command_mode step)"

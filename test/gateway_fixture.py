@@ -31,11 +31,13 @@ GATEWAY_PACKAGE = "sequence_ai_gateway"
 TEST_API_KEY = "seq_test_local_gateway"
 TEST_BROKE_KEY = "seq_test_out_of_credit"
 START_TIMEOUT_S = 60.0
-# The timing and warmth options, as Gateway keywords and as the command line's flags.
+# The timing, warmth and fine-tuning options, as Gateway keywords and command-line flags.
 _TIMING_FLAGS = {
     "latency_ms": "--latency-ms", "jitter_ms": "--jitter-ms", "scale": "--scale",
     "network_ms": "--network-ms", "per_kb_ms": "--per-kb-ms", "spread": "--spread",
     "workers": "--workers", "cold_start_s": "--cold-start-s", "keep_warm_s": "--keep-warm-s",
+    "train_executor": "--train-executor", "train_seconds": "--train-seconds",
+    "train_balance_usd": "--train-balance-usd",
 }
 
 
@@ -54,13 +56,17 @@ class GatewayOptions:
     workers: int = 1
     cold_start_s: float = 0.0
     keep_warm_s: float = 600.0
+    # Fine-tuning: None is the gateway's default (manual executor, its balance, 60 s runs).
+    train_executor: Optional[str] = None
+    train_seconds: Optional[float] = None
+    train_balance_usd: Optional[float] = None
     tls: bool = False
     api_keys: Sequence[str] = (TEST_API_KEY,)
     broke_keys: Sequence[str] = (TEST_BROKE_KEY,)
     policies: Sequence[str] = ()
 
     def timing(self) -> Dict[str, Any]:
-        """The timing and warmth options that are set, by name."""
+        """The timing, warmth and fine-tuning options that are set, by name."""
         values = {name: getattr(self, name) for name in _TIMING_FLAGS}
         return {name: value for name, value in values.items() if value is not None}
 

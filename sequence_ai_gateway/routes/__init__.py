@@ -1,1 +1,2 @@
-"""One router per resource: health, models, ready, act, and the loopback control endpoints."""
+"""One router per resource: health, models, ready, act, train, and the loopback control
+endpoints."""

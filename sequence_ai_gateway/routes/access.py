@@ -20,7 +20,7 @@ async def current_gateway(request: Request) -> Gateway:
 GatewayDep = Annotated[Gateway, Depends(current_gateway)]
 
 
-def _bearer(request: Request) -> Optional[str]:
+def bearer(request: Request) -> Optional[str]:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
@@ -30,7 +30,7 @@ def _bearer(request: Request) -> Optional[str]:
 
 def authorise(gateway: Gateway, request: Request, *, billed: bool) -> None:
     """401 for a missing or unknown key; 402 for an out-of-credit key on a billed call."""
-    status = gateway.key_status(_bearer(request))
+    status = gateway.key_status(bearer(request))
     if status is KeyStatus.MISSING:
         raise HTTPException(401, "missing API key: send the header 'Authorization: Bearer <key>'")
     if status is KeyStatus.UNKNOWN:
@@ -40,6 +40,7 @@ def authorise(gateway: Gateway, request: Request, *, billed: bool) -> None:
 
 
 def find_row(gateway: Gateway, model: str) -> Dict[str, Any]:
+    gateway.training.settle()  # a simulated job that has just succeeded serves its model now
     row = gateway.catalogue.find(model)
     if row is None:
         raise HTTPException(

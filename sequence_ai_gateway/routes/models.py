@@ -17,6 +17,7 @@ async def models(
     gateway: GatewayDep,
     endpoint: Optional[Literal["act", "chat", "perceive"]] = None,
 ) -> Dict[str, Any]:
+    gateway.training.settle()  # tuned models of simulated jobs that have just succeeded
     rows = gateway.catalogue.rows(endpoint)
     for row in rows:
         # A lying catalogue (``catalogue_fields``) alters the rows of its model, one use per

@@ -129,7 +129,7 @@ class Robot:
 
     def rows_due(self, index: int) -> float:
         """Rows of chunk ``index`` whose time passed while it was in flight (skipped): where
-        its first on_rows report starts (fractional if it arrived during a slow-down)."""
+        its first on_rows report starts (fractional if it arrived during a rest ramp)."""
         return next(report.start for _, report in self.reports if report.chunk == index + 1)
 
     def first_reports(self) -> list[sequence_ai.InstalledRows]:
@@ -142,7 +142,7 @@ class Robot:
         self,
     ) -> list[tuple[sequence_ai.Prediction, sequence_ai.InstalledRows, int]]:
         """(chunk, its first report, due row) of every chunk installed at a whole row: before
-        its slow-down, its report's rows are then the chunk's own rows from the due row."""
+        its rest ramp, its report's rows are then the chunk's own rows from the due row."""
         found = []
         for k, prediction in enumerate(self.chunks):
             report = next(r for _, r in self.reports if r.chunk == k + 1)

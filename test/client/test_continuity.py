@@ -1,4 +1,4 @@
-"""Continuity: requests in flight and their order, the slow-down and resume, playback speed,
+"""Continuity: requests in flight and their order, the rest ramp and resume, playback speed,
 observe off the driving thread, on_rows, and what a run reports it cost."""
 
 from __future__ import annotations

@@ -11,7 +11,14 @@ import warnings
 import pytest
 
 from sequence_ai.catalogue import Model
-from sequence_ai.observation import encode, is_fatal, observation, problems_with
+from sequence_ai.observation import (
+    Problem,
+    ProblemKind,
+    encode,
+    is_fatal,
+    observation,
+    problems_with,
+)
 
 PI05 = Model.from_wire(
     {
@@ -76,6 +83,17 @@ def test_eight_joints_and_no_gripper_fail_the_layout_check_although_the_sum_matc
     message = str(info.value)
     assert "joints has 8 values" in message and "joint_positions = 7" in message
     assert "gripper is None" in message and "state_layout.gripper = 1" in message
+
+
+def test_each_problem_carries_its_kind_and_only_a_missing_view_is_fatal():
+    problems = problems_with(PI05, ["exterior_1", "wrist_right"], JOINTS + [0.04], None)
+    kinds = [problem.kind for problem in problems]
+    assert kinds == [ProblemKind.UNKNOWN_VIEW, ProblemKind.MISSING_VIEWS,
+                     ProblemKind.STATE_WIDTH, ProblemKind.STATE_WIDTH]
+    assert is_fatal(problems) and not is_fatal(problems[2:])
+    # The kind decides, not the sentence: a message that merely mentions a missing view is not.
+    assert not is_fatal([Problem(ProblemKind.STATE_WIDTH, "missing view(s) in the text")])
+    assert PI05.state_split == (7, 1) and NO_LAYOUT.state_split is None
 
 
 def test_a_model_without_layout_is_checked_by_the_sum():

@@ -50,3 +50,17 @@ def test_callbacks_must_be_callable() -> None:
         options(hold=3)
     with pytest.raises(TypeError, match="observe is None; expected a callable"):
         RunOptions(observe=None, act=print, max_actions=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("typo", "meant"), [
+    ("smoth_seam", "smooth_seam"), ("max_in_flite", "max_in_flight"), ("prefech", "prefetch"),
+])
+def test_a_misspelled_option_is_a_type_error_naming_the_option(typo: str, meant: str) -> None:
+    with pytest.raises(TypeError, match=rf"{typo!r}; did you mean {meant!r}"):
+        RunOptions(observe=lambda: None, act=lambda row: None, max_actions=1, body={typo: 3})
+
+
+def test_other_extra_keywords_stay_request_body_fields() -> None:
+    options = RunOptions(observe=lambda: None, act=lambda row: None, max_actions=1,
+                         body={"temperature": 0.2, "seed": 7})
+    assert dict(options.body) == {"temperature": 0.2, "seed": 7}

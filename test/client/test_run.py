@@ -489,7 +489,7 @@ def test_native_controller_hands_prepared_rows(gw) -> None:
     installs = robot.whole_row_installs()
     assert installs and installs[0][2] == 0
     for prediction, report, due in installs:
-        # Before the slow-down, the chunk's own prepared rows from its due row.
+        # Before the rest ramp, the chunk's own prepared rows from its due row.
         assert report.rows[: report.ramp_index] == [
             sequence_ai.prepare(prediction.action_chunk, model, due + i)
             for i in range(report.ramp_index)

@@ -16,6 +16,7 @@ COSMOS3 = "accounts/sequences/models/cosmos3-edge-policy-droid"
 BIMANUAL = "accounts/sequences/models/sim-bimanual-reach"
 STATELESS = "accounts/sequences/models/sim-stateless-ee-delta"
 ALL_MODELS = (PI05, COSMOS3, BIMANUAL, STATELESS)
+PLANNER = "accounts/sequences/models/sim-planner"  # the chat model, beside the act models
 
 FRAME_SIZE = {PI05: (320, 180), COSMOS3: (640, 360), BIMANUAL: (320, 240), STATELESS: (256, 256)}
 VIEWS = {

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from gateway_support import BIMANUAL, COSMOS3, PI05, STATELESS, client  # noqa: E402
+from gateway_support import BIMANUAL, COSMOS3, PI05, PLANNER, STATELESS, client  # noqa: E402
 
 ROW_FIELDS = (
     "id", "endpoint", "architecture", "robot", "action_dim", "state_dim", "state_layout",
@@ -34,15 +34,17 @@ def test_health_needs_no_key(gateway):
 
 def test_catalogue_is_public_and_rows_carry_every_field(gateway):
     rows = rows_by_id(gateway)
-    assert set(rows) == {PI05, COSMOS3, BIMANUAL, STATELESS}
+    assert set(rows) == {PI05, COSMOS3, BIMANUAL, STATELESS, PLANNER}
     for row in rows.values():
         for name in ROW_FIELDS:
             assert name in row, f"{row['id']} lacks {name}"
+        assert row["simulated"] is True and "Simulated" in row["description"]
+        if row["endpoint"] != "act":
+            continue
         for name in SEMANTICS_FIELDS:
             assert name in row["action_semantics"], f"{row['id']} semantics lacks {name}"
         assert row["action_space"] == row["action_semantics"]["space"]
         assert row["action_semantics"]["pass_raw"] is True
-        assert row["simulated"] is True and "Simulated" in row["description"]
 
 
 def test_pi05_row_has_the_peer_values(gateway):
@@ -88,7 +90,7 @@ def test_simulated_rows_exercise_other_shapes(gateway):
     assert stateless["action_horizon"] / stateless["control_hz"] == pytest.approx(0.64)
 
 
-@pytest.mark.parametrize(("endpoint", "count"), [("act", 4), ("chat", 0), ("perceive", 0)])
+@pytest.mark.parametrize(("endpoint", "count"), [("act", 4), ("chat", 1), ("perceive", 0)])
 def test_catalogue_filters_by_endpoint(gateway, endpoint, count):
     with client(gateway, key=None) as c:
         response = c.get("/v1/models", params={"endpoint": endpoint})
@@ -104,12 +106,12 @@ def test_unknown_endpoint_filter_is_a_422_naming_the_choices(gateway):
 
 
 def test_catalogue_also_answers_with_a_key(gateway):
-    assert len(rows_by_id(gateway)) == 4
+    assert len(rows_by_id(gateway)) == 5
     with client(gateway) as c:
         assert c.get("/v1/models").status_code == 200
 
 
-@pytest.mark.parametrize("path", ["/v1/nothing", "/", "/v1/train", "/v2/act"])
+@pytest.mark.parametrize("path", ["/v1/nothing", "/", "/v1/embed", "/v2/act"])
 def test_unknown_path_is_a_json_404(gateway, path):
     with client(gateway) as c:
         response = c.get(path)
@@ -122,5 +124,6 @@ def test_openapi_document_lists_the_public_paths(gateway):
         response = c.get("/openapi.json")
     assert response.status_code == 200
     paths = response.json()["paths"]
-    assert {"/v1/health", "/v1/models", "/v1/act/ready", "/v1/act"} <= set(paths)
+    assert {"/v1/health", "/v1/models", "/v1/act/ready", "/v1/act", "/v1/chat", "/v1/train",
+            "/v1/train/{job_id}"} <= set(paths)
     assert not any(p.startswith("/_control") for p in paths)

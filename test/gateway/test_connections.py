@@ -44,7 +44,9 @@ def test_requests_are_counted_per_endpoint(gateway):
         c.get("/v1/act/ready", params={"model": PI05})
         c.post("/v1/act", json=act_body())
         c.post("/v1/act", json={"bad": "body"})
-    assert gateway.counters()["requests"] == {"health": 1, "models": 2, "ready": 1, "act": 2}
+        c.post("/v1/chat", json={"bad": "body"})
+    assert gateway.counters()["requests"] == {"health": 1, "models": 2, "ready": 1, "act": 2,
+                                              "chat": 1}
 
 
 def test_kill_drops_connections_and_restart_serves_on_the_same_port(gateway):

@@ -198,7 +198,7 @@ def test_reset_endpoint_returns_the_gateway_to_its_start_state(gateway):
         c.get("/v1/models")
     with client(gateway, key=None) as control:
         after = control.post("/_control/reset").json()
-    assert after["requests"] == {"health": 0, "models": 0, "ready": 0, "act": 0}
+    assert after["requests"] == {"health": 0, "models": 0, "ready": 0, "act": 0, "chat": 0}
     assert after["connections"] == 0
     with client(gateway) as c:
         assert c.post("/v1/act", json=act_body()).status_code == 200  # no fault, no latency

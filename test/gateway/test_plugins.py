@@ -28,8 +28,16 @@ def test_plug_in_rows_join_the_catalogue_with_their_endpoint(served):
         act_ids = [r["id"] for r in c.get("/v1/models", params={"endpoint": "act"}).json()["data"]]
         chat = c.get("/v1/models", params={"endpoint": "chat"}).json()["data"]
     assert "accounts/sequences/models/test-echo" in act_ids and len(act_ids) == 7
-    assert [r["id"] for r in chat] == ["accounts/sequences/models/test-chat"]
-    assert chat[0]["state_layout"] == {"joint_positions": 2}
+    assert [r["id"] for r in chat] == ["accounts/sequences/models/sim-planner",
+                                       "accounts/sequences/models/test-chat"]
+    assert chat[1]["state_layout"] == {"joint_positions": 2}
+
+
+def test_chat_to_a_plug_in_without_a_reply_is_a_501_naming_it(served):
+    with client(served) as c:
+        response = c.post("/v1/chat", json={"model": "test-chat",
+                                            "messages": [{"role": "user", "content": "hi"}]})
+    assert response.status_code == 501 and "test-chat" in response.json()["detail"]
 
 
 def test_act_on_a_model_of_another_endpoint_is_a_400(served):

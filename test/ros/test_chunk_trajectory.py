@@ -105,7 +105,7 @@ def test_velocities_are_central_differences_with_the_seam_as_left_neighbour() ->
 
 
 def test_velocities_keep_each_segment_between_its_points() -> None:
-    # A joint that turns gets no velocity there; a sudden slow-down is limited to 3x the
+    # A joint that turns gets no velocity there; a sudden rest ramp is limited to 3x the
     # smaller secant, so no segment overshoots its points (limit checks on points suffice).
     seam = (0.0,)
     points = [(0.2,), (0.1,), (0.11,), (0.5,), (0.5,)]

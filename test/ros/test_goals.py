@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sequence_ai import Ending
+from sequence_ai_ros.commands import CommandMode, Interface
 from sequence_ai_ros.goals import (
     ENDING_BY_CAUSE,
     ENDING_BY_RUN,
@@ -15,6 +16,8 @@ from sequence_ai_ros.goals import (
     Terminal,
     goal_ending,
 )
+from sequence_ai_ros.observations import StaleObservation
+from sequence_ai_ros.stop_policy import ArmCommand, arm_command
 
 
 class _Handle:
@@ -28,8 +31,9 @@ def test_every_stop_cause_and_run_ending_has_an_ending() -> None:
     assert {e.value for e in Ending} == {
         ENDING_BY_RUN[e].value.reason.value for e in Ending
     }
+    # A stale input is the one ending named by the error the run raised.
     reached = set(ENDING_BY_CAUSE.values()) | set(ENDING_BY_RUN.values())
-    assert reached == set(GoalEnding)
+    assert reached | {GoalEnding.STALE_INPUT} == set(GoalEnding)
 
 
 @pytest.mark.parametrize(
@@ -52,6 +56,40 @@ def test_the_row_of_an_ending(
     row = goal_ending(cause, run_ending).value
     assert row.terminal is terminal
     assert row.reason.value == reason
+
+
+def test_a_stale_input_is_its_own_ending_not_a_class_name() -> None:
+    stale = StaleObservation("camera wrist_left: no image received yet")
+    row = goal_ending(None, Ending.RAISED, stale).value
+    assert (row.terminal, row.reason.value) == (Terminal.ABORTED, "stale_input")
+    # Any other error stays raised:<Class>; a stop cause still decides first.
+    assert goal_ending(None, Ending.RAISED, ValueError("x")) is GoalEnding.RAISED
+    assert goal_ending(StopCause.CANCELED, Ending.RAISED, stale) is GoalEnding.CANCELED
+
+
+@pytest.mark.parametrize(
+    ("cause", "interrupted", "interface", "mode", "between", "command"),
+    [
+        # Preempted mid-run, position arm stepping, no hold between goals: left at its target.
+        (StopCause.PREEMPTED, True, Interface.POSITION, CommandMode.STEP, False, ArmCommand.LEAVE),
+        (StopCause.PREEMPTED, True, Interface.POSITION, CommandMode.STEP, True, ArmCommand.HOLD),
+        (StopCause.PREEMPTED, True, Interface.VELOCITY, CommandMode.STEP, False, ArmCommand.HOLD),
+        (StopCause.PREEMPTED, True, Interface.POSITION, CommandMode.CHUNK, False, ArmCommand.HOLD),
+        # A run that did not call hold (completed, never started) is always held.
+        (StopCause.PREEMPTED, False, Interface.POSITION, CommandMode.STEP, False, ArmCommand.HOLD),
+        (StopCause.CANCELED, True, Interface.POSITION, CommandMode.STEP, False, ArmCommand.HOLD),
+        (None, True, Interface.POSITION, CommandMode.STEP, False, ArmCommand.HOLD),
+        (None, False, Interface.VELOCITY, CommandMode.STEP, False, ArmCommand.HOLD),
+    ],
+)
+def test_one_function_decides_the_arm_at_every_end(
+    cause: StopCause | None, interrupted: bool, interface: Interface, mode: CommandMode,
+    between: bool, command: ArmCommand,
+) -> None:
+    assert arm_command(
+        cause, interrupted=interrupted, interface=interface, mode=mode,
+        hold_between_goals=between,
+    ) is command
 
 
 def test_node_stop_messages_name_the_cause() -> None:

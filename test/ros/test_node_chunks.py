@@ -170,5 +170,5 @@ def test_a_camera_that_stops_mid_chunk_stops_the_trajectory(
     status, result = arm.result(handle)
 
     assert status == GoalStatus.STATUS_ABORTED, result.message
-    assert result.reason == "raised:StaleObservation" and "wrist_left" in result.message
+    assert result.reason == "stale_input" and "wrist_left" in result.message
     _assert_one_stop_at_a_measured_pose(arm, start)

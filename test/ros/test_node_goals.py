@@ -118,7 +118,7 @@ def test_a_stale_camera_stops_the_goal_with_a_hold(
     status, result = arm.result(handle)
 
     assert status == GoalStatus.STATUS_ABORTED, result.message
-    assert result.reason == "raised:StaleObservation"
+    assert result.reason == "stale_input"
     assert "camera wrist_left" in result.message and "max_image_age_s" in result.message
     holds = arm.holds(start)
     assert holds and arm.commands_since(start)[-1].values == holds[-1].values
@@ -341,7 +341,7 @@ def test_an_input_that_never_arrives_ends_the_goal_naming_it(
     handle, feedback = arm.send_goal(INSTRUCTION, max_seconds=30.0)
     status, result = arm.result(handle)
     assert status == GoalStatus.STATUS_ABORTED, result.message
-    assert result.reason == "raised:StaleObservation" and result.actions == 0
+    assert result.reason == "stale_input" and result.actions == 0
     assert "camera wrist_left never arrived within input_wait_s" in result.message
     assert any(f.status == "waiting" for f in feedback)
 

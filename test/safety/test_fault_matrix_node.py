@@ -250,14 +250,14 @@ def _push(system: System, joint: int, size: float) -> None:
 
 def _measures(node: SequenceAiNode, joint: int, value: float) -> bool:
     try:
-        return abs(node._cache.joints(10.0).positions[joint] - value) < 1e-9
+        return abs(node._configured.cache.joints(10.0).positions[joint] - value) < 1e-9
     except StaleObservation:
         return False
 
 
 def _joints_stale(node: SequenceAiNode, max_age_s: float) -> bool:
     try:
-        node._cache.joints(max_age_s)
+        node._configured.cache.joints(max_age_s)
     except StaleObservation:
         return True
     return False
@@ -343,7 +343,7 @@ def _camera_dies(system: System, cell: NodeCell) -> Outcome:
         system, cell, lambda: arm.paused_views.add(DEAD_CAMERA),
         lambda: arm.paused_views.discard(DEAD_CAMERA),
     )
-    wait_for(lambda: (node._cache.ages()[DEAD_CAMERA] or 10.0) < LONG_CHUNK_MAX_AGE_S,
+    wait_for(lambda: (node._configured.cache.ages()[DEAD_CAMERA] or 10.0) < LONG_CHUNK_MAX_AGE_S,
              what="the camera again")
     return status, result, (f"camera {DEAD_CAMERA}", "max_image_age_s")
 

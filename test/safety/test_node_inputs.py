@@ -124,7 +124,7 @@ BAD_JOINTS: list[tuple[str, Callable[[list[float]], JointState], tuple[str, ...]
 def _stopped_by_bad_input(
     gw: Any, node: Any, arm: Any, words: tuple[str, ...], *, held: bool
 ) -> None:
-    """A goal under a bad input ends raised:StaleObservation with no request sent."""
+    """A goal under a bad input ends stale_input with no request sent."""
     acts_before = gw.counters()["requests"]["act"]
     start = arm.command_count()
     # The bad message must be the newest one the node holds before the goal observes.
@@ -133,7 +133,7 @@ def _stopped_by_bad_input(
     assert handle.accepted
     status, result = arm.result(handle)
     assert status == GoalStatus.STATUS_ABORTED
-    assert result.reason == "raised:StaleObservation" and result.actions == 0
+    assert result.reason == "stale_input" and result.actions == 0
     for word in words:
         assert word in result.message, result.message
     assert gw.counters()["requests"]["act"] == acts_before
@@ -153,8 +153,8 @@ def _stopped_by_bad_input(
 def _refusal(node: Any) -> str:
     """Why the node's input cache would refuse an observation now ("" when it would not)."""
     try:
-        node._cache.images(MAX_AGE_S)
-        node._cache.joints(MAX_AGE_S)
+        node._configured.cache.images(MAX_AGE_S)
+        node._configured.cache.joints(MAX_AGE_S)
     except StaleObservation as exc:
         return str(exc)
     return ""

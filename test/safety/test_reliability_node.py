@@ -27,7 +27,7 @@ from sensor_msgs.msg import CompressedImage
 
 import sequence_ai
 from sequence_ai_ros import safety
-from sequence_ai_ros.goals import _request_latency_s
+from sequence_ai_ros.goal_feedback import request_latency_s
 from sequence_ai_ros.image_conversion import ImageConversionError, to_array
 from sequence_ai_ros.node import SequenceAiNode
 from sequence_ai_ros.parameters import PANDA_LOWER, PANDA_UPPER
@@ -181,9 +181,9 @@ def test_an_impossible_round_trip_is_ignored() -> None:
         "id": "a", "model": "m", "action_chunk": chunk,
         "perf": {"round_trip_ms": -40.0, "ttfa_ms": 120.0},
     })
-    assert _request_latency_s(prediction) == pytest.approx(0.12)
+    assert request_latency_s(prediction) == pytest.approx(0.12)
     prediction.perf = {"round_trip_ms": -1.0}
-    assert _request_latency_s(prediction) is None
+    assert request_latency_s(prediction) is None
 
 
 def test_a_frame_past_any_camera_is_refused_before_decoding() -> None:

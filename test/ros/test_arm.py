@@ -329,7 +329,7 @@ def test_nothing_but_the_gate_holds_a_command_publisher() -> None:
                 outer = parents.get(call)
                 assert isinstance(outer, ast.Call) and getattr(outer.func, "id", "") == "ArmGate"
                 made_in.append(source.name)
-    assert made_in == ["node.py"]
+    assert made_in == ["configuration.py"]
 
 
 # ----- chunk mode: every point of a chunk's trajectory passes the gate -----

@@ -264,7 +264,7 @@ def test_plays_a_stamped_trajectory_from_its_start_time_and_holds_its_last_point
     splicing_sim: Probe,
 ) -> None:
     # Splicing, as later controllers do: the arm keeps its state until the stamp. (Humble's
-    # leaves at once for the first point: test_sim_trajectory.py covers that.)
+    # leaves at once for the first point: test/sim/test_trajectory.py covers that.)
     sim = splicing_sim
     sim.wait_for("joint states", lambda: len(sim.joints) >= 1)
     middle = HOME + np.array([0.2, 0.1, 0.0, 0.1, 0.0, 0.0, 0.1])

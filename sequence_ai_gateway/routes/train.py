@@ -1,0 +1,55 @@
+"""``/v1/train``: submit, list, read and cancel fine-tuning jobs, each key its own (§1.7)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from fastapi import APIRouter, HTTPException, Request
+
+from sequence_ai_gateway.routes.access import GatewayDep, authorise, bearer, find_row
+from sequence_ai_gateway.training import TrainRefused
+from sequence_ai_gateway.wire import TrainRequest, error_responses
+
+router = APIRouter()
+
+
+def _caller(gateway: GatewayDep, request: Request, *, billed: bool) -> str:
+    authorise(gateway, request, billed=billed)
+    return bearer(request) or ""
+
+
+@router.post("/v1/train", responses=error_responses(401, 402, 404, 422))
+async def submit(body: TrainRequest, request: Request, gateway: GatewayDep) -> Dict[str, Any]:
+    key = _caller(gateway, request, billed=True)
+    config = body.config.model_dump(exclude_none=True) if body.config else {}
+    try:
+        gateway.training.check_credit(key)  # credit before the model, as on /v1/act
+        base = find_row(gateway, body.base_model)
+        return gateway.training.submit(key, base, body.dataset, body.method, config).wire()
+    except TrainRefused as exc:
+        raise HTTPException(exc.status, exc.detail) from None
+
+
+@router.get("/v1/train", responses=error_responses(401))
+async def listing(request: Request, gateway: GatewayDep, limit: int = 50,
+                  status: Optional[str] = None) -> Dict[str, Any]:
+    key = _caller(gateway, request, billed=False)
+    return {"data": [job.wire() for job in gateway.training.jobs(key, limit, status)]}
+
+
+@router.get("/v1/train/{job_id}", responses=error_responses(401, 404))
+async def one(job_id: str, request: Request, gateway: GatewayDep) -> Dict[str, Any]:
+    key = _caller(gateway, request, billed=False)
+    try:
+        return gateway.training.job(key, job_id).wire()
+    except TrainRefused as exc:
+        raise HTTPException(exc.status, exc.detail) from None
+
+
+@router.delete("/v1/train/{job_id}", responses=error_responses(401, 404, 409))
+async def cancel(job_id: str, request: Request, gateway: GatewayDep) -> Dict[str, Any]:
+    key = _caller(gateway, request, billed=False)
+    try:
+        return gateway.training.cancel(key, job_id).wire()
+    except TrainRefused as exc:
+        raise HTTPException(exc.status, exc.detail) from None

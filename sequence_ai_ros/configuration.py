@@ -1,0 +1,195 @@
+"""Configure: the parts a configured node runs on — the Policy, the camera and joint feeds, the
+observation cache, the arm gate and the goal runner — built from one `NodeConfig` snapshot,
+and released together (`Configured.release`)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rclpy.lifecycle import LifecycleNode
+from sensor_msgs.msg import CompressedImage, Image
+
+import sequence_ai
+from sequence_ai.session import ValidateMode
+from sequence_ai_ros import parameters
+from sequence_ai_ros.arm import ArmGate
+from sequence_ai_ros.cameras import Cameras
+from sequence_ai_ros.commands import CommandPublisher
+from sequence_ai_ros.diagnostics import HealthRecord
+from sequence_ai_ros.goal_drive import GoalParts
+from sequence_ai_ros.goals import GoalRunner
+from sequence_ai_ros.joint_feed import JointFeed
+from sequence_ai_ros.lifecycle_guard import ConfigureProbe
+from sequence_ai_ros.model_fit import fit
+from sequence_ai_ros.observations import ObservationCache
+from sequence_ai_ros.parameters import NodeConfig
+
+__all__ = ["ConfigureError", "Configured", "configure", "read_api_key"]
+
+WarmingCallback = Callable[[float, float | None], None]
+
+
+class ConfigureError(RuntimeError):
+    """A parameter, the key, the service or the model does not allow configuring."""
+
+
+@dataclass(frozen=True)
+class Configured:
+    """Everything configure built; never changed, released once."""
+
+    policy: sequence_ai.Policy
+    cameras: Cameras
+    cache: ObservationCache
+    joints: JointFeed
+    # The only publisher of arm commands: it owns the CommandPublisher.
+    gate: ArmGate
+    runner: GoalRunner
+
+
+def configure(
+    node: LifecycleNode,
+    config: NodeConfig,
+    *,
+    health: HealthRecord,
+    on_warming: WarmingCallback,
+    probe: ConfigureProbe,
+    wake: Callable[[], None],
+) -> Configured:
+    """Check `config` against the service's catalogue and build the parts; a failure raises
+    `ConfigureError` (or what a part raised) with nothing left behind. The catalogue read is
+    bounded by configure_timeout_s, and `probe` lets a shutdown end it at once."""
+    problems = parameters.check_config(config)
+    if problems:
+        raise ConfigureError("; ".join(problems))
+    api_key = read_api_key(config.api_key_file)
+    try:
+        catalogue = _connect(
+            config, api_key, None, on_warming, timeout_s=config.configure_timeout_s
+        )
+        with probe.probing(catalogue):
+            model = catalogue.spec()
+    except (sequence_ai.SequencesError, ValueError) as exc:
+        raise ConfigureError(f"{type(exc).__name__}: {exc}") from exc
+    if model is None:
+        raise ConfigureError(
+            f"model {config.model!r} is not in the service's catalogue of act models"
+        )
+    controller, problems = fit(config, model)
+    if problems or controller is None:
+        raise ConfigureError("; ".join(problems))
+    if not model.control_hz or model.control_hz <= 0:
+        raise ConfigureError(f"model {model.short_id} has no control_hz in its catalogue row")
+    if problem := parameters.rate_problem(config, model.control_hz):
+        raise ConfigureError(problem)
+    # Played at the catalogue's rate, the rate every step is checked at, whatever a chunk
+    # says about itself.
+    policy = _connect(config, api_key, model.control_hz, on_warming)
+    health.update(model=model.short_id)
+    built: list[Callable[[], object]] = [policy.close]
+    try:
+        # Frames are taken by whoever needs one, from a node nothing spins (cameras.py);
+        # topics are resolved here, with this node's namespace and remappings.
+        cameras = Cameras(
+            node.context,
+            node.get_name(),
+            node.get_namespace(),
+            {
+                view: (
+                    node.resolve_topic_name(topic),
+                    CompressedImage if transport == "compressed" else Image,
+                )
+                for view, topic, transport in zip(
+                    config.camera_views, config.camera_topics, config.camera_transports
+                )
+            },
+        )
+        built.append(cameras.destroy)
+        cache = ObservationCache(
+            config.camera_views,
+            config.joint_names,
+            config.gripper_joint,
+            frames=cameras,
+            warn=node.get_logger().warning,
+        )
+        # Joint states flow at their full rate, straight into the cache, on their own thread.
+        joints = JointFeed(
+            node.context,
+            node.get_name(),
+            node.get_namespace(),
+            node.resolve_topic_name(config.joint_states_topic),
+            cache.store_joint_state,
+            node.get_logger(),
+        )
+        built.append(joints.destroy)
+        # The catalogue's period, fixed here: the step check and trajectory timing use it.
+        period_s = 1.0 / model.control_hz
+        gate = ArmGate(
+            CommandPublisher(
+                node,
+                joint_names=config.joint_names,
+                interface=config.interface,
+                command_topic=config.command_topic,
+                command_type=config.command_type,
+                gripper_topic=config.gripper_command_topic,
+                period_s=period_s,
+            ),
+            cache,
+            joints=len(config.joint_names),
+            period_s=period_s,
+            log=node.get_logger(),
+            mode=parameters.command_mode(config),
+        )
+        built.append(gate.destroy)
+        runner = GoalRunner(
+            GoalParts(policy, model, controller, cache, gate, health),
+            live_config=lambda: NodeConfig.from_node(node),
+            log=node.get_logger(),
+            wake=wake,
+        )
+    except BaseException:
+        for release in reversed(built):
+            release()
+        raise
+    return Configured(policy, cameras, cache, joints, gate, runner)
+
+
+def _connect(
+    config: NodeConfig, api_key: str | None, control_hz: float | None,
+    on_warming: WarmingCallback, **options: float,
+) -> sequence_ai.Policy:
+    return sequence_ai.connect(
+        config.model,
+        api_key=api_key,
+        base_url=config.base_url or None,
+        validate=ValidateMode(config.validate_mode),
+        control_hz=control_hz,
+        startup_timeout_s=config.startup_timeout_s,
+        on_warming=on_warming,
+        **options,
+    )
+
+
+def read_api_key(path: str) -> str | None:
+    """The key from api_key_file; None lets the client read SEQUENCES_API_KEY.
+
+    Like ssh with a private key, a file that group or others may access is refused.
+    """
+    if not path:
+        return None
+    try:
+        with open(os.path.expanduser(path), encoding="utf-8") as handle:
+            mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
+            if mode & 0o077:
+                raise ConfigureError(
+                    f"api_key_file {path!r} is accessible by group or others (mode "
+                    f"{mode:04o}); the key must be private to its owner: chmod 600 {path}"
+                )
+            key = handle.read().strip()
+    except OSError as exc:
+        raise ConfigureError(f"api_key_file {path!r} cannot be read: {exc.strerror}") from exc
+    if not key:
+        raise ConfigureError(f"api_key_file {path!r} is empty; expected the API key")
+    return key

@@ -1,0 +1,254 @@
+"""`GoalDriver`: what the driving thread does for one goal — wire its run, wait for its inputs,
+drive `Policy.act`/`run` with every step and hold through the arm gate, and end it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rclpy.impl.rcutils_logger import RcutilsLogger
+
+import sequence_ai
+from sequence_ai import RunStatus
+from sequence_ai.controllers import Controller
+from sequence_ai_interfaces.action import Act
+from sequence_ai_ros.arm import ArmGate, MotionRules
+from sequence_ai_ros.commands import CommandMode
+from sequence_ai_ros.diagnostics import HealthRecord
+from sequence_ai_ros.goal_feedback import GoalFeedback
+from sequence_ai_ros.goal_results import GoalResults
+from sequence_ai_ros.goal_state import GoalPhase, GoalRun
+from sequence_ai_ros.goal_text import shown
+from sequence_ai_ros.observations import ObservationCache, StaleObservation
+from sequence_ai_ros.parameters import NodeConfig
+from sequence_ai_ros.stop_policy import ArmCommand, arm_command
+
+__all__ = ["GoalDriver", "GoalParts"]
+
+# A goal waiting for its first camera frames looks again this often: frames are taken, not
+# pushed, so no callback announces them.
+_INPUT_RECHECK_S = 0.1
+
+
+@dataclass(frozen=True)
+class GoalParts:
+    """What configure gives the goals to run with."""
+
+    policy: sequence_ai.Policy
+    model: sequence_ai.Model
+    controller: Controller
+    cache: ObservationCache
+    # Every step and hold goes through it.
+    gate: ArmGate
+    health: HealthRecord
+
+
+class GoalDriver:
+    """Runs one goal at a time on the driving thread (`run`); its callbacks run where the
+    client calls them (observe on a request's thread, the rest on the driving thread). `cond`
+    is the goal runner's, which guards each `GoalRun`'s mutable fields."""
+
+    def __init__(
+        self, parts: GoalParts, *, results: GoalResults, log: RcutilsLogger,
+        cond: threading.Condition,
+    ) -> None:
+        self._policy = parts.policy
+        self._model = parts.model
+        self._controller = parts.controller
+        self._cache = parts.cache
+        self._gate = parts.gate
+        self._health = parts.health
+        self._results = results
+        self._log = log
+        self._cond = cond
+        # Under cond: first messages of an input seen while a goal waits for its inputs.
+        self._arrivals = 0
+
+    def run(self, run: GoalRun, config: NodeConfig) -> Act.Result:
+        """Drive the goal's run to its end, hold the arm as the stop policy says, end it."""
+        goal = run.handle.request
+        max_seconds = min(goal.max_seconds, config.max_goal_seconds)
+        feedback = GoalFeedback(run.handle, self._health, run.started_s)
+        with self._cond:
+            run.feedback = feedback
+        options: dict[str, Any] = {
+            "max_seconds": max_seconds,
+            "validate": lambda step: self._validate(run, step),
+            "hold": lambda: self._stop_arm(run, config, interrupted=True),
+            "prefetch": config.prefetch,
+            "max_in_flight": config.max_in_flight,
+            "playback_speed": config.playback_speed,
+            "smooth_seam": config.smooth_seam,
+            "startup_timeout_s": config.startup_timeout_s,
+            "on_status": self._on_status,
+            "observers": [feedback],
+            "controller": self._controller,
+            "progress": False,
+            "call": run.call,
+        }
+        if self._gate.mode is CommandMode.CHUNK:
+            options["on_rows"] = lambda installed: self._on_rows(run, installed)
+        self._health.update(goal=f"running {shown(goal.instruction)}")
+        capped = ""
+        if goal.max_seconds > max_seconds:
+            capped = f" (capped by max_goal_seconds from {goal.max_seconds:g})"
+        self._log.info(
+            f"goal {shown(goal.instruction)}: max_seconds {max_seconds:g}{capped}, prefetch "
+            f"{config.prefetch}, smooth_seam {config.smooth_seam}, max_in_flight "
+            f"{config.max_in_flight}, playback_speed {config.playback_speed}"
+        )
+
+        def observe() -> sequence_ai.Observation:
+            return self._observe(config, goal.instruction)
+
+        outcome: sequence_ai.RunOutcome | None = None
+        error: Exception | None = None
+        # Built from this goal's parameter snapshot: a change applies from the next goal.
+        self._cache.watch_images(config.max_image_age_s)
+        self._gate.begin_goal(MotionRules.from_config(config))
+        try:
+            missing = self._wait_for_inputs(run, feedback, config.input_wait_s)
+            with self._cond:
+                stopped = run.phase is GoalPhase.STOPPING
+            if not missing:
+                outcome, error = self._run_policy(run, observe, options)
+            elif not stopped:
+                error = StaleObservation(
+                    f"{', '.join(missing)} never arrived within input_wait_s "
+                    f"({config.input_wait_s:g} s)"
+                )
+            with self._cond:
+                held = run.held
+            if not held:
+                # A run that did not call hold (completed, or never started): still held.
+                self._stop_arm(run, config, interrupted=False)
+        finally:
+            self._gate.end_goal()
+        return self._results.end(run, outcome, error, ran=True)
+
+    def _run_policy(
+        self,
+        run: GoalRun,
+        observe: Callable[[], sequence_ai.Observation],
+        options: dict[str, Any],
+    ) -> tuple[sequence_ai.RunOutcome | None, Exception | None]:
+        goal = run.handle.request
+
+        def act(step: list[float]) -> None:
+            self._gate.publish(step)
+
+        try:
+            if goal.max_actions > 0:
+                # act() takes no max_actions; run() with the instruction in every observation
+                # is the same loop with both bounds.
+                return self._policy.run(
+                    observe, act, max_actions=goal.max_actions, **options
+                ), None
+            return self._policy.act(goal.instruction, observe, act, **options), None
+        except Exception as exc:  # noqa: BLE001 - any failure must end the goal held
+            return getattr(exc, "outcome", None), exc
+
+    def _wait_for_inputs(self, run: GoalRun, feedback: GoalFeedback, wait_s: float) -> list[str]:
+        """Wait up to `wait_s` (feedback `waiting`) until every input has delivered a first
+        message or the goal is stopped; the inputs still missing."""
+        if not self._cache.missing():
+            return []
+        feedback.waiting()
+        self._cache.add_listener(self._inputs_arrived)
+        deadline = time.monotonic() + wait_s
+        try:
+            while True:
+                # missing() takes frames under the cache's take lock, whose first-frame
+                # listener takes _cond: it is called with _cond released (lock order), and
+                # the arrival count tells an arrival during the call from none.
+                with self._cond:
+                    if run.phase is GoalPhase.STOPPING:
+                        break
+                    seen = self._arrivals
+                if not self._cache.missing():
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                with self._cond:
+                    if run.phase is not GoalPhase.STOPPING and self._arrivals == seen:
+                        # Joint states announce themselves; camera frames are looked for
+                        # again every _INPUT_RECHECK_S (missing() takes them).
+                        self._cond.wait(min(left, _INPUT_RECHECK_S))
+        finally:
+            self._cache.remove_listener(self._inputs_arrived)
+        return self._cache.missing()
+
+    def _inputs_arrived(self) -> None:
+        with self._cond:
+            self._arrivals += 1
+            self._cond.notify_all()
+
+    # ----- the loop's callbacks: observe on the request's thread, the rest on the driving one
+
+    def _observe(self, config: NodeConfig, instruction: str) -> sequence_ai.Observation:
+        """A fresh observation, or StaleObservation: a stale one is never sent. Safe from any
+        thread: the cache takes frames and copies joints under its own locks."""
+        frames = self._cache.images(config.max_image_age_s)
+        joints = self._cache.joints(config.max_state_age_s)
+        return sequence_ai.observation(
+            self._model,
+            images=frames,
+            joints=joints.positions,
+            gripper=None if joints.gripper is None else [joints.gripper],
+            instruction=instruction,
+            quality=config.jpeg_quality,
+        )
+
+    def _validate(self, run: GoalRun, step: list[float]) -> bool:
+        with self._cond:
+            if run.refused:
+                return False
+        # A stale joint state or camera raises StaleObservation: the goal ends with it, held.
+        reason = self._gate.check(step)
+        if reason is not None:
+            with self._cond:
+                run.validate_reason = reason
+            self._log.warning(f"step refused: {reason}")
+            return False
+        return True
+
+    def _on_rows(self, run: GoalRun, installed: sequence_ai.InstalledRows) -> None:
+        """Chunk mode: each chunk the loop installs goes to the arm as one trajectory. The
+        same chunk re-timed (the driving thread ran late) is not sent again: the controller
+        keeps the chunk's own times, whatever Python's pace."""
+        with self._cond:
+            if installed.chunk == run.sent_chunk:
+                return
+            run.sent_chunk = installed.chunk
+        # Raises StaleObservation like a step's check: the run ends with it, held.
+        reason = self._gate.publish_chunk(installed.rows, installed.first_due)
+        if reason is not None:
+            with self._cond:
+                run.refused = run.validate_reason = reason
+            self._log.warning(f"chunk refused: {reason}")
+
+    def _stop_arm(self, run: GoalRun, config: NodeConfig, *, interrupted: bool) -> None:
+        """The arm at the goal's end, as `stop_policy.arm_command` decides."""
+        with self._cond:
+            run.held = True
+            cause = run.stop
+        command = arm_command(
+            cause, interrupted=interrupted, interface=self._gate.interface,
+            mode=self._gate.mode, hold_between_goals=config.hold_between_goals,
+        )
+        if command is ArmCommand.LEAVE:
+            return
+        problem = self._gate.hold()
+        if problem is not None:
+            with self._cond:
+                run.unheld = problem
+
+    def _on_status(self, state: RunStatus) -> None:
+        if state is RunStatus.WAITING:
+            # The step after the wait is checked against the arm as it is then; a velocity
+            # arm is stopped meanwhile (its controller keeps applying the last command).
+            self._gate.pause()

@@ -1,0 +1,76 @@
+"""The lock order of docs/architecture.md ("lock order"), held by the code: read from the AST,
+no lock is held where the code calls into something that takes a lock before it in the order
+(or, for the leaves, into anything that takes a lock at all)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+# (module, the lock as written in `with`, calls that must not happen under it, why).
+RULES = [
+    ("sequence_ai_ros/goals.py", "self._cond", ("self._driver.", ".interrupt("), "6 before 10"),
+    ("sequence_ai_ros/goal_drive.py", "self._cond",
+     ("self._cache.", "self._gate.", "self._policy.", "self._health.", "feedback.",
+      ".interrupt("), "6 after 2, 3, 5; before 8-10"),
+    ("sequence_ai_ros/goal_results.py", "self._cond", ("self._health.", "self._log."),
+     "6: only its own fields"),
+    ("sequence_ai_ros/observations.py", "self._lock",
+     ("listener(", "self._frames.", "self._warn("), "5 after 3, 4, 6"),
+    ("sequence_ai_ros/goal_feedback.py", "self._lock",
+     ("self._health.", "self._handle.", "self._stats."), "a leaf"),
+    ("sequence_ai/run_stats.py", "self._lock", ("self._connections(",), "a leaf"),
+    ("sequence_ai/capture.py", "self._lock",
+     ("self._publish(", "self._observe(", "check_observation("), "8: only the Session's (9)"),
+    ("sequence_ai/session.py", "self._lock", (".interrupt(", ".notify(", ".join("),
+     "9 before 10"),
+    ("sequence_ai/calls.py", "self._cond", ("self._session", "interrupt_all("), "10"),
+]
+
+
+def _calls_under(path: Path, lock: str) -> tuple[int, list[str]]:
+    """How many `with <lock>:` blocks the module has, and every call written inside them
+    (lambdas included)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    blocks = 0
+    calls: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.With) and any(
+            ast.unparse(item.context_expr) == lock for item in node.items
+        ):
+            blocks += 1
+            for statement in node.body:
+                calls += [
+                    ast.unparse(call) for call in ast.walk(statement) if isinstance(call, ast.Call)
+                ]
+    return blocks, calls
+
+
+@pytest.mark.parametrize(("module", "lock", "forbidden", "why"), RULES)
+def test_no_call_under_a_lock_reaches_a_lock_before_it(
+    module: str, lock: str, forbidden: tuple[str, ...], why: str
+) -> None:
+    blocks, calls = _calls_under(ROOT / module, lock)
+    assert blocks, f"{module} has no `with {lock}:` block: the rule is stale"
+    wrong = [call for call in calls if any(name in call for name in forbidden)]
+    assert not wrong, f"{module}: under {lock} (lock order {why}): {wrong}"
+
+
+def test_the_order_is_written_at_every_lock_of_the_shipped_code() -> None:
+    unwritten = []
+    for package in ("sequence_ai", "sequence_ai_ros"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if {"sim", "demo"} & set(path.relative_to(ROOT).parts):
+                continue
+            lines = path.read_text(encoding="utf-8").splitlines()
+            for number, line in enumerate(lines):
+                made = "threading.Lock()" in line or "threading.RLock()" in line or (
+                    "threading.Condition(" in line)
+                if made and "=" in line and not line.lstrip().startswith(("#", "def", "return")):
+                    above = " ".join(lines[max(0, number - 3):number])
+                    if "Lock order" not in above:
+                        unwritten.append(f"{path.relative_to(ROOT)}:{number + 1}")
+    assert not unwritten, f"locks without their place in the lock order: {unwritten}"
