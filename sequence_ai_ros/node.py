@@ -37,6 +37,7 @@ from sequence_ai_ros.diagnostics import HealthRecord, build_array
 from sequence_ai_ros.goal_text import shown
 from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
 from sequence_ai_ros.lifecycle_guard import ConfigureProbe, guard_change_state
+from sequence_ai_ros.lifecycle_queries import LifecycleQueries
 from sequence_ai_ros.parameters import NodeConfig
 from sequence_ai_ros.readiness import Readiness
 
@@ -81,6 +82,8 @@ class SequenceAiNode(LifecycleNode):
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         guard_change_state(self, self.get_logger().warning)
+        # get_state and the other queries answered on their own thread, even mid-transition.
+        self._queries = LifecycleQueries(self, self.get_logger())
         self._configuring = ConfigureProbe()
         parameters.declare(self)
         self.add_on_set_parameters_callback(
@@ -195,6 +198,10 @@ class SequenceAiNode(LifecycleNode):
         self._stop_goals(StopCause.SHUT_DOWN)
         self._teardown(destroy=False)
         self.health.update(lifecycle="finalized")
+
+    def destroy_node(self) -> None:
+        self._queries.destroy()
+        super().destroy_node()
 
     def finish_goals(self, spin_once: Callable[[float], None], timeout_s: float) -> bool:
         """End every goal held and spin (`spin_once(timeout_s)`, on the thread that spins the

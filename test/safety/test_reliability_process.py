@@ -1,6 +1,7 @@
 """Reliability round 3, the node as its own process (main()'s executor): configure against a
-catalogue that never answers fails within configure_timeout_s naming it, the node answers
-get_state again and keeps running, and the first SIGTERM sent meanwhile ends it cleanly."""
+catalogue that never answers fails within configure_timeout_s naming it, get_state is answered
+while configure waits (`configuring`: the queries have their own executor), and the first
+SIGTERM sent meanwhile ends the node cleanly."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 from gateway_fixture import run_gateway
-from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.msg import State, Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from node_harness import GRIPPER, JOINTS, wait_for
 from rclpy.executors import SingleThreadedExecutor
@@ -91,6 +92,11 @@ def test_get_state_answers_and_sigterm_ends_a_node_configuring_against_a_silent_
         )
         wait_for(lambda: stalled_gateway.counters()["requests"]["models"] >= 1,
                  what="configure's catalogue request")
+        # Answered mid-configure: the state machine is `configuring` only inside on_configure.
+        during = get.call_async(GetState.Request())
+        answer = wait_for(lambda: during.done() and during.result(),
+                          timeout_s=EXIT_GUARD_S, what="get_state while configuring")
+        assert answer.current_state.id == State.TRANSITION_STATE_CONFIGURING, answer
         # The first SIGTERM, sent while configure waits: honoured once it has returned.
         process.send_signal(signal.SIGTERM)
         reply = wait_for(lambda: configure.done() and configure.result(),
