@@ -6,12 +6,15 @@ configure waiting up to `configure_timeout_s` for the catalogue — left every q
 and a supervisor polling `get_state` saw a dead node. The services stay rclpy's own (their
 handles belong to the node's state machine, their callbacks only read it, which is safe from
 any thread); only the executor that waits on them moves, as joint_feed.py does for joint
-states. `ChangeState` and everything else stays on the node's executor.
+states. `ChangeState` and everything else stays on the node's executor. The same thread runs
+the node's `/diagnostics` while it holds no configuration (`tick`), so a configure in progress
+is visible there too.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -38,9 +41,12 @@ _POLL_S = 1.0
 
 class LifecycleQueries:
     """Serves `node`'s lifecycle queries on `QUERY_THREAD` from construction to `destroy()`,
-    which hands them back to `node` (rclpy destroys them with it)."""
+    which hands them back to `node` (rclpy destroys them with it); calls `tick` there every
+    `tick_s`."""
 
-    def __init__(self, node: LifecycleNode, log: RcutilsLogger) -> None:
+    def __init__(
+        self, node: LifecycleNode, log: RcutilsLogger, tick: Callable[[], None], tick_s: float
+    ) -> None:
         self._owner = node
         # No global arguments: the process's `__node:=` remap must not rename this node.
         self._node = Node(
@@ -59,6 +65,7 @@ class LifecycleQueries:
             group.add_entity(service)
             self._node._services.append(service)
             self._services.append(service)
+        self._node.create_timer(tick_s, tick, callback_group=group)
         # Wakes the executor's wait when the queries are stopped.
         self._wake = self._node.create_guard_condition(_nothing)
         self._stop = threading.Event()

@@ -82,8 +82,6 @@ class SequenceAiNode(LifecycleNode):
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         guard_change_state(self, self.get_logger().warning)
-        # get_state and the other queries answered on their own thread, even mid-transition.
-        self._queries = LifecycleQueries(self, self.get_logger())
         self._configuring = ConfigureProbe()
         parameters.declare(self)
         self.add_on_set_parameters_callback(
@@ -125,9 +123,14 @@ class SequenceAiNode(LifecycleNode):
             self._on_goal_statuses,
             qos_profile_action_status_default,
         )
-        # Diagnostics run in every state so a failed configure is visible too.
+        # Diagnostics run in every state so a failed configure is visible too: on this
+        # executor while configured, else beside get_state on the queries' own thread (also
+        # answered mid-transition).
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics)
+        self._diagnostics_timer = self.create_timer(1.0, lambda: self._publish_diagnostics(True))
+        self._queries = LifecycleQueries(
+            self, self.get_logger(), lambda: self._publish_diagnostics(False), 1.0
+        )
         # Its own timer, not the diagnostics': goals waiting behind a run that does not stop
         # end BUSY after PREEMPT_WAIT_S (goals.py).
         self._overdue_timer = self.create_timer(1.0, self._end_overdue)
@@ -140,17 +143,20 @@ class SequenceAiNode(LifecycleNode):
     # ----- lifecycle -----
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
-        try:
-            with self._configuring.running():
+        # The whole transition: a shutdown meanwhile waits for it, then has the last word.
+        with self._configuring.running():
+            self.health.update(lifecycle="configuring")
+            try:
                 self._configure()
-        except Exception as exc:  # noqa: BLE001 - every failure is logged with its reason
-            self._teardown(destroy=True)
-            detail = str(exc) if isinstance(exc, ConfigureError) else f"{type(exc).__name__}: {exc}"
-            problem = f"configure failed: {detail}"
-            self.health.update(problem=problem)
-            self.get_logger().error(problem)
-            return TransitionCallbackReturn.FAILURE
-        self.health.update(problem="", lifecycle="inactive")
+            except Exception as exc:  # noqa: BLE001 - every failure is logged with its reason
+                self._teardown(destroy=True)
+                detail = str(exc) if isinstance(exc, ConfigureError) else (
+                    f"{type(exc).__name__}: {exc}")
+                problem = f"configure failed: {detail}"
+                self.health.update(problem=problem, lifecycle="unconfigured")
+                self.get_logger().error(problem)
+                return TransitionCallbackReturn.FAILURE
+            self.health.update(problem="", lifecycle="inactive")
         self.get_logger().info(f"configured for model {self.health.snapshot().model}")
         return super().on_configure(state)
 
@@ -353,9 +359,11 @@ class SequenceAiNode(LifecycleNode):
         if runner is not None:
             runner.end_overdue()
 
-    def _publish_diagnostics(self) -> None:
+    def _publish_diagnostics(self, configured_only: bool) -> None:
         with self._lock:
             configured = self._configured
+        if (configured is not None) is not configured_only:
+            return  # the other thread's turn
         cache = None if configured is None else configured.cache
         gate = None if configured is None else configured.gate
         self._diagnostics.publish(

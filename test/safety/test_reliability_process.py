@@ -1,7 +1,7 @@
 """Reliability round 3, the node as its own process (main()'s executor): configure against a
-catalogue that never answers fails within configure_timeout_s naming it, get_state is answered
-while configure waits (`configuring`: the queries have their own executor), and the first
-SIGTERM sent meanwhile ends the node cleanly."""
+catalogue that never answers fails within configure_timeout_s naming it, get_state and
+/diagnostics are answered while configure waits (`configuring`: they have their own executor),
+and the first SIGTERM sent meanwhile ends the node cleanly."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from diagnostic_msgs.msg import DiagnosticArray
 from gateway_fixture import run_gateway
 from lifecycle_msgs.msg import State, Transition
 from lifecycle_msgs.srv import ChangeState, GetState
@@ -74,6 +75,15 @@ def test_get_state_answers_and_sigterm_ends_a_node_configuring_against_a_silent_
 ) -> None:
     process, log = _start(tmp_path, stalled_gateway)
     client_node = Node("stalled_catalogue_client", context=safety_ros_context)
+    # The node's lifecycle values as /diagnostics reports them, in order (the spinner's thread).
+    lifecycles: list[str] = []
+
+    def on_diagnostics(message: DiagnosticArray) -> None:
+        for status in message.status:
+            if NAMESPACE in status.name:
+                lifecycles.extend(v.value for v in status.values if v.key == "lifecycle")
+
+    client_node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
     executor = SingleThreadedExecutor(context=safety_ros_context)
     executor.add_node(client_node)
     spinner = threading.Thread(target=executor.spin, daemon=True)
@@ -97,6 +107,9 @@ def test_get_state_answers_and_sigterm_ends_a_node_configuring_against_a_silent_
         answer = wait_for(lambda: during.done() and during.result(),
                           timeout_s=EXIT_GUARD_S, what="get_state while configuring")
         assert answer.current_state.id == State.TRANSITION_STATE_CONFIGURING, answer
+        # Published mid-configure too: `configuring` is reported only inside on_configure.
+        wait_for(lambda: "configuring" in lifecycles, timeout_s=EXIT_GUARD_S,
+                 what="/diagnostics while configuring")
         # The first SIGTERM, sent while configure waits: honoured once it has returned.
         process.send_signal(signal.SIGTERM)
         reply = wait_for(lambda: configure.done() and configure.result(),
