@@ -38,6 +38,7 @@ SECTIONS = (
     "many_robots",
     "recording",
     "bringup",
+    "reliability",
 )
 
 

@@ -9,12 +9,13 @@ from typing import Any, Optional
 
 from .errors import InvalidRequest, InvalidResponse
 from .transport import Transport, VerifyArg
-from .types import ActionChunk
+from .types import ActionChunk, Prediction
 
 __all__ = [
     "MODEL_PREFIX",
     "Model",
     "act_row",
+    "check_answer_model",
     "check_chunk",
     "find_model",
     "full_model_id",
@@ -280,6 +281,20 @@ def _same_space(chunk_space: str, row_space: str) -> bool:
     if chunk_space == row_space:
         return True
     return {chunk_space, row_space} <= ABSOLUTE_JOINT_SPACES
+
+
+def check_answer_model(prediction: Prediction, asked: str) -> None:
+    """Refuse (``InvalidResponse``) an answer computed by another model than the one asked:
+    its rows fit another robot, rate and horizon."""
+    try:
+        same = full_model_id(prediction.model) == full_model_id(asked)
+    except ValueError:
+        same = False
+    if not same:
+        raise InvalidResponse(
+            f"response.model is {prediction.model!r:.120}; expected {asked!r}, the model asked "
+            "(none of its chunk is played)"
+        )
 
 
 def check_chunk(model: Model, chunk: ActionChunk) -> None:

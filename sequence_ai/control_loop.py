@@ -185,7 +185,9 @@ class RunLoop:
                 ending = end.ending
             except BaseException as exc:
                 ending, error = Ending.RAISED, exc
-            # Requests still in flight end at their own deadline; nothing of them is played.
+            # Requests still in flight are abandoned, their connections closed; nothing of them
+            # is played.
+            self.session.abandon_requests()
             self.playhead.stop()
             self.scheduler.abandon()
             if ending is not Ending.COMPLETED and self.options.hold is not None:

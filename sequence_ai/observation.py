@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any, Optional, Union
 
 from .catalogue import Model
+from .text import is_blank
 from .types import ImageFrame, Observation, Proprioception
 
 __all__ = [
@@ -366,8 +367,10 @@ def observation(
             raise TypeError(f"images has key {view!r}; expected view names as non-empty str")
     if not isinstance(instruction, str):
         raise TypeError(f"instruction is {instruction!r:.60}; expected a str")
-    if not instruction.strip():
-        raise ValueError("instruction is empty; expected the task in words")
+    if is_blank(instruction):
+        raise ValueError(
+            "instruction is empty (or only invisible characters); expected the task in words"
+        )
     if timestamp_ms is not None and (
         isinstance(timestamp_ms, bool)
         or not isinstance(timestamp_ms, numbers.Integral)

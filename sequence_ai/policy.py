@@ -18,6 +18,7 @@ from .calls import CallHandle, Wake
 from .catalogue import Model, full_model_id
 from .control_loop import RunLoop
 from .controllers import Controller, as_controller
+from .deadline import Exchange
 from .errors import ChunkExhausted, SequencesError, Unavailable
 from .events import Observer
 from .options import RunOptions, check_max_in_flight, positive_seconds
@@ -103,8 +104,7 @@ class Policy:
         if validate not in VALIDATE_MODES:
             raise ValueError(f"validate is {validate!r}; expected one of {VALIDATE_MODES}")
         positive_seconds("control_hz", control_hz, allow_none=True, unit="Hz")
-        positive_seconds("startup_timeout_s", startup_timeout_s, allow_none=False,
-                         allow_zero=True)
+        positive_seconds("startup_timeout_s", startup_timeout_s, allow_none=False, allow_zero=True)
         if on_warming is not None and not callable(on_warming):
             raise TypeError(f"on_warming is {on_warming!r}; expected a callable(waited_s, eta_s)")
         check_max_in_flight("max_in_flight", max_in_flight)
@@ -206,12 +206,16 @@ class Policy:
         """
         return self._session.spec()
 
-    def ready(self) -> tuple[bool, Optional[float]]:
+    def ready(
+        self, *, timeout: Optional[float] = None, exchange: Optional[Exchange] = None
+    ) -> tuple[bool, Optional[float]]:
         """``(ready, eta_s)``; polling a cold model starts loading it. Not billed.
 
-        Safe from any thread, also while another thread drives the Policy.
+        Safe from any thread, also while another thread drives the Policy. ``timeout`` bounds
+        the check (the connection's ``timeout_s`` when None); ``exchange.abort()`` from another
+        thread ends it at once.
         """
-        return self._session.ready()
+        return self._session.ready(timeout=timeout, exchange=exchange)
 
     def wait_until_ready(
         self, timeout_s: float = 300.0, poll_s: float = 5.0, *, call: Optional[CallHandle] = None

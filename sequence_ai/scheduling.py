@@ -82,7 +82,8 @@ class RequestScheduler:
         return sorted(done, key=lambda request: request.capture.sequence)
 
     def abandon(self) -> None:
-        """The run ended: requests still in flight end at their own deadline, unread."""
+        """The run ended: requests still in flight are dropped unread (the session has closed
+        their connections)."""
         self.requests = []
 
     def newer_in_flight(self, playing_sequence: int) -> bool:

@@ -19,7 +19,8 @@ from enum import Enum
 from typing import Callable, Optional
 
 from .calls import CallHandle
-from .catalogue import Model, act_row, check_chunk, models
+from .catalogue import Model, act_row, check_answer_model, check_chunk, models
+from .deadline import Exchange
 from .errors import InvalidRequest, SequencesError
 from .fetch import Fetch
 from .observation import is_fatal, problems_with
@@ -136,7 +137,8 @@ class Session:
         self._closed = False
         # One entry per open call (a handle shared by two calls appears twice).
         self._calls: list[CallHandle] = []
-        self._fetch_threads: set[threading.Thread] = set()
+        # Each fetch thread and its exchange, which abandon_requests() ends.
+        self._fetch_threads: dict[threading.Thread, Exchange] = {}
         # (row,) once fetched, row None when the catalogue does not list the model; None
         # until a fetch succeeded, so a failed fetch is retried by the next caller.
         self._spec: Optional[tuple[Optional[Model]]] = None
@@ -175,6 +177,14 @@ class Session:
         self.transport.abort()
         for thread in threads:
             thread.join(join_s)
+
+    def abandon_requests(self) -> None:
+        """A run ended: close the connections of its requests still in flight, so their
+        threads end now rather than at their own deadline."""
+        with self._lock:
+            exchanges = list(self._fetch_threads.values())
+        for exchange in exchanges:
+            exchange.abort()
 
     def interrupt_all(self) -> None:
         """Interrupt the handle of every open call; a no-op when none is open."""
@@ -234,10 +244,13 @@ class Session:
             cached = self._spec
         return None if cached is None else cached[0]
 
-    def ready(self) -> tuple[bool, Optional[float]]:
+    def ready(
+        self, *, timeout: Optional[float] = None, exchange: Optional[Exchange] = None
+    ) -> tuple[bool, Optional[float]]:
         """``(ready, eta_s)`` from ``GET /v1/act/ready``; remembers a ready model."""
         self.check_open("ready")
-        body = self.transport.get("/v1/act/ready", params={"model": self.model_id})
+        body = self.transport.get("/v1/act/ready", params={"model": self.model_id},
+                                  timeout=timeout, exchange=exchange)
         if not isinstance(body, dict) or "ready" not in body:
             raise SequencesError(f"GET /v1/act/ready returned {body!r:.80}; expected 'ready'")
         eta = body.get("eta_s")
@@ -353,6 +366,7 @@ class Session:
             # An abandoned request must not outlive its run by much: bound it by the deadline.
             left = max(0.5, deadline - time.monotonic() + 0.5)
             timeout = min(timeout or self.transport.timeout_s, left)
+        exchange = Exchange()
 
         def request() -> Prediction:
             observation = observe()
@@ -361,8 +375,9 @@ class Session:
             }
             body.update(body_fields)
             content = encode_json(body)
-            answer = self.transport.post("/v1/act", content, timeout=timeout)
+            answer = self.transport.post("/v1/act", content, timeout=timeout, exchange=exchange)
             prediction = Prediction.from_wire(answer, observation=observation)
+            check_answer_model(prediction, self.model_id)
             prediction.request_bytes = len(content)
             if model is not None:
                 check_chunk(model, prediction.action_chunk)
@@ -372,10 +387,10 @@ class Session:
             if self._closed:
                 raise SequencesError("the Policy was closed; call sequence_ai.connect() again")
             fetch = Fetch(request, call, self._fetch_done, warm=self._served or self._seen_ready)
-            self._fetch_threads.add(fetch.thread)
+            self._fetch_threads[fetch.thread] = exchange
             fetch.start()
         return fetch
 
     def _fetch_done(self, thread: threading.Thread) -> None:
         with self._lock:
-            self._fetch_threads.discard(thread)
+            self._fetch_threads.pop(thread, None)

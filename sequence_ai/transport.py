@@ -19,6 +19,9 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
+from .api_key import check_api_key, scrub_key
+from .body import ACCEPT_ENCODING, MAX_BODY_BYTES, read_body
+from .deadline import DeadlineWatch, Exchange
 from .errors import (
     AuthError,
     InvalidRequest,
@@ -28,9 +31,11 @@ from .errors import (
     SequencesError,
     Unavailable,
 )
+from .pool_sockets import pooled_sockets, socket_serving
 
 __all__ = [
     "DEFAULT_BASE_URL",
+    "MAX_BODY_BYTES",
     "Transport",
     "check_base_url",
     "encode_json",
@@ -52,11 +57,6 @@ MAX_IN_FLIGHT = 8
 KEEPALIVE_CONNECTIONS = MAX_IN_FLIGHT + 1
 KEEPALIVE_EXPIRY_S = 300.0
 MAX_MESSAGE_CHARS = 500
-# Largest response body read. Served chunks are 3 kB (pi05, 15 rows) to 5 kB (cosmos3, 32 rows)
-# and the catalogue about 1.2 kB a model: 2 MiB leaves 400x room (and space for a world
-# prediction payload), while a body at the cap parses in a fraction of a second where an
-# uncapped 200,000-row chunk took 5 s and 410 MB.
-MAX_BODY_BYTES = 2 * 1024 * 1024
 
 # What ``verify=`` accepts: on/off, a CA bundle path, or a ready SSL context.
 VerifyArg = Union[bool, str, "os.PathLike[str]", ssl.SSLContext]
@@ -226,6 +226,8 @@ class Transport:
     ) -> None:
         self._base_url = check_base_url(resolve_base_url(base_url), allow_insecure=allow_insecure)
         key = resolve_api_key(api_key)
+        if key is not None:
+            check_api_key(key)
         if require_key and key is None:
             raise AuthError(
                 f"no API key: pass api_key= or set {API_KEY_ENV} "
@@ -241,7 +243,8 @@ class Transport:
         self._timeout_s = float(timeout_s)
         # Kept only to scrub it from error text; never printed, never in repr.
         self._secret = key
-        headers = {"Content-Type": "application/json", "User-Agent": user_agent()}
+        headers = {"Content-Type": "application/json", "User-Agent": user_agent(),
+                   "Accept-Encoding": ACCEPT_ENCODING}
         if key is not None:
             headers["Authorization"] = f"Bearer {key}"
         self._client = httpx.Client(
@@ -261,6 +264,7 @@ class Transport:
         # Lock order: a leaf (nothing is taken under it).
         self._count_lock = threading.Lock()
         self._connections_opened = 0
+        self._watch = DeadlineWatch(self._socket_of)
 
     @property
     def base_url(self) -> str:
@@ -322,22 +326,11 @@ class Transport:
                 continue
         self.close()
 
-    def _pooled_sockets(self) -> list[socket.socket]:
-        """The sockets of the pool's open connections.
+    def _socket_of(self, extensions: Mapping[str, object]) -> Optional[socket.socket]:
+        return socket_serving(self._client, extensions)
 
-        Neither httpx nor httpcore offers them, so this reads their pool's internals
-        (``_transport._pool.connections[i]._connection._network_stream``); a test checks the
-        path still exists, so an httpx/httpcore upgrade that moves it fails there.
-        """
-        pool = getattr(getattr(self._client, "_transport", None), "_pool", None)
-        found: list[socket.socket] = []
-        for connection in list(getattr(pool, "connections", None) or []):
-            stream = getattr(getattr(connection, "_connection", None), "_network_stream", None)
-            get_extra_info = getattr(stream, "get_extra_info", None)
-            sock = get_extra_info("socket") if get_extra_info is not None else None
-            if isinstance(sock, socket.socket):
-                found.append(sock)
-        return found
+    def _pooled_sockets(self) -> list[socket.socket]:
+        return pooled_sockets(self._client)
 
     def get(
         self,
@@ -345,22 +338,28 @@ class Transport:
         *,
         params: Optional[Mapping[str, Any]] = None,
         timeout: Optional[float] = None,
+        exchange: Optional[Exchange] = None,
     ) -> Any:
         """``GET path``; returns the parsed JSON body or raises a ``SequencesError``."""
-        return self._request("GET", path, params=params, timeout=timeout)
+        return self._request("GET", path, params=params, timeout=timeout, exchange=exchange)
 
-    def post(self, path: str, body: Any, *, timeout: Optional[float] = None) -> Any:
+    def post(
+        self,
+        path: str,
+        body: Any,
+        *,
+        timeout: Optional[float] = None,
+        exchange: Optional[Exchange] = None,
+    ) -> Any:
         """``POST path`` with a JSON body (an object, or bytes from ``encode_json``); returns the
-        parsed JSON or raises."""
-        return self._request("POST", path, body=body, timeout=timeout)
+        parsed JSON or raises. ``exchange.abort()`` ends the request early from any thread."""
+        return self._request("POST", path, body=body, timeout=timeout, exchange=exchange)
 
     def delete(self, path: str, *, timeout: Optional[float] = None) -> Any:
         return self._request("DELETE", path, timeout=timeout)
 
     def _scrub(self, text: str) -> str:
-        if self._secret and self._secret in text:
-            return text.replace(self._secret, "<api key>")
-        return text
+        return scrub_key(text, self._secret)
 
     def _request(
         self,
@@ -370,6 +369,7 @@ class Transport:
         params: Optional[Mapping[str, Any]] = None,
         body: Any = None,
         timeout: Optional[float] = None,
+        exchange: Optional[Exchange] = None,
     ) -> Any:
         if self._closed:
             raise SequencesError(
@@ -382,23 +382,45 @@ class Transport:
             content = body if body is None or isinstance(body, bytes) else encode_json(body)
         except ValueError as exc:
             raise ValueError(f"{method} {path}: {exc}") from None
-        # ``applied`` bounds the whole request: httpx's own timeouts bound each phase
-        # (connect, send, every read), and the body is read against the deadline below, so a
-        # body trickled a byte at a time ends too.
+        # ``applied`` bounds the whole exchange: httpx's own timeouts bound each phase
+        # (connect, send, every read), the watch shuts the socket down at the deadline
+        # whatever the phase (headers a byte at a time, endless interim responses), and the
+        # body is read against the deadline too.
         deadline = time.monotonic() + applied
+        exchange = exchange if exchange is not None else Exchange()
+        headers_in = False
         try:
             # httpx's params= would percent-encode the slashes of a model id.
             request = self._client.build_request(
                 method, query_path(path, params), content=content, timeout=httpx.Timeout(applied)
             )
             request.extensions["trace"] = self._trace
-            response = self._client.send(request, stream=True)
-            try:
-                data = self._read_body(method, path, response, deadline, applied)
-            finally:
-                response.close()
-        except httpx.TimeoutException as exc:
-            phase = {
+            with self._watch.watching(exchange, deadline, request.extensions) as live:
+                if not live:
+                    raise SequencesError(f"{method} {path}: abandoned before it was sent")
+                response = self._client.send(request, stream=True)
+                headers_in = True
+                try:
+                    data = read_body(response, f"{method} {path}",
+                                     f"{method} {self._base_url}{path}", deadline, applied)
+                finally:
+                    response.close()
+        except (httpx.HTTPError, RuntimeError) as exc:
+            ended = exchange.ended
+            if ended == "deadline":
+                ended = "reading the response body" if headers_in else "before the headers ended"
+            self._raise_failure(method, path, applied, exc, ended)
+        return self._unwrap(method, path, response, data)
+
+    def _raise_failure(
+        self, method: str, path: str, applied: float, exc: BaseException, ended: Optional[str]
+    ) -> None:
+        """The typed error for an exchange that failed in transit; ``ended`` says why the
+        watch ended it: abandoned, or the phase its deadline passed in."""
+        if ended == "abandoned":
+            raise SequencesError(f"{method} {path}: abandoned when its run ended") from None
+        if ended is not None or isinstance(exc, httpx.TimeoutException):
+            phase = ended if ended is not None else {
                 httpx.ConnectTimeout: "connecting",
                 httpx.ReadTimeout: "waiting for the response",
                 httpx.WriteTimeout: "sending the request",
@@ -407,52 +429,17 @@ class Transport:
             raise Unavailable(
                 f"{method} {self._base_url}{path} timed out after {applied:g}s ({phase})"
             ) from None
-        except httpx.HTTPError as exc:
+        if isinstance(exc, httpx.HTTPError):
             detail = self._scrub(str(exc)) or type(exc).__name__
             raise Unavailable(
                 f"could not reach {self._base_url} ({method} {path}): {detail}"
             ) from None
-        except RuntimeError:
-            # httpx raises RuntimeError when close() raced this call from another thread.
-            if self._client.is_closed:
-                raise SequencesError(
-                    f"{method} {path}: the connection was closed during the call"
-                ) from None
-            raise
-        return self._unwrap(method, path, response, data)
-
-    def _read_body(
-        self,
-        method: str,
-        path: str,
-        response: httpx.Response,
-        deadline: float,
-        applied: float,
-    ) -> bytes:
-        """The whole body, refused past ``MAX_BODY_BYTES`` or once ``deadline`` passed."""
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            raise self._too_large(method, path, response.status_code, f"{declared} bytes")
-        pieces: list[bytes] = []
-        size = 0
-        for piece in response.iter_bytes():
-            size += len(piece)
-            if size > MAX_BODY_BYTES:
-                raise self._too_large(method, path, response.status_code, "more")
-            pieces.append(piece)
-            if time.monotonic() > deadline:
-                raise Unavailable(
-                    f"{method} {self._base_url}{path} timed out after {applied:g}s "
-                    f"(reading the response body, {size} bytes so far)"
-                )
-        return b"".join(pieces)
-
-    def _too_large(self, method: str, path: str, status: int, size: str) -> InvalidResponse:
-        return InvalidResponse(
-            f"{method} {path} answered {status} with a body of {size}; expected at most "
-            f"{MAX_BODY_BYTES} bytes (an action chunk is a few kB)",
-            status=status,
-        )
+        # httpx raises RuntimeError when close() raced this call from another thread.
+        if self._client.is_closed:
+            raise SequencesError(
+                f"{method} {path}: the connection was closed during the call"
+            ) from None
+        raise exc
 
     def _unwrap(self, method: str, path: str, response: httpx.Response, data: bytes) -> Any:
         status = response.status_code

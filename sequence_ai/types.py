@@ -92,7 +92,10 @@ def _finite_number(value: object, where: str) -> float:
     # bool is an int subclass; a true/false in a step is a server bug, not a 1.0/0.0.
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidResponse(f"{where} is {value!r}; expected a number")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond any float, e.g. 10**400
+        raise InvalidResponse(f"{where} is {value!r:.40}; expected a finite number") from None
     if not math.isfinite(number):
         raise InvalidResponse(f"{where} is {value!r}; expected a finite number")
     return number

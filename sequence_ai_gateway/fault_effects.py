@@ -19,6 +19,7 @@ from sequence_ai_gateway.responses import (
     ascii_json,
 )
 from sequence_ai_gateway.serving import ModelServer, Rows
+from sequence_ai_gateway.wire_faults import serve_raw, stacked_response
 
 Hold = Callable[[], Awaitable[None]]
 
@@ -66,14 +67,33 @@ def shaped_rows(fault: Optional[Fault], rows: Rows) -> Rows:
     return rows[:wanted] + [list(rows[-1]) for _ in range(wanted - len(rows))]
 
 
+# The model a ``wrong_model`` answer names: one no request can have asked for.
+WRONG_MODEL_ID = "accounts/sequences/models/not-the-model-asked"
+
+
 async def faulted_answer(
-    gateway: Gateway, fault: Optional[Fault], since: int, body: Dict[str, Any]
+    gateway: Gateway, fault: Optional[Fault], since: int, body: Dict[str, Any], peer: Any = None
 ) -> Optional[Response]:
-    """Alter a finished 200 body in place, or replace it; None when the body goes out as is."""
+    """Alter a finished 200 body in place, or replace it; None when the body goes out as is.
+    ``peer`` is the client's address, for the faults written straight to its socket."""
     if fault is None:
         return None
     chunk = body["action_chunk"]
     steps = chunk["steps"]
+    if fault.kind in (FaultKind.ENDLESS_HEADERS, FaultKind.INTERIM):
+        link = gateway.faults.links.find(peer)
+        if link is not None:
+            async def pause(seconds: float) -> bool:
+                return await gateway.wait_stall(seconds, since)
+            await serve_raw(link, fault, pause)
+        return ResetResponse()
+    if fault.kind is FaultKind.STACKED_ENCODING:
+        return await stacked_response(fault)
+    if fault.kind is FaultKind.WRONG_MODEL:
+        body["model"] = WRONG_MODEL_ID
+    elif fault.kind is FaultKind.HUGE_INT and steps:
+        steps[len(steps) // 2]["values"][0] = 10 ** 400
+        return RawJSONResponse(json.dumps(body).encode())
     if fault.kind is FaultKind.RESET:
         return ResetResponse()
     if fault.kind is FaultKind.MALFORMED:

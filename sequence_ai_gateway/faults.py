@@ -32,9 +32,41 @@ class FaultKind(str, Enum):
     ROWS = "rows"
     # A valid body sent one byte every ``seconds``.
     TRICKLE = "trickle"
+    # Raw socket faults (the server layer writes them): a status line and a header that never
+    # ends, one byte every ``seconds``; ``102 Processing`` interim responses every ``seconds``.
+    ENDLESS_HEADERS = "endless_headers"
+    INTERIM = "interim"
+    # A body of zeros under stacked gzip codings (``fields``: layers, decoded_bytes).
+    STACKED_ENCODING = "stacked_encoding"
+    # The answer names another model than the one asked.
+    WRONG_MODEL = "wrong_model"
+    # A step value of 10**400: valid JSON, beyond any float.
+    HUGE_INT = "huge_int"
+    # Faults of the other endpoints: catalogue rows' fields overwritten (``GET /v1/models``);
+    # a readiness check that answers after ``seconds`` or, with None, never (``/v1/act/ready``).
+    CATALOGUE_FIELDS = "catalogue_fields"
+    READY_STALL = "ready_stall"
+    # A catalogue listing that answers after ``seconds`` or, with None, only once cleared.
+    CATALOGUE_STALL = "catalogue_stall"
 
 
 FAULT_KINDS = tuple(k.value for k in FaultKind)
+# The endpoint whose requests take each kind; every other kind is taken by ``POST /v1/act``.
+ENDPOINT_OF_KIND = {
+    FaultKind.CATALOGUE_FIELDS: "models",
+    FaultKind.CATALOGUE_STALL: "models",
+    FaultKind.READY_STALL: "ready",
+}
+# What ``catalogue_fields`` may overwrite: the served numbers a client plans with.
+CATALOGUE_FIELDS = ("control_hz", "action_horizon", "action_dim")
+# ``stacked_encoding`` defaults: the probe's three gzip layers over 1 GiB of zeros (about 300
+# bytes on the wire); decoded_bytes is capped so a typo cannot take the gateway's memory.
+STACKED_LAYERS = 3
+STACKED_DECODED_BYTES = 1 << 30
+MAX_STACKED_DECODED_BYTES = 4 << 30
+MAX_STACKED_LAYERS = 8
+# Pause between the raw faults' writes when ``seconds`` is not given.
+DEFAULT_RAW_PAUSE_S = 0.05
 INJECTABLE_STATUSES = (401, 402, 429, 500, 503, 504)
 # What ``chunk_fields`` may overwrite: every action_chunk field but the steps themselves (the
 # rows, nan, inf, wrong_dim and empty faults alter those).
@@ -55,7 +87,8 @@ class Fault:
     model: Optional[str] = None  # full id, or None for every model
     seconds: Optional[float] = None
     status: Optional[int] = None
-    fields: Optional[Dict[str, Any]] = None  # chunk_fields only
+    # chunk_fields, catalogue_fields and stacked_encoding only
+    fields: Optional[Dict[str, Any]] = None
     rows: Optional[int] = None  # rows only
 
     @property
@@ -64,38 +97,82 @@ class Fault:
         seconds = DEFAULT_RETRY_AFTER_S if self.seconds is None else self.seconds
         return str(int(math.ceil(seconds)))
 
+    @property
+    def pause_s(self) -> float:
+        """The raw faults' pause between writes."""
+        return DEFAULT_RAW_PAUSE_S if self.seconds is None else self.seconds
+
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _check_fields(fields: Any) -> Dict[str, Any]:
+def _check_fields(kind: FaultKind, fields: Any) -> Dict[str, Any]:
+    allowed = CATALOGUE_FIELDS if kind is FaultKind.CATALOGUE_FIELDS else CHUNK_FIELDS
+    what = "catalogue row" if kind is FaultKind.CATALOGUE_FIELDS else "action_chunk"
     if not isinstance(fields, Mapping) or not fields:
         raise ValueError(
-            f"fault chunk_fields: fields={fields!r}, expected a non-empty mapping of "
-            f"action_chunk fields ({', '.join(CHUNK_FIELDS)}) to values"
+            f"fault {kind.value}: fields={fields!r}, expected a non-empty mapping of "
+            f"{what} fields ({', '.join(allowed)}) to values"
         )
     for name, value in fields.items():
-        if name not in CHUNK_FIELDS:
+        if name not in allowed:
             raise ValueError(
-                f"fault chunk_fields: fields[{name!r}]: not an overwritable action_chunk field, "
-                f"expected one of {CHUNK_FIELDS}"
+                f"fault {kind.value}: fields[{name!r}]: not an overwritable {what} field, "
+                f"expected one of {allowed}"
             )
         try:
             json.dumps(value, allow_nan=False)
         except (TypeError, ValueError):
             raise ValueError(
-                f"fault chunk_fields: fields[{name!r}]={value!r}, expected a JSON value "
+                f"fault {kind.value}: fields[{name!r}]={value!r}, expected a JSON value "
                 "(finite numbers, strings, null, lists, objects)"
             ) from None
     return copy.deepcopy(dict(fields))
+
+
+def _bounded_int(kind: str, name: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(
+            f"fault {kind}: fields[{name!r}]={value!r}, expected an integer in {low}..{high}"
+        )
+    return value
+
+
+def _check_stacked(fields: Any) -> Dict[str, Any]:
+    """``stacked_encoding``'s fields: ``layers`` of gzip over ``decoded_bytes`` zeros."""
+    given = {} if fields is None else fields
+    if not isinstance(given, Mapping) or set(given) - {"layers", "decoded_bytes"}:
+        raise ValueError(
+            f"fault stacked_encoding: fields={fields!r}, expected None or a mapping with "
+            "'layers' and/or 'decoded_bytes'"
+        )
+    return {
+        "layers": _bounded_int("stacked_encoding", "layers",
+                               given.get("layers", STACKED_LAYERS), 1, MAX_STACKED_LAYERS),
+        "decoded_bytes": _bounded_int(
+            "stacked_encoding", "decoded_bytes",
+            given.get("decoded_bytes", STACKED_DECODED_BYTES), 1, MAX_STACKED_DECODED_BYTES),
+    }
+
+
+def _checked_fields(kind: FaultKind, fields: Any) -> Optional[Dict[str, Any]]:
+    if kind in (FaultKind.CHUNK_FIELDS, FaultKind.CATALOGUE_FIELDS):
+        return _check_fields(kind, fields)
+    if kind is FaultKind.STACKED_ENCODING:
+        return _check_stacked(fields)
+    if fields is not None:
+        raise ValueError(
+            f"fault {kind.value}: fields={fields!r} applies only to the 'chunk_fields', "
+            "'catalogue_fields' and 'stacked_encoding' faults"
+        )
+    return None
 
 
 def _check_kind_arguments(
     kind: FaultKind,
     seconds: Optional[float],
     status: Optional[int],
-    fields: Any,
     rows: Any,
 ) -> None:
     """Arguments that belong to one kind only, and what each kind requires."""
@@ -108,10 +185,6 @@ def _check_kind_arguments(
         raise ValueError(
             f"fault {kind.value}: status={status!r} applies only to the 'status' fault"
         )
-    if kind is not FaultKind.CHUNK_FIELDS and fields is not None:
-        raise ValueError(
-            f"fault {kind.value}: fields={fields!r} applies only to the 'chunk_fields' fault"
-        )
     if kind is FaultKind.ROWS:
         if isinstance(rows, bool) or not isinstance(rows, int) or not 1 <= rows <= MAX_FAULT_ROWS:
             raise ValueError(
@@ -119,6 +192,11 @@ def _check_kind_arguments(
             )
     elif rows is not None:
         raise ValueError(f"fault {kind.value}: rows={rows!r} applies only to the 'rows' fault")
+    if kind in (FaultKind.ENDLESS_HEADERS, FaultKind.INTERIM) and seconds == 0:
+        raise ValueError(
+            f"fault {kind.value}: seconds=0, expected a number > 0 (the pause between writes) "
+            "or None"
+        )
     if kind is FaultKind.TRICKLE and not (seconds is not None and seconds > 0):
         raise ValueError(
             f"fault trickle: seconds={seconds!r}, expected a number > 0 (the pause between bytes)"
@@ -144,7 +222,7 @@ def make_fault(
         raise ValueError(f"fault {kind}: count={count!r}, expected an integer >= 1")
     if seconds is not None and (not _is_number(seconds) or not seconds >= 0):
         raise ValueError(f"fault {kind}: seconds={seconds!r}, expected a number >= 0 or None")
-    _check_kind_arguments(checked, seconds, status, fields, rows)
+    _check_kind_arguments(checked, seconds, status, rows)
     if model is not None and (not isinstance(model, str) or not model):
         raise ValueError(f"fault {kind}: model={model!r}, expected a model id or None")
     return Fault(
@@ -153,18 +231,41 @@ def make_fault(
         model=full_model_id(model) if model else None,
         seconds=None if seconds is None else float(seconds),
         status=status,
-        fields=_check_fields(fields) if checked is FaultKind.CHUNK_FIELDS else None,
+        fields=_checked_fields(checked, fields),
         rows=rows,
     )
 
 
+class RawLinks:
+    """The socket transport of each open connection, by peer address. The server's protocol
+    adds and removes them on its event loop; routes read them there."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._links: Dict[Any, Any] = {}
+
+    def opened(self, peer: Any, transport: Any) -> None:
+        with self._lock:
+            self._links[peer] = transport
+
+    def closed(self, peer: Any) -> None:
+        with self._lock:
+            self._links.pop(peer, None)
+
+    def find(self, peer: Any) -> Optional[Any]:
+        with self._lock:
+            return self._links.get(peer)
+
+
 class FaultBook:
-    """Pending faults in injection order. ``_pending`` is guarded by ``_lock``: routes take
-    faults on the event loop, the control API adds and clears them from any thread."""
+    """Pending faults in injection order, and the connections the raw faults write to.
+    ``_pending`` is guarded by ``_lock``: routes take faults on the event loop, the control
+    API adds and clears them from any thread."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pending: List[Fault] = []
+        self.links = RawLinks()
 
     def add(self, fault: Fault) -> None:
         with self._lock:
@@ -183,15 +284,18 @@ class FaultBook:
         model_id: str,
         kinds: Optional[Collection[FaultKind]] = None,
         *,
+        endpoint: str = "act",
         named_only: bool = False,
     ) -> Optional[Fault]:
-        """Consume one use of the first fault that applies to ``model_id``. Another endpoint
-        than act takes only the ``kinds`` it can apply, and only faults naming its model
+        """Consume one use of the first fault of ``endpoint`` that applies to ``model_id``.
+        Chat takes only the act ``kinds`` it can apply, and only faults naming its model
         (``named_only``): a fault for every model stays a fault of act calls."""
         wanted = (model_id,) if named_only else (None, model_id)
         with self._lock:
             for i, fault in enumerate(self._pending):
-                if fault.model in wanted and (kinds is None or fault.kind in kinds):
+                if (fault.model in wanted
+                        and ENDPOINT_OF_KIND.get(fault.kind, "act") == endpoint
+                        and (kinds is None or fault.kind in kinds)):
                     if fault.count <= 1:
                         del self._pending[i]
                     else:

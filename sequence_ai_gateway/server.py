@@ -103,10 +103,13 @@ def _counting_protocol(gateway: Gateway) -> type:
     class CountingH11Protocol(H11Protocol):
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
             gateway.connection_opened(_peer(transport))
+            # The raw-socket faults write to this connection's transport directly.
+            gateway.faults.links.opened(_peer(transport), transport)
             super().connection_made(transport)
 
         def connection_lost(self, exc: Optional[Exception]) -> None:
             gateway.connection_closed(_peer(self.transport))
+            gateway.faults.links.closed(_peer(self.transport))
             super().connection_lost(exc)
 
     return CountingH11Protocol

@@ -10,6 +10,7 @@ the rules.
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -101,7 +102,11 @@ class MotionRules:
         rates = RateLimits.of(config.joint_limits) if config.joint_limits else None
         return cls(
             limits=safety.SafetyLimits(
-                tuple(config.joint_names), tuple(lower), tuple(upper), config.max_step
+                tuple(config.joint_names),
+                tuple(lower),
+                tuple(upper),
+                config.max_step,
+                config.max_joint_velocity,
             ),
             max_state_age_s=config.max_state_age_s,
             max_image_age_s=config.max_image_age_s,
@@ -320,8 +325,8 @@ class ArmGate:
             problem = self._idle_problem(rules, target)
             if problem is None:
                 self._send_still(target)
-            refusal, self._idle_refusal = self._idle_refusal, problem or ""
-        if problem is not None and problem != refusal:
+            refusal, self._idle_refusal = self._idle_refusal, _gist(problem or "")
+        if problem is not None and _gist(problem) != refusal:
             self._log.warning(f"the idle hold is not republished: {problem}")
 
     # ----- checks (under _lock) -----
@@ -490,3 +495,8 @@ def _still_problem(
     if problem is None and rules.rates is not None:
         problem = check_move(position, reference, None, period_s, rules.rates)[0]
     return problem
+
+
+def _gist(problem: str) -> str:
+    """A refusal without its numbers: the same refusal with a growing age is not new."""
+    return re.sub(r"\d+(\.\d+)?", "#", problem)

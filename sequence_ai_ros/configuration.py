@@ -22,6 +22,7 @@ from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.goal_drive import GoalParts
 from sequence_ai_ros.goals import GoalRunner
 from sequence_ai_ros.joint_feed import JointFeed
+from sequence_ai_ros.lifecycle_guard import ConfigureProbe
 from sequence_ai_ros.model_fit import fit
 from sequence_ai_ros.observations import ObservationCache
 from sequence_ai_ros.parameters import NodeConfig
@@ -58,10 +59,12 @@ def configure(
     *,
     health: HealthRecord,
     on_warming: WarmingCallback,
+    probe: ConfigureProbe,
     wake: Callable[[], None],
 ) -> Configured:
     """Check `config` against the service's catalogue and build the parts; a failure raises
-    `ConfigureError` (or what a part raised) with nothing left behind."""
+    `ConfigureError` (or what a part raised) with nothing left behind. The catalogue read is
+    bounded by configure_timeout_s, and `probe` lets a shutdown end it at once."""
     problems = parameters.check_config(config)
     if problems:
         raise ConfigureError("; ".join(problems))
@@ -70,8 +73,11 @@ def configure(
     except ApiKeyError as exc:
         raise ConfigureError(str(exc)) from exc
     try:
-        with _connect(config, api_key, None, on_warming) as probe:
-            model = probe.spec()
+        catalogue = _connect(
+            config, api_key, None, on_warming, timeout_s=config.configure_timeout_s
+        )
+        with probe.probing(catalogue):
+            model = catalogue.spec()
     except (sequence_ai.SequencesError, ValueError) as exc:
         raise ConfigureError(f"{type(exc).__name__}: {exc}") from exc
     if model is None:
@@ -83,6 +89,8 @@ def configure(
         raise ConfigureError("; ".join(problems))
     if not model.control_hz or model.control_hz <= 0:
         raise ConfigureError(f"model {model.short_id} has no control_hz in its catalogue row")
+    if problem := parameters.rate_problem(config, model.control_hz):
+        raise ConfigureError(problem)
     # Played at the catalogue's rate, the rate every step is checked at, whatever a chunk
     # says about itself.
     policy = _connect(config, api_key, model.control_hz, on_warming)
@@ -173,7 +181,7 @@ def configure(
 
 def _connect(
     config: NodeConfig, api_key: str | None, control_hz: float | None,
-    on_warming: WarmingCallback,
+    on_warming: WarmingCallback, **options: float,
 ) -> sequence_ai.Policy:
     return sequence_ai.connect(
         config.model,
@@ -183,4 +191,5 @@ def _connect(
         control_hz=control_hz,
         startup_timeout_s=config.startup_timeout_s,
         on_warming=on_warming,
+        **options,
     )

@@ -23,6 +23,7 @@ from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.goal_feedback import GoalFeedback
 from sequence_ai_ros.goal_results import GoalResults
 from sequence_ai_ros.goal_state import GoalPhase, GoalRun
+from sequence_ai_ros.goal_text import shown
 from sequence_ai_ros.observations import ObservationCache, StaleObservation
 from sequence_ai_ros.parameters import NodeConfig
 from sequence_ai_ros.stop_policy import ArmCommand, arm_command
@@ -96,12 +97,12 @@ class GoalDriver:
         }
         if self._gate.mode is CommandMode.CHUNK:
             options["on_rows"] = lambda installed: self._on_rows(run, installed)
-        self._health.update(goal=f"running {goal.instruction!r}")
+        self._health.update(goal=f"running {shown(goal.instruction)}")
         capped = ""
         if goal.max_seconds > max_seconds:
             capped = f" (capped by max_goal_seconds from {goal.max_seconds:g})"
         self._log.info(
-            f"goal {goal.instruction!r}: max_seconds {max_seconds:g}{capped}, prefetch "
+            f"goal {shown(goal.instruction)}: max_seconds {max_seconds:g}{capped}, prefetch "
             f"{config.prefetch}, smooth_seam {config.smooth_seam}, max_in_flight "
             f"{config.max_in_flight}, playback_speed {config.playback_speed}"
         )

@@ -39,7 +39,8 @@ def request_latency_s(prediction: sequence_ai.Prediction) -> float | None:
     reports one, else the service's own time to first action (a lower bound)."""
     for key in ("round_trip_ms", "ttfa_ms"):
         value = prediction.perf.get(key)
-        if isinstance(value, (int, float)) and math.isfinite(value):
+        # A negative time is impossible: the service's figure is ignored then.
+        if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0:
             return float(value) / 1000.0
     return None
 

@@ -15,6 +15,7 @@ from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.diagnostics import HealthRecord
 from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.goal_state import GoalRun
+from sequence_ai_ros.goal_text import shown
 from sequence_ai_ros.stop_policy import NEVER_STARTED, ResultReason, Terminal, goal_ending
 
 __all__ = ["GoalResults", "continuity_into", "crashed_result"]
@@ -91,7 +92,8 @@ class GoalResults:
         self._set_terminal(run, row.terminal)
         self._health.end_goal(f"{result.reason}: {result.message}", ran=ran)
         self._log.info(
-            f"goal {run.handle.request.instruction!r} ended {result.reason}: {result.message}"
+            f"goal {shown(run.handle.request.instruction)} ended {result.reason}: "
+            f"{result.message}"
         )
         return result
 

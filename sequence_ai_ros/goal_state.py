@@ -14,6 +14,7 @@ from rclpy.task import Future
 
 from sequence_ai import CallHandle
 from sequence_ai_interfaces.action import Act
+from sequence_ai_ros.goal_text import instruction_problem
 from sequence_ai_ros.stop_policy import StopCause
 
 if TYPE_CHECKING:
@@ -71,10 +72,10 @@ class GoalRun:
         return True
 
 
-def goal_problem(goal: Act.Goal) -> str | None:
+def goal_problem(goal: Act.Goal, max_instruction_chars: int) -> str | None:
     """Why a goal request must be rejected, or None."""
-    if not goal.instruction.strip():
-        return "instruction is empty; expected one sentence for the policy"
+    if problem := instruction_problem(goal.instruction, max_instruction_chars):
+        return problem
     if not math.isfinite(goal.max_seconds) or goal.max_seconds <= 0:
         return f"max_seconds is {goal.max_seconds}; expected a finite number > 0"
     if goal.max_actions < 0:

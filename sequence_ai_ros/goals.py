@@ -20,6 +20,7 @@ from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.goal_drive import GoalDriver, GoalParts
 from sequence_ai_ros.goal_results import GoalResults
 from sequence_ai_ros.goal_state import GoalPhase, GoalRun, goal_problem
+from sequence_ai_ros.goal_text import shown
 from sequence_ai_ros.parameters import NodeConfig
 from sequence_ai_ros.stop_policy import (
     ENDING_BY_CAUSE,
@@ -206,7 +207,7 @@ class GoalRunner:
                     else self._results.end(run, None, None, ran=False)
                 )
             except Exception as exc:  # noqa: BLE001 - the goal must still end and be answered
-                self._log.error(f"goal {run.handle.request.instruction!r} failed: {exc!r}")
+                self._log.error(f"goal {shown(run.handle.request.instruction)} failed: {exc!r}")
                 result = self._results.crashed(run, exc)
             self._finish(run, result)
 

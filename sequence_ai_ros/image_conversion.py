@@ -8,6 +8,7 @@ the numpy path follows cv_bridge's conversions (test/ros/test_image_conversion.p
 from __future__ import annotations
 
 import io
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,9 @@ _RAW_LAYOUTS: dict[str, tuple[int, bool]] = {
 }
 
 SUPPORTED_ENCODINGS = tuple(_RAW_LAYOUTS)
+# Largest compressed frame decoded: 4096x4096, past any robot camera's stream (4K UHD is 8.3
+# megapixels); its RGB array is 50 MB where an 84-megapixel PNG of 245 kB needed 1.7 GB.
+MAX_FRAME_PIXELS = 4096 * 4096
 # What converts images in this process: "cv_bridge" or "numpy".
 CONVERTER = "numpy" if CvBridge is None else "cv_bridge"
 
@@ -109,21 +113,46 @@ def _check_format(msg: CompressedImage) -> None:
         raise ImageConversionError("CompressedImage data is empty")
 
 
-def compressed_to_array(msg: CompressedImage) -> np.ndarray:
-    """`sensor_msgs/CompressedImage` (JPEG or PNG) → (H, W, 3) RGB uint8 array, the numpy path
-    (decoded by Pillow)."""
-    _check_format(msg)
+def _pillow() -> ModuleType:
     try:
         from PIL import Image as PILImage
     except ImportError as exc:  # pragma: no cover - Pillow is a declared dependency
         raise ImageConversionError(
             "decoding CompressedImage needs Pillow (pip install pillow)"
         ) from exc
+    return PILImage
+
+
+def _check_pixels(msg: CompressedImage) -> None:
+    """Refuse, from its header alone, a frame larger than any camera delivers: a few hundred
+    kB of PNG can decode to gigabytes."""
+    pil = _pillow()
+    try:
+        with pil.open(io.BytesIO(memoryview(_byte_view(msg.data)))) as header:
+            width, height = header.size
+    except (OSError, ValueError, pil.DecompressionBombError) as exc:
+        raise ImageConversionError(
+            f"CompressedImage ({msg.format!r}, {len(msg.data)} bytes) could not be decoded: {exc}"
+        ) from exc
+    if width * height > MAX_FRAME_PIXELS:
+        raise ImageConversionError(
+            f"CompressedImage ({msg.format!r}, {len(msg.data)} bytes) is {width}x{height} "
+            f"({width * height} pixels); expected at most {MAX_FRAME_PIXELS} pixels, the "
+            "largest frame a camera delivers"
+        )
+
+
+def compressed_to_array(msg: CompressedImage) -> np.ndarray:
+    """`sensor_msgs/CompressedImage` (JPEG or PNG) → (H, W, 3) RGB uint8 array, the numpy path
+    (decoded by Pillow)."""
+    _check_format(msg)
+    _check_pixels(msg)
+    pil = _pillow()
     raw = _byte_view(msg.data)
     try:
-        with PILImage.open(io.BytesIO(memoryview(raw))) as decoded:
+        with pil.open(io.BytesIO(memoryview(raw))) as decoded:
             return np.asarray(decoded.convert("RGB"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, pil.DecompressionBombError) as exc:
         raise ImageConversionError(
             f"CompressedImage ({msg.format!r}, {raw.size} bytes) could not be decoded: {exc}"
         ) from exc
@@ -145,6 +174,7 @@ class _BridgeConverter:
 
     def compressed(self, msg: CompressedImage) -> np.ndarray:
         _check_format(msg)
+        _check_pixels(msg)
         # Decoded as stored (BGR, or one plane for a grey picture), then put in RGB order like
         # Pillow's convert("RGB"): cv_bridge's own "rgb8" refuses grey pictures.
         try:

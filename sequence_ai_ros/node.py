@@ -34,7 +34,10 @@ from sequence_ai_ros import parameters
 from sequence_ai_ros.arm import MotionRules
 from sequence_ai_ros.configuration import Configured, ConfigureError, configure
 from sequence_ai_ros.diagnostics import HealthRecord, build_array
+from sequence_ai_ros.goal_text import shown
 from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
+from sequence_ai_ros.lifecycle_guard import ConfigureProbe, guard_change_state
+from sequence_ai_ros.lifecycle_queries import LifecycleQueries
 from sequence_ai_ros.motion_enable import Blocked, MotionEnable
 from sequence_ai_ros.parameters import NodeConfig
 from sequence_ai_ros.readiness import Readiness
@@ -42,7 +45,6 @@ from sequence_ai_ros.readiness import Readiness
 NODE_NAME = "sequence_ai"
 # A running goal stops within one control period plus one interruptible wait.
 _STOP_TIMEOUT_S = 5.0
-_READY_POLL_S = 1.0
 # main() looks at its stop flag at least this often (a signal cannot wake rcl's wait).
 _SIGNAL_POLL_S = 0.2
 # How long a thread that wants the GIL waits before the holder must hand it over (Python's
@@ -66,8 +68,9 @@ ACTION_SERVICE_QOS = QoSProfile(
 class SequenceAiNode(LifecycleNode):
     """Drives an arm with a cloud VLA model; see docs/node.md ("Threads").
 
-    Spun by one `SingleThreadedExecutor` (main()): its callbacks never block on a goal, the
-    network or an image. Lifecycle callbacks run on that thread and own every field; `_lock`
+    Spun by one `SingleThreadedExecutor` (main()): its callbacks never block on a goal or an
+    image, and on the network only in configure's catalogue probe, bounded by
+    configure_timeout_s. Lifecycle callbacks run on that thread and own every field; `_lock`
     guards the ones other threads read: `_accepting`, `_configured` (configuration.py),
     `_open_executes` (the goal, cancel, diagnostics and idle-hold callbacks, the driving
     thread's `_wake`). Entities the executor takes from (the command publishers) are created and
@@ -79,6 +82,8 @@ class SequenceAiNode(LifecycleNode):
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
+        guard_change_state(self, self.get_logger().warning)
+        self._configuring = ConfigureProbe()
         parameters.declare(self)
         self.add_on_set_parameters_callback(
             parameters.validation_callback(self._parameter_values, self._configured_as)
@@ -119,9 +124,14 @@ class SequenceAiNode(LifecycleNode):
             self._on_goal_statuses,
             qos_profile_action_status_default,
         )
-        # Diagnostics run in every state so a failed configure is visible too.
+        # Diagnostics run in every state so a failed configure is visible too: on this
+        # executor while configured, else beside get_state on the queries' own thread (also
+        # answered mid-transition).
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self._diagnostics_timer = self.create_timer(1.0, self._publish_diagnostics)
+        self._diagnostics_timer = self.create_timer(1.0, lambda: self._publish_diagnostics(True))
+        self._queries = LifecycleQueries(
+            self, self.get_logger(), lambda: self._publish_diagnostics(False), 1.0
+        )
         # Its own timer, not the diagnostics': goals waiting behind a run that does not stop
         # end BUSY after PREEMPT_WAIT_S (goals.py).
         self._overdue_timer = self.create_timer(1.0, self._end_overdue)
@@ -136,16 +146,20 @@ class SequenceAiNode(LifecycleNode):
     # ----- lifecycle -----
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
-        try:
-            self._configure()
-        except Exception as exc:  # noqa: BLE001 - every failure is logged with its reason
-            self._teardown(destroy=True)
-            detail = str(exc) if isinstance(exc, ConfigureError) else f"{type(exc).__name__}: {exc}"
-            problem = f"configure failed: {detail}"
-            self.health.update(problem=problem)
-            self.get_logger().error(problem)
-            return TransitionCallbackReturn.FAILURE
-        self.health.update(problem="", lifecycle="inactive")
+        # The whole transition: a shutdown meanwhile waits for it, then has the last word.
+        with self._configuring.running():
+            self.health.update(lifecycle="configuring")
+            try:
+                self._configure()
+            except Exception as exc:  # noqa: BLE001 - every failure is logged with its reason
+                self._teardown(destroy=True)
+                detail = str(exc) if isinstance(exc, ConfigureError) else (
+                    f"{type(exc).__name__}: {exc}")
+                problem = f"configure failed: {detail}"
+                self.health.update(problem=problem, lifecycle="unconfigured")
+                self.get_logger().error(problem)
+                return TransitionCallbackReturn.FAILURE
+            self.health.update(problem="", lifecycle="inactive")
         self.get_logger().info(f"configured for model {self.health.snapshot().model}")
         return super().on_configure(state)
 
@@ -190,9 +204,14 @@ class SequenceAiNode(LifecycleNode):
 
         Safe from any thread, also while an executor spins the node: what an executor takes
         from is left to `destroy_node()` (gated off meanwhile)."""
+        self._configuring.abort(_STOP_TIMEOUT_S)
         self._stop_goals(StopCause.SHUT_DOWN)
         self._teardown(destroy=False)
         self.health.update(lifecycle="finalized")
+
+    def destroy_node(self) -> None:
+        self._queries.destroy()
+        super().destroy_node()
 
     def finish_goals(self, spin_once: Callable[[float], None], timeout_s: float) -> bool:
         """End every goal held and spin (`spin_once(timeout_s)`, on the thread that spins the
@@ -220,6 +239,7 @@ class SequenceAiNode(LifecycleNode):
         config = NodeConfig.from_node(self)
         configured = configure(
             self, config, health=self.health, on_warming=self._on_warming,
+            probe=self._configuring,
             wake=self._wake_guard.trigger,
         )
         with self._lock:
@@ -267,14 +287,16 @@ class SequenceAiNode(LifecycleNode):
         if not accepting:
             state = self.health.snapshot().lifecycle
             self.get_logger().warning(
-                f"act goal {goal.instruction!r} rejected: the node is {state}; goals are "
+                f"act goal {shown(goal.instruction)} rejected: the node is {state}; goals are "
                 "accepted only while it is active (configure, then activate)"
             )
             return GoalResponse.REJECT
         blocked = self._enable.blocked()
-        problem = blocked[1] if blocked is not None else goal_problem(goal)
+        problem = blocked[1] if blocked is not None else goal_problem(
+            goal, NodeConfig.from_node(self).max_instruction_chars
+        )
         if problem:
-            self.get_logger().warning(f"act goal {goal.instruction!r} rejected: {problem}")
+            self.get_logger().warning(f"act goal {shown(goal.instruction)} rejected: {problem}")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
@@ -369,9 +391,11 @@ class SequenceAiNode(LifecycleNode):
         if runner is not None:
             runner.end_overdue()
 
-    def _publish_diagnostics(self) -> None:
+    def _publish_diagnostics(self, configured_only: bool) -> None:
         with self._lock:
             configured = self._configured
+        if (configured is not None) is not configured_only:
+            return  # the other thread's turn
         cache = None if configured is None else configured.cache
         gate = None if configured is None else configured.gate
         self.health.update(
@@ -400,6 +424,20 @@ class SequenceAiNode(LifecycleNode):
 
 def _nothing() -> None:
     """The wake guard's callback: waking the executor is all it is for."""
+
+
+def _answer_goals(
+    node: SequenceAiNode | None, executor: SingleThreadedExecutor | None, logger: Any
+) -> None:
+    """After a callback raised out of the spin: end every goal held and send its result."""
+    if node is None or executor is None:
+        return
+    try:
+        spin_once = executor.spin_once
+        if not node.finish_goals(lambda t: spin_once(timeout_sec=t), _STOP_TIMEOUT_S):
+            logger.error("a goal's result could not be sent before exit")
+    except BaseException as exc:  # noqa: BLE001 - exiting anyway; say why
+        logger.fatal(f"ending the goals failed: {type(exc).__name__}: {exc}")
 
 
 def main(args: list[str] | None = None) -> int:
@@ -439,6 +477,7 @@ def main(args: list[str] | None = None) -> int:
     except BaseException as exc:  # noqa: BLE001 - logged, and the exit status says so
         status = 1
         logger.fatal(f"the node failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+        _answer_goals(node, executor, logger)
     finally:
         try:
             if node is not None:

@@ -54,6 +54,12 @@ PANDA_LOWER = [-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973]
 PANDA_UPPER = [2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973]
 
 SMOOTH_SEAM_MAX = 15
+# The arm side's bound on the catalogue's rate (docs/node.md "Rate bound"): 50 Hz is the
+# fastest a catalogued model plays (the bimanual one), above the DROID Franka's 15 Hz
+# (pi05-droid) and the 25 Hz ee model; a catalogue claiming more is refused at configure.
+DEFAULT_MAX_CONTROL_HZ = 50.0
+# The Franka Panda's lowest joint velocity limit (joints 1-4: 2.175 rad/s; 5-7: 2.61 rad/s).
+PANDA_MIN_VELOCITY_LIMIT = 2.175
 
 
 @dataclass(frozen=True)
@@ -170,6 +176,28 @@ SPECS: dict[str, Spec] = {
         "blend this many steps at each chunk seam, absolute spaces only (next goal)",
         int_range=(0, SMOOTH_SEAM_MAX),
     ),
+    "configure_timeout_s": Spec(
+        10.0,
+        "longest configure waits for the service's catalogue; configure fails past it (s)",
+        at_configure=True,
+        float_range=(0.1, 600.0),
+    ),
+    "max_control_hz": Spec(
+        DEFAULT_MAX_CONTROL_HZ,
+        "highest control rate the arm accepts; a catalogue rate above it fails configure (Hz)",
+        at_configure=True,
+        float_range=(0.1, 1000.0),
+    ),
+    "max_joint_velocity": Spec(
+        PANDA_MIN_VELOCITY_LIMIT,
+        "largest joint velocity a velocity command may carry, any joint (rad/s)",
+        float_range=(0.001, 100.0),
+    ),
+    "max_instruction_chars": Spec(
+        1000,
+        "longest goal instruction accepted; longer goals are rejected (characters)",
+        int_range=(1, 1_000_000),
+    ),
     "startup_timeout_s": Spec(
         300.0, "longest wait for a cold model to load (s)", float_range=(0.0, 3600.0)
     ),
@@ -285,6 +313,10 @@ class NodeConfig:
     max_in_flight: int
     playback_speed: float | str
     smooth_seam: int
+    configure_timeout_s: float
+    max_control_hz: float
+    max_joint_velocity: float
+    max_instruction_chars: int
     startup_timeout_s: float
     jpeg_quality: int
     max_goal_seconds: float
@@ -603,3 +635,15 @@ def validation_callback(
         return SetParametersResult(successful=True)
 
     return on_set
+
+
+def rate_problem(config: NodeConfig, control_hz: float) -> str | None:
+    """Why the catalogue's rate is more than the arm accepts, or None: the catalogue comes from
+    the same service as the chunks, so the robot's side bounds it."""
+    if control_hz > config.max_control_hz:
+        return (
+            f"the catalogue's control_hz for {config.model} is {control_hz:g} Hz; expected at "
+            f"most max_control_hz = {config.max_control_hz:g} Hz (the highest rate this arm "
+            "accepts)"
+        )
+    return None

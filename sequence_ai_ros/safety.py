@@ -15,6 +15,8 @@ class SafetyLimits:
     lower: tuple[float, ...]
     upper: tuple[float, ...]
     max_step: float
+    # Largest |velocity| a velocity command may carry (rad/s), whatever the period.
+    max_velocity: float = math.inf
 
     def __post_init__(self) -> None:
         n = len(self.joint_names)
@@ -77,6 +79,11 @@ def check_velocity_command(
         v = velocities[i]
         if not math.isfinite(v):
             return f"joint {name} velocity is {v}; expected a finite value"
+        if abs(v) > limits.max_velocity:
+            return (
+                f"joint {name} velocity {v:.4f} rad/s is beyond max_joint_velocity "
+                f"{limits.max_velocity:.4f} rad/s"
+            )
         move = v * period_s
         if abs(move) > limits.max_step:
             return (

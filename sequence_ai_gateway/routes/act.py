@@ -52,8 +52,12 @@ async def act(body: ActRequest, request: Request, gateway: GatewayDep) -> Any:
     rows = shaped_rows(fault, result.rows)
     out = _answer(row, rows, _perf(received, transport_ms, result),
                   _usage(row, checked, body, rows), checked.warnings)
-    faulted = await faulted_answer(gateway, fault, since, out)
+    faulted = await faulted_answer(gateway, fault, since, out, _peer(request))
     return faulted if faulted is not None else AsciiJSONResponse(out)
+
+
+def _peer(request: Request) -> Any:
+    return tuple(request.client) if request.client else None
 
 
 def _perf(received: float, transport_ms: float, result: Inference) -> Dict[str, float]:

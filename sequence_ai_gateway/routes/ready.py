@@ -16,5 +16,10 @@ router = APIRouter()
 async def ready(request: Request, model: str, gateway: GatewayDep) -> Dict[str, Any]:
     authorise(gateway, request, billed=False)
     server = gateway.servers[find_row(gateway, model)["id"]]
+    fault = gateway.faults.take(server.row["id"], endpoint="ready")
+    if fault is not None:
+        # ``ready_stall``: a readiness check that answers late, or (seconds None) only once
+        # faults are cleared.
+        await gateway.wait_stall(fault.seconds, gateway.release_generation)
     remaining = server.use()
     return {"ready": remaining is None, "eta_s": server.load_eta_s}

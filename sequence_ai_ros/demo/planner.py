@@ -33,12 +33,18 @@ from rclpy.task import Future
 from sequence_ai_interfaces.action import Act
 
 DEADLINE_S = 30.0
-TRANSITIONS = {
-    "configure": Transition.TRANSITION_CONFIGURE,
-    "activate": Transition.TRANSITION_ACTIVATE,
-    "deactivate": Transition.TRANSITION_DEACTIVATE,
-    "cleanup": Transition.TRANSITION_CLEANUP,
-    "shutdown": Transition.TRANSITION_INACTIVE_SHUTDOWN,
+# Sent by label: a label names the transition of the node's current state, where a bare id
+# may be one that state lacks (rclpy raised on those, ros2/rclpy#1209).
+TRANSITIONS = ("configure", "activate", "deactivate", "cleanup", "shutdown")
+# lifecycle_msgs/Transition ids → their labels (the three shutdown ids share one label).
+LABELS = {
+    Transition.TRANSITION_CONFIGURE: "configure",
+    Transition.TRANSITION_CLEANUP: "cleanup",
+    Transition.TRANSITION_ACTIVATE: "activate",
+    Transition.TRANSITION_DEACTIVATE: "deactivate",
+    Transition.TRANSITION_UNCONFIGURED_SHUTDOWN: "shutdown",
+    Transition.TRANSITION_INACTIVE_SHUTDOWN: "shutdown",
+    Transition.TRANSITION_ACTIVE_SHUTDOWN: "shutdown",
 }
 STATUS_NAMES = {
     GoalStatus.STATUS_SUCCEEDED: "succeeded",
@@ -108,14 +114,20 @@ class LifecycleClient:
         self._answered = False
 
     def transition(self, transition: str | int, timeout_s: float = DEADLINE_S) -> bool:
-        """Ask for one transition ('configure', … or its id); True when the node made it."""
-        number = TRANSITIONS[transition] if isinstance(transition, str) else transition
+        """Ask for one transition ('configure', … or its id), sent by label; True when the
+        node made it."""
+        label = LABELS.get(transition) if isinstance(transition, int) else transition
+        if label not in TRANSITIONS:
+            raise PlannerError(
+                f"transition {transition!r} is not a lifecycle transition; expected one of "
+                f"{', '.join(TRANSITIONS)} or its lifecycle_msgs/Transition id"
+            )
         if not self._answered:
             # A transition cannot be re-sent if its reply is lost to a node that has not yet
             # discovered this client; an answered (re-sendable) state query first makes sure
             # it has.
             self.state(timeout_s)
-        request = ChangeState.Request(transition=Transition(id=number))
+        request = ChangeState.Request(transition=Transition(label=label))
         return bool(call(self._change, request, timeout_s).success)
 
     def state(self, timeout_s: float = DEADLINE_S) -> str:

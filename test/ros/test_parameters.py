@@ -55,6 +55,7 @@ def test_every_contract_parameter_is_declared_with_a_description(node: Node) -> 
         "input_wait_s",
         "record", "record_dir", "record_max_mb", "record_cameras_hz",
         "joint_limits_file", "enable_topic", "enable_timeout_s", "dry_run",
+        "configure_timeout_s", "max_control_hz", "max_joint_velocity", "max_instruction_chars",
     }
     assert set(parameters.SPECS) == expected
     for name in expected:

@@ -64,9 +64,16 @@ CLIENT_CELLS: tuple[Cell, ...] = (
                  InvalidResponse, "rows", rows=20_000),
     _client_cell("trickle", f"body sent a byte every 0.5 s (timeout_s {TRICKLE_TIMEOUT_S:g})",
                  Unavailable, "trickle", seconds=0.5),
+    _client_cell("endless_headers", "a header line sent a byte every 0.05 s, never ended "
+                 f"(timeout_s {TRICKLE_TIMEOUT_S:g})", Unavailable, "endless_headers"),
+    _client_cell("interim", "102 Processing every 0.05 s, never a final answer "
+                 f"(timeout_s {TRICKLE_TIMEOUT_S:g})", Unavailable, "interim"),
 )
-# Connection options a cell needs beyond the matrix's own.
-CONNECT: dict[str, dict[str, float]] = {"trickle": {"timeout_s": TRICKLE_TIMEOUT_S}}
+# Connection options a cell needs beyond the matrix's own: the whole-exchange deadline ends
+# these cells.
+CONNECT: dict[str, dict[str, float]] = {
+    name: {"timeout_s": TRICKLE_TIMEOUT_S} for name in ("trickle", "endless_headers", "interim")
+}
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,9 @@ PATIENCE_S = 30.0
 STALL_BEYOND_RUNWAY_S = 1.0
 # A body sent one byte per this many seconds never completes within a cell's run.
 TRICKLE_BYTE_S = 0.5
+# The stacked_encoding cell's decoded size: far past the body cap, small enough that a client
+# without a decode cap survives to fail the cell.
+BOMB_BYTES = 256 << 20
 # Threads the test process runs for the in-process gateway (server loop and its executor).
 GATEWAY_THREAD_PREFIXES = ("gateway:", "asyncio_")
 
@@ -106,6 +109,13 @@ CELLS: tuple[Cell, ...] = (
          _raised(InvalidResponse), _raised(InvalidResponse), _fault("rows", rows=16)),
     Cell("killed", "gateway killed mid-run, then restarted", Unavailable,
          _raised(Unavailable), _raised(Unavailable), lambda gw: gw.kill(), _restart),
+    Cell("stacked_encoding", f"Content-Encoding gzip x3 of {BOMB_BYTES >> 20} MiB of zeros",
+         InvalidResponse, _raised(InvalidResponse), _raised(InvalidResponse),
+         _fault("stacked_encoding", fields={"decoded_bytes": BOMB_BYTES})),
+    Cell("wrong_model", "answer names another model", InvalidResponse,
+         _raised(InvalidResponse), _raised(InvalidResponse), _fault("wrong_model")),
+    Cell("huge_int", "a step value of 10**400", InvalidResponse,
+         _raised(InvalidResponse), _raised(InvalidResponse), _fault("huge_int")),
 )
 NODE_ONLY = "(node only)"
 # Gateway faults only the node's matrix runs: the client's has its own version of each
@@ -115,6 +125,12 @@ NODE_FAULT_CELLS: tuple[Cell, ...] = (
     Cell("trickle", f"body sent one byte every {TRICKLE_BYTE_S:g} s (goal max_seconds 2)", None,
          NODE_ONLY, "timeout", _fault("trickle", seconds=TRICKLE_BYTE_S),
          ends_at_deadline=True),
+    # The goal ends by max_seconds; its request (default timeout) is abandoned with it.
+    Cell("endless_headers", "a header line sent a byte every 0.05 s, never ended "
+         "(goal max_seconds 2)", None, NODE_ONLY, "timeout", _fault("endless_headers"),
+         ends_at_deadline=True),
+    Cell("interim", "102 Processing every 0.05 s, never a final answer (goal max_seconds 2)",
+         None, NODE_ONLY, "timeout", _fault("interim"), ends_at_deadline=True),
 )
 
 
