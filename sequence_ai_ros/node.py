@@ -15,7 +15,6 @@ from typing import Any
 import rclpy
 import rclpy.logging
 from action_msgs.msg import GoalStatusArray
-from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -33,11 +32,11 @@ from sequence_ai_interfaces.action import Act
 from sequence_ai_ros import parameters
 from sequence_ai_ros.arm import MotionRules
 from sequence_ai_ros.configuration import Configured, ConfigureError, configure
-from sequence_ai_ros.diagnostics import HealthRecord, build_array
+from sequence_ai_ros.diagnostics import HealthRecord
+from sequence_ai_ros.diagnostics_output import DiagnosticsOutput
 from sequence_ai_ros.goal_text import shown
 from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
 from sequence_ai_ros.lifecycle_guard import ConfigureProbe, guard_change_state
-from sequence_ai_ros.lifecycle_queries import LifecycleQueries
 from sequence_ai_ros.motion_enable import Blocked, MotionEnable
 from sequence_ai_ros.parameters import NodeConfig
 from sequence_ai_ros.readiness import Readiness
@@ -124,13 +123,11 @@ class SequenceAiNode(LifecycleNode):
             self._on_goal_statuses,
             qos_profile_action_status_default,
         )
-        # Diagnostics run in every state so a failed configure is visible too: on this
-        # executor while configured, else beside get_state on the queries' own thread (also
-        # answered mid-transition).
-        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self._diagnostics_timer = self.create_timer(1.0, lambda: self._publish_diagnostics(True))
-        self._queries = LifecycleQueries(
-            self, self.get_logger(), lambda: self._publish_diagnostics(False), 1.0
+        # ~/enable and the heartbeat deadman: a running goal stops held when motion is blocked.
+        self._enable = MotionEnable(self, self._stop_blocked)
+        # In every state, so a failed configure or one in progress is visible too.
+        self._diagnostics = DiagnosticsOutput(
+            self, self.health, self._configured_parts, self._enable.state
         )
         # Its own timer, not the diagnostics': goals waiting behind a run that does not stop
         # end BUSY after PREEMPT_WAIT_S (goals.py).
@@ -140,8 +137,6 @@ class SequenceAiNode(LifecycleNode):
         # the node's life, at the rate configure reads; stopped until then.
         self._republish_timer = self.create_timer(1.0, self._republish_hold)
         self._republish_timer.cancel()
-        # ~/enable and the heartbeat deadman: a running goal stops held when motion is blocked.
-        self._enable = MotionEnable(self, self._stop_blocked)
 
     # ----- lifecycle -----
 
@@ -210,7 +205,7 @@ class SequenceAiNode(LifecycleNode):
         self.health.update(lifecycle="finalized")
 
     def destroy_node(self) -> None:
-        self._queries.destroy()
+        self._diagnostics.destroy()
         super().destroy_node()
 
     def finish_goals(self, spin_once: Callable[[float], None], timeout_s: float) -> bool:
@@ -391,27 +386,9 @@ class SequenceAiNode(LifecycleNode):
         if runner is not None:
             runner.end_overdue()
 
-    def _publish_diagnostics(self, configured_only: bool) -> None:
+    def _configured_parts(self) -> Configured | None:
         with self._lock:
-            configured = self._configured
-        if (configured is not None) is not configured_only:
-            return  # the other thread's turn
-        cache = None if configured is None else configured.cache
-        gate = None if configured is None else configured.gate
-        self.health.update(
-            motion=self._enable.state(), dry_run=gate is not None and gate.dry_run
-        )
-        self._diagnostics.publish(
-            build_array(
-                self.health,
-                node_name=self.get_fully_qualified_name(),
-                ages=cache.ages() if cache is not None else {},
-                missing=cache.missing() if cache is not None else [],
-                stamp_skew_s=cache.stamp_skew_s() if cache is not None else None,
-                command_rate_hz=gate.command_rate_hz() if gate is not None else 0.0,
-                stamp=self.get_clock().now().to_msg(),
-            )
-        )
+            return self._configured
 
     def _configured_as(self) -> str | None:
         """The lifecycle state while parameters read at configure are in use, else None."""
