@@ -75,6 +75,8 @@ class Captures:
             self._publish(InstructionSwapped(time=time.monotonic(), lag_s=lag))
         if text is not None and observation.instruction != text:
             observation = observation.with_instruction(text)
+        with self._lock:
+            capture.instruction = observation.instruction
         # Checked where it was taken, so a strict failure names the observation that failed.
         self._session.check_observation(observation)
         self._publish(ObservationSent(time=time.monotonic(), sequence=capture.sequence))

@@ -23,8 +23,10 @@ from .events import (
     ChunkDiscarded,
     ChunkInstalled,
     ChunkRefused,
+    DiscardReason,
     EventStream,
     HoldCommanded,
+    InstructionHandedOver,
     RequestStarted,
     RowPlayed,
     RunEnded,
@@ -151,7 +153,9 @@ class RunLoop:
         self.period = 1.0 / playback_hz(session, self.model)
         check_controller(options.controller, self.model, session.model_id)
         started = time.monotonic()
+        # Both moved by `retarget` (a hand-over, from any thread: plain attribute writes).
         self.deadline = None if options.max_seconds is None else started + options.max_seconds
+        self.max_actions = options.max_actions
         self.stats = RunStats(lambda: session.transport.connections_opened)
         status = StatusReporter(options.on_status, options.progress)
         # The run's own observers, inline: they count and report; the caller's on a thread.
@@ -207,7 +211,7 @@ class RunLoop:
 
     def _loop(self) -> None:
         options, playhead = self.options, self.playhead
-        while self.actions < options.max_actions:
+        while self.actions < self.max_actions:
             self._check_stop()
             self._take_arrivals()
             if not playhead.tail:
@@ -234,10 +238,16 @@ class RunLoop:
             self.rows.retime(playhead.pacer.due, playhead.playing, command, playhead.tail)
             options.act(command.row)
             self._played(command)
-            if self.actions >= options.max_actions:
+            if self.actions >= self.max_actions:
                 return
             self._top_up()
             self._sleep_until(playhead.pacer.next_due(self.period))
+
+    def retarget(self, max_seconds: float, max_actions: int) -> None:
+        """A hand-over (any thread): the run now ends ``max_seconds`` from now, after at most
+        ``max_actions`` more actions."""
+        self.deadline = time.monotonic() + max_seconds
+        self.max_actions = self.actions + max_actions
 
     def _check_stop(self) -> None:
         if self.call.interrupted:
@@ -318,6 +328,18 @@ class RunLoop:
             stale = request.capture.sequence
             self.events.publish(ChunkDiscarded(time=time.monotonic(), sequence=stale))
             return False
+        # After a hand-over reached the arm, an answer of an older instruction (observed on a
+        # fetch thread that took the latch late) would bring the old plan back.
+        latest = self.session.instruction
+        if (
+            playing is not None and playing.instruction == latest
+            and request.capture.instruction != latest
+        ):
+            self.events.publish(ChunkDiscarded(
+                time=time.monotonic(), sequence=request.capture.sequence,
+                reason=DiscardReason.SUPERSEDED,
+            ))
+            return False
         return self._install(prediction, request.capture)
 
     def _refill(self) -> None:
@@ -379,7 +401,7 @@ class RunLoop:
             return
         horizon_left = self.playhead.horizon_left(self.captures.position())
         # Never fetch beyond what max_actions still needs.
-        if self.actions + horizon_left >= self.options.max_actions:
+        if self.actions + horizon_left >= self.max_actions:
             return
         if scheduler.top_up_due(
             now=time.monotonic(), latency_s=self.session.latency_s, horizon_left=horizon_left,
@@ -409,8 +431,9 @@ class RunLoop:
         playing = Playing(
             number=1 if playhead.playing is None else playhead.playing.number + 1,
             sequence=capture.sequence, origin=capture.position, captured=capture.time,
-            horizon_end=due + horizon, speed=speed,
+            horizon_end=due + horizon, speed=speed, instruction=capture.instruction,
         )
+        previous, dropped = playhead.playing, len(playhead.tail)
         installed = playhead.install(
             rows, playing, due=due, horizon=horizon,
             absolute=(
@@ -418,7 +441,7 @@ class RunLoop:
                 or is_absolute_space(prediction.action_chunk.action_space)
             ),
             chunk_rows=chunk_rows, deadline=self.deadline,
-            at_most=options.max_actions - self.actions,
+            at_most=self.max_actions - self.actions,
         )
         now = time.monotonic()
         if installed is None:
@@ -428,7 +451,13 @@ class RunLoop:
             time=now, prediction=prediction, number=playing.number, sequence=capture.sequence,
             speed=speed, action_space=prediction.action_chunk.action_space,
             seam_jump=installed.seam_jump, commands=len(playhead.tail),
+            instruction=capture.instruction,
         ))
+        if previous is not None and previous.instruction != capture.instruction:
+            self.events.publish(InstructionHandedOver(
+                time=now, instruction=capture.instruction, previous=previous.instruction,
+                dropped_rows=dropped,
+            ))
         if speed != (previous := installed.previous_speed):
             self.events.publish(SpeedChanged(time=now, speed=speed, previous=previous))
         if options.on_chunk is not None:

@@ -34,6 +34,8 @@ class Playing:
     # Chunk position where its open-loop horizon (counted from its due row) ends.
     horizon_end: float
     speed: float
+    # The instruction its rows were computed with.
+    instruction: Optional[str] = None
 
 
 @dataclass(frozen=True)

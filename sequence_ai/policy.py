@@ -196,6 +196,21 @@ class Policy:
             raise TypeError(f"instruction is {type(text).__name__}; expected a str")
         self._session.set_instruction(text)
 
+    def hand_over(self, instruction: str, *, max_seconds: float) -> bool:
+        """Hand the running ``act()`` over to ``instruction`` without stopping it: its next
+        request carries it, its first chunk drops the old rows still queued
+        (``InstructionHandedOver``), and the run now ends ``max_seconds`` from now. Any
+        thread; False (nothing changed) when no run is under way."""
+        if not isinstance(instruction, str):
+            raise TypeError(f"instruction is {type(instruction).__name__}; expected a str")
+        positive_seconds("max_seconds", max_seconds, allow_none=False)
+        loop = self._loop
+        if loop is None:
+            return False
+        self._session.set_instruction(instruction)
+        loop.retarget(max_seconds, _actions_for(max_seconds))
+        return True
+
     # -- read-only calls -------------------------------------------------------------------
 
     def spec(self) -> Optional[Model]:

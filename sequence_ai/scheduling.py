@@ -32,6 +32,8 @@ class Capture:
     sequence: int = -1
     position: float = 0.0
     time: float = 0.0
+    # The instruction its request carried (after the latch); None until observed.
+    instruction: Optional[str] = None
 
 
 @dataclass
