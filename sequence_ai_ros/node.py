@@ -295,6 +295,8 @@ class SequenceAiNode(LifecycleNode):
         problem = blocked[1] if blocked is not None else goal_problem(
             goal, NodeConfig.from_node(self).max_instruction_chars
         )
+        if not problem and (runner := self._runner()) is not None:
+            problem = runner.handover_problem(goal)
         if problem:
             self.get_logger().warning(f"act goal {shown(goal.instruction)} rejected: {problem}")
             return GoalResponse.REJECT
