@@ -21,25 +21,21 @@ from .controllers import Controller, check_controller, controller_rows, is_absol
 from .events import (
     AnswerArrived,
     ChunkDiscarded,
-    ChunkInstalled,
     ChunkRefused,
-    DiscardReason,
     EventStream,
     HoldCommanded,
-    InstructionHandedOver,
     RequestStarted,
     RowPlayed,
     RunEnded,
     RunEvent,
     RunStarted,
-    SpeedChanged,
     UnderrunBegan,
     UnderrunEnded,
 )
 from .options import RunOptions
 from .outcome import Ending, RunOutcome
 from .playback import Command
-from .playhead import Playhead, Playing, RowsReport
+from .playhead import Playhead, Playing, RowsReport, installed_events
 from .run_stats import GAP_PERIODS, RunStats
 from .scheduling import LEAD_FACTOR, Capture, Request, RequestScheduler
 from .session import Session
@@ -153,7 +149,7 @@ class RunLoop:
         self.period = 1.0 / playback_hz(session, self.model)
         check_controller(options.controller, self.model, session.model_id)
         started = time.monotonic()
-        # Both moved by `retarget` (a hand-over, from any thread: plain attribute writes).
+        # Both moved by a hand-over (handover.py, from any thread: plain attribute writes).
         self.deadline = None if options.max_seconds is None else started + options.max_seconds
         self.max_actions = options.max_actions
         self.stats = RunStats(lambda: session.transport.connections_opened)
@@ -243,12 +239,6 @@ class RunLoop:
             self._top_up()
             self._sleep_until(playhead.pacer.next_due(self.period))
 
-    def retarget(self, max_seconds: float, max_actions: int) -> None:
-        """A hand-over (any thread): the run now ends ``max_seconds`` from now, after at most
-        ``max_actions`` more actions."""
-        self.deadline = time.monotonic() + max_seconds
-        self.max_actions = self.actions + max_actions
-
     def _check_stop(self) -> None:
         if self.call.interrupted:
             raise CallEnded(Ending.INTERRUPTED)
@@ -327,18 +317,6 @@ class RunLoop:
         if playing is not None and request.capture.sequence <= playing.sequence:
             stale = request.capture.sequence
             self.events.publish(ChunkDiscarded(time=time.monotonic(), sequence=stale))
-            return False
-        # After a hand-over reached the arm, an answer of an older instruction (observed on a
-        # fetch thread that took the latch late) would bring the old plan back.
-        latest = self.session.instruction
-        if (
-            playing is not None and playing.instruction == latest
-            and request.capture.instruction != latest
-        ):
-            self.events.publish(ChunkDiscarded(
-                time=time.monotonic(), sequence=request.capture.sequence,
-                reason=DiscardReason.SUPERSEDED,
-            ))
             return False
         return self._install(prediction, request.capture)
 
@@ -433,7 +411,6 @@ class RunLoop:
             sequence=capture.sequence, origin=capture.position, captured=capture.time,
             horizon_end=due + horizon, speed=speed, instruction=capture.instruction,
         )
-        previous, dropped = playhead.playing, len(playhead.tail)
         installed = playhead.install(
             rows, playing, due=due, horizon=horizon,
             absolute=(
@@ -447,19 +424,8 @@ class RunLoop:
         if installed is None:
             self.events.publish(ChunkRefused(time=now, sequence=capture.sequence))
             return False
-        self.events.publish(ChunkInstalled(
-            time=now, prediction=prediction, number=playing.number, sequence=capture.sequence,
-            speed=speed, action_space=prediction.action_chunk.action_space,
-            seam_jump=installed.seam_jump, commands=len(playhead.tail),
-            instruction=capture.instruction,
-        ))
-        if previous is not None and previous.instruction != capture.instruction:
-            self.events.publish(InstructionHandedOver(
-                time=now, instruction=capture.instruction, previous=previous.instruction,
-                dropped_rows=dropped,
-            ))
-        if speed != (previous := installed.previous_speed):
-            self.events.publish(SpeedChanged(time=now, speed=speed, previous=previous))
+        for event in installed_events(now, prediction, playing, installed, len(playhead.tail)):
+            self.events.publish(event)
         if options.on_chunk is not None:
             options.on_chunk(prediction)
         self.rows.installed(installed.first_due, playing, list(playhead.tail))

@@ -120,18 +120,6 @@ class ChunkInstalled(RunEvent):
     action_space: Optional[str]
     seam_jump: Optional[float]
     commands: int
-    # The instruction its rows were computed with.
-    instruction: Optional[str] = None
-
-
-@dataclass(frozen=True)
-class InstructionHandedOver(RunEvent):
-    """The first chunk of a new instruction was installed: the ``dropped_rows`` commands of
-    the previous instruction still queued were dropped (a hand-over, ``Policy.hand_over``)."""
-
-    instruction: Optional[str]
-    previous: Optional[str]
-    dropped_rows: int
 
 
 class DiscardReason(str, Enum):
@@ -139,8 +127,6 @@ class DiscardReason(str, Enum):
 
     # Observed before the chunk playing, or a newer answer arrived with it.
     OVERTAKEN = "overtaken"
-    # Computed with an instruction that a newer one has already replaced on the arm.
-    SUPERSEDED = "superseded"
 
     def __str__(self) -> str:
         return self.value
@@ -152,6 +138,16 @@ class ChunkDiscarded(RunEvent):
 
     sequence: int
     reason: DiscardReason = DiscardReason.OVERTAKEN
+
+
+@dataclass(frozen=True)
+class InstructionHandedOver(RunEvent):
+    """The first chunk of a new instruction was installed: the ``dropped_rows`` commands of
+    the previous instruction still queued were dropped (a hand-over: ``Policy.hand_over``)."""
+
+    instruction: Optional[str]
+    previous: Optional[str]
+    dropped_rows: int
 
 
 @dataclass(frozen=True)

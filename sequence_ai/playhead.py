@@ -12,12 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from .events import ChunkInstalled, InstructionHandedOver, RunEvent, SpeedChanged
 from .pacing import Pacer
 from .playback import Command, InstalledRows, commands_for, ramp_rows_for
 from .seam import blend_seam, seam_jump
 from .speed import PlaybackSpeed, auto_speed, next_speed
+from .types import Prediction
 
-__all__ = ["Installed", "Playhead", "Playing", "RowsReport"]
+__all__ = ["Installed", "Playhead", "Playing", "RowsReport", "installed_events"]
 
 Row = list[float]
 
@@ -45,6 +47,9 @@ class Installed:
     first_due: float
     seam_jump: Optional[float]
     previous_speed: float
+    # What it replaced: the chunk that was playing (None: the first), its commands not played.
+    previous: Optional[Playing] = None
+    dropped_rows: int = 0
 
 
 class Playhead:
@@ -126,12 +131,16 @@ class Playhead:
         if not commands:
             return None
         jump = self._jump(commands)
+        dropped, replaced = len(self.tail), self.playing
         self.tail = deque(self._blend(commands, absolute))
         previous, self.speed = self.speed, speed
         self.ramp_s = (ramp_commands + 1) * self.period
         self.resting_for_deadline = rest_within is not None and len(commands) >= rest_within
         self.playing = playing
-        return Installed(first_due=first_due, seam_jump=jump, previous_speed=previous)
+        return Installed(
+            first_due=first_due, seam_jump=jump, previous_speed=previous, previous=replaced,
+            dropped_rows=dropped,
+        )
 
     def _jump(self, commands: list[Command]) -> Optional[float]:
         # Measured on the rows act will receive, before any blending can hide the jump.
@@ -208,3 +217,26 @@ class RowsReport:
 
     def played(self) -> None:
         self._played += 1
+
+
+def installed_events(
+    now: float, prediction: Prediction, playing: Playing, installed: Installed, commands: int
+) -> list[RunEvent]:
+    """What one installation tells the run's observers: the chunk, a speed change, and a
+    hand-over when it is the first chunk of a new instruction."""
+    events: list[RunEvent] = [ChunkInstalled(
+        time=now, prediction=prediction, number=playing.number, sequence=playing.sequence,
+        speed=playing.speed, action_space=prediction.action_chunk.action_space,
+        seam_jump=installed.seam_jump, commands=commands,
+    )]
+    if playing.speed != installed.previous_speed:
+        events.append(SpeedChanged(
+            time=now, speed=playing.speed, previous=installed.previous_speed
+        ))
+    replaced = installed.previous
+    if replaced is not None and replaced.instruction != playing.instruction:
+        events.append(InstructionHandedOver(
+            time=now, instruction=playing.instruction, previous=replaced.instruction,
+            dropped_rows=installed.dropped_rows,
+        ))
+    return events

@@ -34,6 +34,7 @@ class RunBaton:
 
     def __init__(self, feedback: GoalFeedback, config: NodeConfig) -> None:
         self.config = config
+        # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
         # Under _lock: where the events go; the run's start, once it has started.
         self._feedback = feedback

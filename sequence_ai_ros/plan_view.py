@@ -20,6 +20,7 @@ class PlanView:
     def __init__(self, instruction: str, accepted_s: float) -> None:
         self._instruction = instruction
         self._accepted_s = accepted_s
+        # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
         # Under _lock: the chunk playing (its instruction, number, commands left, when it was
         # installed), the first chunk of this goal's instruction, the last step's observation
@@ -35,9 +36,11 @@ class PlanView:
     def on_event(self, event: RunEvent) -> None:
         with self._lock:
             if isinstance(event, ChunkInstalled):
-                self._playing, self._chunk = event.instruction, event.number
-                self._left, self._installed_s = event.commands, event.time
-                if self._own_chunk is None and event.instruction == self._instruction:
+                observation = event.prediction.observation
+                self._playing = None if observation is None else observation.instruction
+                self._chunk, self._left = event.number, event.commands
+                self._installed_s = event.time
+                if self._own_chunk is None and self._playing == self._instruction:
                     self._own_chunk = event.number
             elif isinstance(event, RowPlayed):
                 if event.chunk == self._chunk:

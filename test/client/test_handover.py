@@ -37,7 +37,7 @@ def test_hand_over_keeps_playing_and_drops_old_rows_at_the_first_new_chunk(gw) -
         assert policy.instruction is None
     assert outcome.reason == "until" and robot.holds == 1
     installed = [e for e in events if isinstance(e, ChunkInstalled)]
-    texts = [e.instruction for e in installed]
+    texts = [e.prediction.observation.instruction for e in installed]
     first_new = texts.index("put it back")
     assert set(texts[:first_new]) == {"pick it up"}
     assert set(texts[first_new:]) == {"put it back"}
