@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rclpy.impl.rcutils_logger import RcutilsLogger
@@ -20,6 +20,7 @@ from sequence_ai_ros.commands import CommandMode
 from sequence_ai_ros.diagnostics import HealthRecord
 from sequence_ai_ros.dry_run import GateSwitch
 from sequence_ai_ros.episodes.recorder import EpisodeRecorder
+from sequence_ai_ros.frame_service import LastFrames
 from sequence_ai_ros.goal_feedback import GoalFeedback
 from sequence_ai_ros.goal_handover import RunBaton, handed_over_outcome, own_outcome
 from sequence_ai_ros.goal_results import GoalResults
@@ -51,6 +52,8 @@ class GoalParts:
     health: HealthRecord
     # Told each goal's start, end, observations and holds; an observer of its run's events.
     episodes: EpisodeRecorder
+    # The last observation's frames, for ~/current_frames (frame_service.py).
+    frames: LastFrames = field(default_factory=LastFrames)
 
 
 class GoalDriver:
@@ -69,6 +72,7 @@ class GoalDriver:
         self._gate = parts.gate
         self._health = parts.health
         self._episodes = parts.episodes
+        self._frames = parts.frames
         self._results = results
         self._log = log
         self._cond = cond
@@ -76,6 +80,10 @@ class GoalDriver:
         # run under way, which a hand-over takes over (goal_handover.py).
         self._arrivals = 0
         self._baton: RunBaton | None = None
+
+    @property
+    def frames(self) -> LastFrames:
+        return self._frames
 
     @property
     def baton(self) -> RunBaton | None:
@@ -261,6 +269,7 @@ class GoalDriver:
             quality=config.jpeg_quality,
         )
         self._episodes.observation_sent(observation, captured_ns)
+        self._frames.sent(observation, captured_ns)
         return observation
 
     def _validate(self, run: GoalRun, step: list[float]) -> bool:

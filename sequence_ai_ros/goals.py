@@ -18,6 +18,7 @@ from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.task import Future
 
 from sequence_ai_interfaces.action import Act
+from sequence_ai_ros.frame_service import LastFrames
 from sequence_ai_ros.goal_drive import GoalDriver, GoalParts
 from sequence_ai_ros.goal_handover import handover_problem, take_over
 from sequence_ai_ros.goal_results import GoalResults
@@ -116,6 +117,11 @@ class GoalRunner:
         for stopped_run in stopped:
             stopped_run.call.interrupt()
         handle.execute()
+
+    @property
+    def frames(self) -> LastFrames:
+        """The last observation's frames (~/current_frames)."""
+        return self._driver.frames
 
     def handover_problem(self, goal: Act.Goal) -> str | None:
         """Why a goal asking for a hand-over is rejected (goal_handover.py), or None."""

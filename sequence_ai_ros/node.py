@@ -34,6 +34,7 @@ from sequence_ai_ros import parameters
 from sequence_ai_ros.arm import MotionRules
 from sequence_ai_ros.configuration import Configured, ConfigureError, configure
 from sequence_ai_ros.diagnostics import HealthRecord, build_array
+from sequence_ai_ros.frame_service import serve_current_frames
 from sequence_ai_ros.goal_text import shown
 from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
 from sequence_ai_ros.lifecycle_guard import ConfigureProbe, guard_change_state
@@ -124,6 +125,7 @@ class SequenceAiNode(LifecycleNode):
             self._on_goal_statuses,
             qos_profile_action_status_default,
         )
+        serve_current_frames(self, lambda: None if (r := self._runner()) is None else r.frames)
         # Diagnostics run in every state so a failed configure is visible too: on this
         # executor while configured, else beside get_state on the queries' own thread (also
         # answered mid-transition).
