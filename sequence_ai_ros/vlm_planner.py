@@ -15,6 +15,7 @@ import math
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,8 +23,10 @@ import rclpy
 from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
 from rclpy.action.client import ClientGoalHandle
+from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
 
@@ -76,11 +79,26 @@ def _wait(future: Future, timeout_s: float) -> Any:
     return future.result()
 
 
-class VlmPlanner(Node):
-    """Plans a task step by step over the node's `act` action."""
+# Told each step sent (its text and goal handle), and each feedback of a step's goal.
+StepCallback = Callable[[str, ClientGoalHandle], object]
+FeedbackCallback = Callable[[str, Act.Feedback], object]
 
-    def __init__(self) -> None:
-        super().__init__("vlm_planner")
+
+class VlmPlanner(Node):
+    """Plans a task step by step over the node's `act` action. `context`, `overrides` and the
+    callbacks let a program embed it (the demo does)."""
+
+    def __init__(
+        self,
+        *,
+        context: Context | None = None,
+        overrides: list[Parameter] | None = None,
+        on_step: StepCallback | None = None,
+        on_feedback: FeedbackCallback | None = None,
+    ) -> None:
+        super().__init__("vlm_planner", context=context, parameter_overrides=overrides or [])
+        self._on_step = on_step
+        self._on_feedback = on_feedback
         self.settings = self._declare()
         target = self.settings.node.rstrip("/")
         self._act = ActionClient(self, Act, f"{target}/act")
@@ -92,7 +110,6 @@ class VlmPlanner(Node):
             JointState, self.settings.joint_states_topic, self._on_joints, 10
         )
         self._goal: ClientGoalHandle | None = None
-        self.steps: list[tuple[float, str]] = []
 
     def _declare(self) -> PlannerSettings:
         defaults: dict[str, Any] = {
@@ -173,13 +190,21 @@ class VlmPlanner(Node):
         goal = Act.Goal(
             instruction=step, max_seconds=self.settings.step_seconds, handover=handover
         )
-        handle = _wait(self._act.send_goal_async(goal), CALL_TIMEOUT_S)
+        on_feedback = self._on_feedback
+
+        def feedback(msg: Any) -> None:
+            if on_feedback is not None:
+                on_feedback(step, msg.feedback)
+
+        sent = self._act.send_goal_async(goal, feedback_callback=feedback)
+        handle = _wait(sent, CALL_TIMEOUT_S)
         if handle is None or not handle.accepted:
             self.get_logger().warning(f"step {step!r} was not accepted")
             return False
         self._goal = handle
-        self.steps.append((time.monotonic(), step))
         self.get_logger().info(f"step: {step}" + (" (hand-over)" if handover else ""))
+        if self._on_step is not None:
+            self._on_step(step, handle)
         return True
 
     def _cancel(self) -> None:
