@@ -104,6 +104,10 @@ class GoalFeedback:
     def instruction_lag_s(self) -> float:
         return self._view.instruction_lag_s()
 
+    def show_playing(self, chunk: ChunkInstalled, played: int) -> None:
+        """A hand-over: the chunk already playing, `played` of its rows played."""
+        self._view.seed(chunk, played)
+
     def counts(self) -> tuple[int, int, int]:
         """Actions, chunks and underruns so far."""
         progress = self._stats.progress()

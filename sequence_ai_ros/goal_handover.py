@@ -17,7 +17,7 @@ import time
 from rclpy.action.server import ServerGoalHandle
 
 from sequence_ai import Ending, RunOutcome
-from sequence_ai.events import RunEvent, RunStarted
+from sequence_ai.events import ChunkInstalled, RowPlayed, RunEvent, RunStarted
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.goal_feedback import GoalFeedback
 from sequence_ai_ros.goal_state import GoalPhase, GoalRun
@@ -36,9 +36,12 @@ class RunBaton:
         self.config = config
         # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
-        # Under _lock: where the events go; the run's start, once it has started.
+        # Under _lock: where the events go; the run's start, once it has started; the chunk
+        # playing and the rows played of it (what the next owner's plan view starts from).
         self._feedback = feedback
         self._started: RunStarted | None = None
+        self._chunk: ChunkInstalled | None = None
+        self._played = 0
 
     @property
     def running(self) -> bool:
@@ -50,6 +53,10 @@ class RunBaton:
         with self._lock:
             if isinstance(event, RunStarted):
                 self._started = event
+            elif isinstance(event, ChunkInstalled):
+                self._chunk, self._played = event, 0
+            elif isinstance(event, RowPlayed):
+                self._played += 1
             feedback = self._feedback
         feedback.on_event(event)
 
@@ -57,9 +64,12 @@ class RunBaton:
         """The newer goal's feedback takes the run's events from now on, as a run of its own
         that starts now (its counts and continuity are its own)."""
         with self._lock:
-            started = self._started
+            started, chunk, played = self._started, self._chunk, self._played
         if started is not None:
             feedback.on_event(dataclasses.replace(started, time=time.monotonic()))
+        if chunk is not None:
+            # The old plan plays on: the newer goal's feedback shows it until its own chunk.
+            feedback.show_playing(chunk, played)
         with self._lock:
             self._feedback = feedback
 

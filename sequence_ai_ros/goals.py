@@ -113,7 +113,12 @@ class GoalRunner:
             self._goals[bytes(handle.goal_id.uuid)] = run
             self._cond.notify_all()
         if previous is not None:
-            self._finish(previous, self._driver.hand_over(previous, run, config))
+            try:
+                result = self._driver.hand_over(previous, run, config)
+            except Exception as exc:  # noqa: BLE001 - the old goal must still be answered
+                self._log.error(f"hand-over to {shown(handle.request.instruction)}: {exc!r}")
+                result = self._results.crashed(previous, exc)
+            self._finish(previous, result)
         for stopped_run in stopped:
             stopped_run.call.interrupt()
         handle.execute()

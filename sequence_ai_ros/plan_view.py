@@ -50,6 +50,15 @@ class PlanView:
                 if math.isnan(self._lag_s) and own is not None and event.chunk >= own:
                     self._lag_s = event.time - self._accepted_s
 
+    def seed(self, chunk: ChunkInstalled, played: int) -> None:
+        """Start from a chunk already playing (a hand-over), `played` of its rows played,
+        without counting it as this goal's."""
+        observation = chunk.prediction.observation
+        with self._lock:
+            self._playing = None if observation is None else observation.instruction
+            self._chunk, self._left = chunk.number, max(0, chunk.commands - played)
+            self._installed_s = chunk.time
+
     def fill(self, feedback: Act.Feedback, now: float) -> None:
         """Its fields of `feedback`."""
         with self._lock:
