@@ -103,6 +103,7 @@ class VlmPlanner(Node):
         target = self.settings.node.rstrip("/")
         self._act = ActionClient(self, Act, f"{target}/act")
         self._frames = self.create_client(CurrentFrames, f"{target}/current_frames")
+        # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
         # Under _lock: the arm's latest joint positions.
         self._joints: list[float] | None = None

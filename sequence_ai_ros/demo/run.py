@@ -468,7 +468,10 @@ class Demo:
             from sequence_ai_ros.demo.vlm_demo import run_vlm
 
             self.t0 = time.monotonic()
-            self.planned = run_vlm(self)
+            self.planned = run_vlm(
+                self, lambda n, step: GoalRecord(n, step, _instruction_target(step)),
+                RESULT_GRACE_S,
+            )
             return
         first, second = self.goals
         self.t0 = time.monotonic()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rclpy.action.client import ClientGoalHandle
@@ -22,10 +23,10 @@ __all__ = ["run_vlm", "vlm_ok"]
 TASK_BUDGETS = 3.0
 
 
-def run_vlm(demo: Any) -> int:
+def run_vlm(demo: Any, new_goal: Callable[[int, str], Any], grace_s: float) -> int:
     """Run the VLM planner on `demo.args.task` to its end; its exit code (0: the model said
-    done)."""
-    from sequence_ai_ros.demo.run import RESULT_GRACE_S, GoalRecord, _instruction_target
+    done). `new_goal(number, step)` is the demo's record of a step's goal; `grace_s` bounds
+    the wait for the last result."""
     from sequence_ai_ros.vlm_planner import VlmPlanner
 
     assert demo.planner is not None
@@ -43,7 +44,7 @@ def run_vlm(demo: Any) -> int:
         with lock:
             if demo.goals and demo.goals[-1].result is None:
                 demo.goals[-1].end_t, demo.goals[-1].end_q = now, joints
-            goal = GoalRecord(len(demo.goals) + 1, step, _instruction_target(step))
+            goal = new_goal(len(demo.goals) + 1, step)
             goal.sent_t, goal.start_q, goal.accepted = now, joints, True
             demo.goals.append(goal)
         demo.status.end()
@@ -93,11 +94,11 @@ def run_vlm(demo: Any) -> int:
         demo._wait(
             "the last step's result",
             lambda: all(g.result is not None for g in demo.goals),
-            RESULT_GRACE_S,
+            grace_s,
         )
     finally:
         stop.set()
-        thread.join(RESULT_GRACE_S)
+        thread.join(grace_s)
         demo.planner.executor.remove_node(planner)
         planner.destroy_node()
     return code[0] if code else 1
