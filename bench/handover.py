@@ -8,10 +8,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.common import PI05, Context, RequestClock, accept, fixed_observation, log
+from bench.common import PI05, Context, accept, fixed_observation, log
 from bench.report import Section, Table
 from bench.stats import Summary, fmt
-from sequence_ai.events import InstructionHandedOver, RowPlayed, RunEvent
+from sequence_ai.events import (
+    AnswerArrived,
+    InstructionHandedOver,
+    ObservationSent,
+    RowPlayed,
+    RunEvent,
+)
 
 SWITCH_S = 1.0
 TARGET_GAP_PERIODS = 1.5
@@ -34,6 +40,17 @@ class _Trace:
             self.events.append(event)
 
 
+def _latencies(events: list[RunEvent]) -> list[float]:
+    """Observation sent to answer arrived, per request (run by run: sequences restart)."""
+    out, sent = [], {}
+    for event in events:
+        if isinstance(event, ObservationSent):
+            sent[event.sequence] = event.time
+        elif isinstance(event, AnswerArrived) and event.sequence in sent:
+            out.append(event.time - sent.pop(event.sequence))
+    return out
+
+
 def _gap(commands: list[float], start: float, end: float) -> float:
     """The longest interval between consecutive commands that overlaps [start, end]."""
     gaps = [b - a for a, b in zip(commands, commands[1:]) if b >= start and a <= end]
@@ -47,7 +64,6 @@ def _handover(ctx: Context, seconds: float) -> tuple[list[float], list[float], l
     trace = _Trace()
     switches: list[float] = []
     with ctx.connect(PI05) as policy:
-        clock = RequestClock(policy)
         box: dict[str, Any] = {}
 
         def drive() -> None:
@@ -83,7 +99,7 @@ def _handover(ctx: Context, seconds: float) -> tuple[list[float], list[float], l
             continue
         lags.append(first_row - switch)
         gaps.append(_gap(commands, switch, first_row))
-    return gaps, lags, [b - a for a, b in clock.spans]
+    return gaps, lags, _latencies(events)
 
 
 def _preemption(ctx: Context, seconds: float) -> tuple[list[float], list[float], list[float]]:
@@ -91,9 +107,8 @@ def _preemption(ctx: Context, seconds: float) -> tuple[list[float], list[float],
     model = ctx.models[PI05]
     observation = fixed_observation(model)
     trace = _Trace()
-    gaps, lags = [], []
+    gaps, lags, latencies = [], [], []
     with ctx.connect(PI05) as policy:
-        clock = RequestClock(policy)
         for k in range(int(seconds / SWITCH_S) + 1):
             started = time.monotonic()
             before = len(trace.commands)
@@ -101,9 +116,12 @@ def _preemption(ctx: Context, seconds: float) -> tuple[list[float], list[float],
             timer.start()
             policy.act(
                 f"step {k}", lambda: observation, trace.act, max_seconds=seconds + 30,
-                validate=accept, hold=lambda: None, progress=False,
+                validate=accept, hold=lambda: None, progress=False, observers=[trace],
             )
             timer.cancel()
+            with trace.lock:
+                latencies += _latencies(trace.events)
+                trace.events.clear()
             with trace.lock:
                 mine = trace.commands[before:]
                 last_before = trace.commands[before - 1] if before else None
@@ -111,7 +129,7 @@ def _preemption(ctx: Context, seconds: float) -> tuple[list[float], list[float],
                 # From the last command of the previous instruction to the first of this one.
                 gaps.append(mine[0] - last_before)
                 lags.append(mine[0] - started)
-    return gaps, lags, [b - a for a, b in clock.spans]
+    return gaps, lags, latencies
 
 
 def _wait_for(condition: Callable[[], bool], timeout_s: float = 60.0) -> None:
