@@ -48,7 +48,8 @@ class PlannerSettings:
     """The planner's parameters."""
 
     task: str
-    node: str
+    act_action: str
+    frames_service: str
     chat_model: str
     replan_period_s: float
     task_seconds: float
@@ -100,9 +101,8 @@ class VlmPlanner(Node):
         self._on_step = on_step
         self._on_feedback = on_feedback
         self.settings = self._declare()
-        target = self.settings.node.rstrip("/")
-        self._act = ActionClient(self, Act, f"{target}/act")
-        self._frames = self.create_client(CurrentFrames, f"{target}/current_frames")
+        self._act = ActionClient(self, Act, self.settings.act_action)
+        self._frames = self.create_client(CurrentFrames, self.settings.frames_service)
         # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
         # Under _lock: the arm's latest joint positions.
@@ -114,7 +114,8 @@ class VlmPlanner(Node):
 
     def _declare(self) -> PlannerSettings:
         defaults: dict[str, Any] = {
-            "task": "", "node": "/sequence_ai", "chat_model": "sim-planner",
+            "task": "", "act_action": "act", "frames_service": "sequence_ai/current_frames",
+            "chat_model": "sim-planner",
             "replan_period_s": 1.0, "task_seconds": 120.0, "step_seconds": 60.0,
             "base_url": "", "api_key_file": "", "joint_states_topic": "joint_states",
             "backoff_s": 0.5,
@@ -138,7 +139,7 @@ class VlmPlanner(Node):
         settings = self.settings
         api_key = read_api_key(settings.api_key_file)
         if not self._act.wait_for_server(timeout_sec=CALL_TIMEOUT_S):
-            self.get_logger().error(f"no act action server for {settings.node}")
+            self.get_logger().error(f"no act action server at {settings.act_action}")
             return 1
         deadline = time.monotonic() + settings.task_seconds
         step: str | None = None

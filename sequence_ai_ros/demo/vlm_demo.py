@@ -63,7 +63,8 @@ def run_vlm(demo: Any, new_goal: Callable[[int, str], Any], grace_s: float) -> i
 
     overrides = [
         Parameter("task", value=args.task),
-        Parameter("node", value=target),
+        Parameter("act_action", value=f"/{namespace}/act" if namespace else "/act"),
+        Parameter("frames_service", value=f"{target}/current_frames"),
         Parameter("base_url", value=base_url),
         Parameter("step_seconds", value=float(args.max_seconds)),
         Parameter("task_seconds", value=float(args.max_seconds) * TASK_BUDGETS),
