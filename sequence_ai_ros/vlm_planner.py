@@ -58,6 +58,8 @@ class PlannerSettings:
     api_key_file: str
     joint_states_topic: str
     backoff_s: float
+    # The arm's joints the prompt lists, in this order (a gripper joint is left out).
+    joint_names: tuple[str, ...]
 
 
 def prompt(task: str, step: str | None, joints: list[float] | None) -> str:
@@ -118,9 +120,10 @@ class VlmPlanner(Node):
             "chat_model": "sim-planner",
             "replan_period_s": 1.0, "task_seconds": 120.0, "step_seconds": 60.0,
             "base_url": "", "api_key_file": "", "joint_states_topic": "joint_states",
-            "backoff_s": 0.5,
+            "backoff_s": 0.5, "joint_names": [f"panda_joint{i}" for i in range(1, 8)],
         }
         values = {k: self.declare_parameter(k, v).value for k, v in defaults.items()}
+        values["joint_names"] = tuple(values["joint_names"])
         settings = PlannerSettings(**values)
         if not settings.task.strip():
             raise ValueError('task is ""; expected the task, e.g. -p task:="pick up the cup"')
@@ -131,8 +134,12 @@ class VlmPlanner(Node):
         return settings
 
     def _on_joints(self, msg: JointState) -> None:
+        index = {name: i for i, name in enumerate(msg.name)}
+        if not all(name in index for name in self.settings.joint_names):
+            return
+        joints = [float(msg.position[index[name]]) for name in self.settings.joint_names]
         with self._lock:
-            self._joints = list(msg.position)
+            self._joints = joints
 
     def run(self, stop: threading.Event) -> int:
         """Plan until done (0), the task's time is up (1) or `stop` is set (1)."""
