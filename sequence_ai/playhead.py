@@ -22,6 +22,8 @@ from .types import Prediction
 __all__ = ["Installed", "Playhead", "Playing", "RowsReport", "installed_events"]
 
 Row = list[float]
+# Fewest commands a hand-over's seam is blended over (targets only; smooth_seam may ask more).
+HANDOVER_BLEND = 8
 
 
 @dataclass
@@ -132,7 +134,12 @@ class Playhead:
             return None
         jump = self._jump(commands)
         dropped, replaced = len(self.tail), self.playing
-        self.tail = deque(self._blend(commands, absolute))
+        blend = self.smooth_seam
+        if replaced is not None and replaced.instruction != playing.instruction:
+            # A hand-over's plan set off from where the old one was a request ago: its seam
+            # is blended, at least over HANDOVER_BLEND commands, so it is not one jump.
+            blend = max(blend, HANDOVER_BLEND)
+        self.tail = deque(self._blend(commands, absolute, blend))
         previous, self.speed = self.speed, speed
         self.ramp_s = (ramp_commands + 1) * self.period
         self.resting_for_deadline = rest_within is not None and len(commands) >= rest_within
@@ -148,12 +155,12 @@ class Playhead:
             return None
         return seam_jump(commands[0].row, self.last_row, self.gripper_dims)
 
-    def _blend(self, commands: list[Command], absolute: bool) -> list[Command]:
-        """Blend the seam away over ``smooth_seam`` commands where the rows are targets."""
-        if self.last_row is None or self.smooth_seam <= 0 or not absolute:
+    def _blend(self, commands: list[Command], absolute: bool, n: int) -> list[Command]:
+        """Blend the seam away over ``n`` commands where the rows are targets."""
+        if self.last_row is None or n <= 0 or not absolute:
             return commands
         blended = [list(command.row) for command in commands]
-        blend_seam(blended, self.last_row, self.smooth_seam, self.gripper_dims)
+        blend_seam(blended, self.last_row, n, self.gripper_dims)
         return [dataclasses.replace(command, row=row) for command, row in zip(commands, blended)]
 
     def next_command(self) -> Command:
