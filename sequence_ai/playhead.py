@@ -15,7 +15,7 @@ from typing import Callable, Optional
 from .events import ChunkInstalled, InstructionHandedOver, RunEvent, SpeedChanged
 from .pacing import Pacer
 from .playback import Command, InstalledRows, commands_for, ramp_rows_for
-from .seam import blend_seam, seam_jump
+from .seam import blend_seam, seam_jump, shift_seam
 from .speed import PlaybackSpeed, auto_speed, next_speed
 from .types import Prediction
 
@@ -134,12 +134,10 @@ class Playhead:
             return None
         jump = self._jump(commands)
         dropped, replaced = len(self.tail), self.playing
-        blend = self.smooth_seam
-        if replaced is not None and replaced.instruction != playing.instruction:
-            # A hand-over's plan set off from where the old one was a request ago: its seam
-            # is blended, at least over HANDOVER_BLEND commands, so it is not one jump.
-            blend = max(blend, HANDOVER_BLEND)
-        self.tail = deque(self._blend(commands, absolute, blend))
+        # A hand-over's plan set off from where the old one was a request ago: it is shifted
+        # onto the last command, the offset fading over HANDOVER_BLEND commands or more.
+        handover = replaced is not None and replaced.instruction != playing.instruction
+        self.tail = deque(self._blend(commands, absolute, handover))
         previous, self.speed = self.speed, speed
         self.ramp_s = (ramp_commands + 1) * self.period
         self.resting_for_deadline = rest_within is not None and len(commands) >= rest_within
@@ -155,12 +153,14 @@ class Playhead:
             return None
         return seam_jump(commands[0].row, self.last_row, self.gripper_dims)
 
-    def _blend(self, commands: list[Command], absolute: bool, n: int) -> list[Command]:
-        """Blend the seam away over ``n`` commands where the rows are targets."""
+    def _blend(self, commands: list[Command], absolute: bool, handover: bool) -> list[Command]:
+        """Blend the seam away over ``smooth_seam`` commands where the rows are targets (a
+        hand-over's: shifted, at least over HANDOVER_BLEND)."""
+        n = max(self.smooth_seam, HANDOVER_BLEND) if handover else self.smooth_seam
         if self.last_row is None or n <= 0 or not absolute:
             return commands
         blended = [list(command.row) for command in commands]
-        blend_seam(blended, self.last_row, n, self.gripper_dims)
+        (shift_seam if handover else blend_seam)(blended, self.last_row, n, self.gripper_dims)
         return [dataclasses.replace(command, row=row) for command, row in zip(commands, blended)]
 
     def next_command(self) -> Command:
