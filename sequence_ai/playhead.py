@@ -22,8 +22,9 @@ from .types import Prediction
 __all__ = ["Installed", "Playhead", "Playing", "RowsReport", "installed_events"]
 
 Row = list[float]
-# Fewest commands a hand-over's seam is blended over (targets only; smooth_seam may ask more).
-HANDOVER_BLEND = 8
+# Fewest commands a seam's offset fades over after a hand-over (targets only). Longer than a
+# request's latency in commands, so the offset a chunk inherits shrinks from seam to seam.
+HANDOVER_BLEND = 20
 
 
 @dataclass
@@ -65,6 +66,8 @@ class Playhead:
         self.speed_setting = speed_setting
         self.gripper_dims = list(gripper_dims)
         self.smooth_seam = smooth_seam
+        # A hand-over happened in this run: seams are shifted, not blended (install).
+        self.shifting = False
         self.pacer = Pacer()
         self.playing: Optional[Playing] = None
         self.tail: deque[Command] = deque()
@@ -134,10 +137,12 @@ class Playhead:
             return None
         jump = self._jump(commands)
         dropped, replaced = len(self.tail), self.playing
-        # A hand-over's plan set off from where the old one was a request ago: it is shifted
-        # onto the last command, the offset fading over HANDOVER_BLEND commands or more.
-        handover = replaced is not None and replaced.instruction != playing.instruction
-        self.tail = deque(self._blend(commands, absolute, handover))
+        # A hand-over's plan set off from where the old one was a request ago: from then on
+        # each chunk is shifted onto the last command, the offset fading over HANDOVER_BLEND
+        # commands or more (the next chunks inherit what is left of it).
+        if replaced is not None and replaced.instruction != playing.instruction:
+            self.shifting = True
+        self.tail = deque(self._blend(commands, absolute, self.shifting))
         previous, self.speed = self.speed, speed
         self.ramp_s = (ramp_commands + 1) * self.period
         self.resting_for_deadline = rest_within is not None and len(commands) >= rest_within
