@@ -117,7 +117,7 @@ def configure(
         cache = ObservationCache(
             config.camera_views,
             config.joint_names,
-            config.gripper_joint,
+            config.grippers,
             frames=cameras,
             warn=node.get_logger().warning,
         )
@@ -137,7 +137,7 @@ def configure(
         episodes = EpisodeRecorder(
             node_name=node.get_fully_qualified_name(),
             model=model,
-            state_names=[*config.joint_names, *filter(None, [config.gripper_joint])],
+            state_names=[*config.joint_names, *config.grippers],
             period_s=period_s,
             health=health,
             live_config=lambda: NodeConfig.from_node(node),

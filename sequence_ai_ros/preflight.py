@@ -188,7 +188,7 @@ def check_joints(node: Node, config: NodeConfig, streams: dict[str, _Stream]) ->
     if len(received) < _MIN_MESSAGES:
         return Check("joint_states", False, f"{len(received)} messages on {topic} in "
                      f"{LISTEN_S:g} s", "start the robot driver / joint_state_broadcaster")
-    wanted = list(config.joint_names) + ([config.gripper_joint] if config.gripper_joint else [])
+    wanted = [*config.joint_names, *config.grippers]
     seen: dict[str, float] = {}
     for _, msg in received:
         if isinstance(msg, JointState):
@@ -199,7 +199,7 @@ def check_joints(node: Node, config: NodeConfig, streams: dict[str, _Stream]) ->
     detail = f"{topic} {streams[topic].rate_hz():.1f} Hz, stamped {age:.3f} s ago"
     if missing or bad:
         return Check("joint_states", False, detail + f"; missing {missing}, not finite {bad}",
-                     "fix joint_names / gripper_joint to the names the robot publishes")
+                     "fix joint_names / gripper_joint(s) to the names the robot publishes")
     fresh = 0.0 <= age <= config.max_state_age_s
     return Check("joint_states", fresh, detail + f", all {len(wanted)} joints finite" + (
         "" if fresh else f"; max_state_age_s is {config.max_state_age_s:g}"),

@@ -90,8 +90,8 @@ class _Output:
     def publish_arm(self, values: Sequence[float]) -> None:
         self.arm.append(list(values))
 
-    def publish_gripper(self, value: float) -> None:
-        self.gripper.append(value)
+    def publish_gripper(self, values: Sequence[float]) -> None:
+        self.gripper.extend(values)
 
     def command_rate_hz(self) -> float:
         return 0.0
@@ -286,6 +286,15 @@ def test_the_gripper_is_checked_and_published_with_its_step() -> None:
     assert "outside [0, 1]" in (gate.check([0.0, 0.0, 1.5]) or "")
     _play(gate, [0.0, 0.0, 1.0])
     assert output.gripper == [1.0]
+
+
+def test_every_gripper_of_a_two_gripper_row_is_checked_and_published() -> None:
+    gate, output, _, _ = _gate()
+    gate.begin_goal(RULES)
+    reason = gate.check([0.0, 0.0, 1.0, 1.5]) or ""
+    assert "gripper 1" in reason and "outside [0, 1]" in reason
+    _play(gate, [0.0, 0.0, 1.0, 0.25])
+    assert output.gripper == [1.0, 0.25]
 
 
 def test_an_idle_gate_republishes_only_a_hold_that_still_passes() -> None:
