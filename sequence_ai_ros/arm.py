@@ -112,7 +112,7 @@ class MotionRules:
             max_image_age_s=config.max_image_age_s,
             camera_views=tuple(config.camera_views),
             velocity_scale=config.velocity_scale,
-            gripper=bool(config.gripper_command_topic),
+            gripper=bool(config.gripper_command_topic or config.command_groups),
             rates=rates if rates is not None and rates.active else None,
             dry_run=config.dry_run,
         )

@@ -132,6 +132,13 @@ SPECS: dict[str, Spec] = {
         at_configure=True,
         kind=Parameter.Type.STRING_ARRAY,
     ),
+    "command_groups": Spec(
+        [],
+        "names of command groups, one per controller (command_groups.<group>.joints|topic|"
+        "type); empty = command_topic and gripper_command_topic",
+        at_configure=True,
+        kind=Parameter.Type.STRING_ARRAY,
+    ),
     "command_interface": Spec(
         "position",
         "position (joint targets) or velocity (joint velocities)",
@@ -349,6 +356,7 @@ class NodeConfig:
     joint_limits: tuple[JointLimit, ...] = ()
     joint_limits_problem: str = ""
     gripper_joints: tuple[str, ...] = ()
+    command_groups: tuple[str, ...] = ()
 
     @property
     def grippers(self) -> tuple[str, ...]:
@@ -600,6 +608,11 @@ def _mode_problems(config: NodeConfig) -> list[str]:
     if config.command_mode is not CommandMode.CHUNK:
         return []
     problems = []
+    if config.command_groups:
+        problems.append(
+            f"command_groups {list(config.command_groups)} play in step mode; command_mode "
+            "is chunk, expected step"
+        )
     if config.command_type != JOINT_TRAJECTORY:
         problems.append(
             f"command_mode=chunk publishes each chunk as one {JOINT_TRAJECTORY}; command_type "
