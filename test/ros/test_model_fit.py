@@ -79,11 +79,14 @@ TWELVE = [f"{side}_j{i}" for side in ("left", "right") for i in range(6)]
 
 
 def _bimanual(**changes: object) -> NodeConfig:
-    return _config(
-        camera_views=["cam_high"], camera_topics=["a"], camera_transports=["raw"],
-        joint_names=TWELVE, joint_lower_limits=[-2.6] * 12, joint_upper_limits=[2.6] * 12,
-        gripper_joint="", gripper_joints=["left_gripper", "right_gripper"], **changes,
-    )
+    values: dict[str, object] = {
+        "camera_views": ["cam_high"], "camera_topics": ["a"], "camera_transports": ["raw"],
+        "joint_names": TWELVE, "joint_lower_limits": [-2.6] * 12,
+        "joint_upper_limits": [2.6] * 12, "gripper_joint": "",
+        "gripper_joints": ["left_gripper", "right_gripper"],
+    }
+    values.update(changes)
+    return _config(**values)
 
 
 def test_two_grippers_fit_a_bimanual_layout() -> None:
