@@ -27,7 +27,7 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
 
 import sequence_ai
-from sequence_ai_ros import parameters
+from sequence_ai_ros import command_groups, parameters
 from sequence_ai_ros.api_key import ApiKeyError, read_api_key
 from sequence_ai_ros.image_conversion import ImageConversionError, to_array
 from sequence_ai_ros.model_fit import controller_for, fit_problems
@@ -211,6 +211,9 @@ def check_commands(node: Node, config: NodeConfig) -> list[Check]:
     wanted = [("arm command", config.command_topic, config.command_type)]
     if config.gripper_command_topic:
         wanted.append(("gripper command", config.gripper_command_topic, FLOAT64_MULTI_ARRAY))
+    if config.command_groups:
+        wanted = [(f"{group.name} command", group.topic, group.type)
+                  for group in command_groups.read(node, config.command_groups)]
     checks = []
     for name, topic, kind in wanted:
         resolved = node.resolve_topic_name(topic)
