@@ -142,8 +142,9 @@ def test_a_refusal_of_one_group_publishes_no_group_and_holds_both_arms(
     assert gate.hold() is None and not log.errors
     wait_for(lambda: len(received["right_arm/commands"]) == 2, what="the right arm's hold")
     wait_for(lambda: len(received["left_arm/commands"]) == 2, what="the left arm's hold")
-    # Each arm is held at its last checked target; the refused row reached neither.
-    assert received["left_arm/commands"][-1] == [0.05] * 6
-    assert received["right_arm/commands"][-1] == [-0.05] * 6
+    # Each arm is held still at its measured joints; the refused row reached neither.
+    assert received["left_arm/commands"][-1] == [0.0] * 6
+    assert received["right_arm/commands"][-1] == [0.0] * 6
+    assert [0.5] not in [v[:1] for v in received["right_arm/commands"]]
     gate.end_goal()
     output.destroy()
