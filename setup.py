@@ -57,6 +57,7 @@ setup(
         "console_scripts": [
             "sequence_ai_node = sequence_ai_ros.node:main",
             "sim_robot = sequence_ai_ros.sim.robot:main",
+            "sim_bimanual = sequence_ai_ros.sim.bimanual:main",
             "preflight = sequence_ai_ros.preflight:main",
             "vlm_planner = sequence_ai_ros.vlm_planner:main",
             "sequence-ai-gateway = sequence_ai_gateway.__main__:main",

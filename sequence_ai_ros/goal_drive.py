@@ -263,8 +263,9 @@ class GoalDriver:
         observation = sequence_ai.observation(
             self._model,
             images=frames,
-            joints=joints.positions,
-            gripper=None if joints.gripper is None else [joints.gripper],
+            # A state_dim-0 model takes no state; the gate still checked the joints above.
+            joints=joints.positions if self._model.state_dim != 0 else None,
+            gripper=joints.gripper if self._model.state_dim != 0 else None,
             instruction=instruction,
             quality=config.jpeg_quality,
         )

@@ -24,6 +24,10 @@ PARAMS_FILES = {
     "joint_trajectory": "config/droid_jtc.yaml",
 }
 PARAMS_FILE = PARAMS_FILES["forward"]
+# Models whose robot is not the DROID Franka: (their parameters file, their simulator).
+MODEL_ROBOTS = {
+    "sim-bimanual-reach": ("config/sim-bimanual-reach.yaml", "sim_bimanual"),
+}
 GATEWAY_HOST = "127.0.0.1"
 # The local gateway prints this line once it serves; the node is configured after it.
 GATEWAY_READY_PREFIX = "SEQUENCES_BASE_URL="
@@ -215,8 +219,9 @@ def plan(
                 )
             )
             node_env["SEQUENCES_API_KEY"] = key
+        simulator = MODEL_ROBOTS.get(values["model"], ("", "sim_robot"))[1]
         processes.append(
-            Process("sim_robot", "sim_robot", node_name="sim_robot", env=dict(transport))
+            Process(simulator, simulator, node_name=simulator, env=dict(transport))
         )
     parameters = {"model": values["model"]}
     if base_url:
@@ -236,5 +241,5 @@ def plan(
         namespace,
         tuple(processes),
         is_true("autostart", values["autostart"]),
-        PARAMS_FILES[values["controller"]],
+        MODEL_ROBOTS.get(values["model"], (PARAMS_FILES[values["controller"]],))[0],
     )
