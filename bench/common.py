@@ -16,6 +16,7 @@ from support.gateway_fixture import GatewayHandle
 
 import sequence_ai
 from sequence_ai import Model, Observation, Policy
+from sequence_ai.deadline import Exchange
 
 PI05 = "pi05-droid"
 COSMOS3 = "cosmos3-edge-policy-droid"
@@ -190,10 +191,13 @@ class RequestClock:
         transport = policy._session.transport
         original = transport.post
 
-        def timed(path: str, body: Any, *, timeout: float | None = None) -> Any:
+        def timed(
+            path: str, body: Any, *, timeout: float | None = None,
+            exchange: Exchange | None = None,
+        ) -> Any:
             start = perf()
             try:
-                return original(path, body, timeout=timeout)
+                return original(path, body, timeout=timeout, exchange=exchange)
             finally:
                 with self._lock:
                     self.spans.append((start, perf()))
