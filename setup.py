@@ -57,7 +57,9 @@ setup(
         "console_scripts": [
             "sequence_ai_node = sequence_ai_ros.node:main",
             "sim_robot = sequence_ai_ros.sim.robot:main",
+            "sim_bimanual = sequence_ai_ros.sim.bimanual:main",
             "preflight = sequence_ai_ros.preflight:main",
+            "vlm_planner = sequence_ai_ros.vlm_planner:main",
             "sequence-ai-gateway = sequence_ai_gateway.__main__:main",
             "sequence-ai = sequence_ai.cli:main",
             "sequence-ai-episodes = sequence_ai_ros.episodes.tools:main",

@@ -61,7 +61,7 @@ class _Output:
     def publish_trajectory(self, plan: Any) -> None:
         pass
 
-    def publish_gripper(self, value: float) -> None:
+    def publish_gripper(self, values: Sequence[float]) -> None:
         pass
 
     def command_rate_hz(self) -> float:
@@ -80,7 +80,7 @@ class _Arm:
     def joints(self, max_age_s: float) -> Any:
         from sequence_ai_ros.observations import JointSnapshot
 
-        return JointSnapshot(list(self.positions), 0.0, 0.0, "")
+        return JointSnapshot(list(self.positions), [0.0], 0.0, "")
 
     def ages(self) -> Mapping[str, float | None]:
         return {view: 0.0 for view in VIEWS}

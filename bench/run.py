@@ -39,6 +39,7 @@ SECTIONS = (
     "recording",
     "bringup",
     "reliability",
+    "handover",
 )
 
 

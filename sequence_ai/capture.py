@@ -58,6 +58,10 @@ class Captures:
             self._next_sequence += 1
             capture.position = self._position
             capture.time = time.monotonic()
+            # Taken with the sequence number: a later observation never carries an older
+            # instruction, so an answer overtaken by a newer instruction's is discarded as
+            # overtaken (a hand-over never brings the old plan back).
+            text, lag = self._latch()
         try:
             observation = self._observe()
         finally:
@@ -70,23 +74,24 @@ class Captures:
                 f"observe() returned {type(observation).__name__}; expected a "
                 "sequence_ai.Observation (build one with sequence_ai.observation(...))"
             )
-        text, lag = self._latch()
         if lag is not None:
             self._publish(InstructionSwapped(time=time.monotonic(), lag_s=lag))
         if text is not None and observation.instruction != text:
             observation = observation.with_instruction(text)
+        with self._lock:
+            capture.instruction = observation.instruction
         # Checked where it was taken, so a strict failure names the observation that failed.
         self._session.check_observation(observation)
         self._publish(ObservationSent(time=time.monotonic(), sequence=capture.sequence))
         return observation
 
     def _latch(self) -> tuple[Optional[str], Optional[float]]:
-        """The instruction for this observation, and the lag of a swap (None: no swap)."""
-        with self._lock:
-            text, pending_since = self._session.take_instruction()
-            # The instruction a run starts with (act()'s own, or one latched before) is not a
-            # swap: only a change after the run's first request is.
-            swapped = pending_since is not None and self._observations > 0
-            self._observations += 1
+        """Under ``_lock``: the instruction for this observation, and the lag of a swap (None:
+        no swap)."""
+        text, pending_since = self._session.take_instruction()
+        # The instruction a run starts with (act()'s own, or one latched before) is not a
+        # swap: only a change after the run's first request is.
+        swapped = pending_since is not None and self._observations > 0
+        self._observations += 1
         lag = time.monotonic() - pending_since if swapped and pending_since is not None else None
         return text, lag

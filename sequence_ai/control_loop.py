@@ -21,7 +21,6 @@ from .controllers import Controller, check_controller, controller_rows, is_absol
 from .events import (
     AnswerArrived,
     ChunkDiscarded,
-    ChunkInstalled,
     ChunkRefused,
     EventStream,
     HoldCommanded,
@@ -30,14 +29,13 @@ from .events import (
     RunEnded,
     RunEvent,
     RunStarted,
-    SpeedChanged,
     UnderrunBegan,
     UnderrunEnded,
 )
 from .options import RunOptions
 from .outcome import Ending, RunOutcome
 from .playback import Command
-from .playhead import Playhead, Playing, RowsReport
+from .playhead import Playhead, Playing, RowsReport, installed_events
 from .run_stats import GAP_PERIODS, RunStats
 from .scheduling import LEAD_FACTOR, Capture, Request, RequestScheduler
 from .session import Session
@@ -151,7 +149,9 @@ class RunLoop:
         self.period = 1.0 / playback_hz(session, self.model)
         check_controller(options.controller, self.model, session.model_id)
         started = time.monotonic()
+        # Both moved by a hand-over (handover.py, from any thread: plain attribute writes).
         self.deadline = None if options.max_seconds is None else started + options.max_seconds
+        self.max_actions = options.max_actions
         self.stats = RunStats(lambda: session.transport.connections_opened)
         status = StatusReporter(options.on_status, options.progress)
         # The run's own observers, inline: they count and report; the caller's on a thread.
@@ -207,7 +207,7 @@ class RunLoop:
 
     def _loop(self) -> None:
         options, playhead = self.options, self.playhead
-        while self.actions < options.max_actions:
+        while self.actions < self.max_actions:
             self._check_stop()
             self._take_arrivals()
             if not playhead.tail:
@@ -234,7 +234,7 @@ class RunLoop:
             self.rows.retime(playhead.pacer.due, playhead.playing, command, playhead.tail)
             options.act(command.row)
             self._played(command)
-            if self.actions >= options.max_actions:
+            if self.actions >= self.max_actions:
                 return
             self._top_up()
             self._sleep_until(playhead.pacer.next_due(self.period))
@@ -379,7 +379,7 @@ class RunLoop:
             return
         horizon_left = self.playhead.horizon_left(self.captures.position())
         # Never fetch beyond what max_actions still needs.
-        if self.actions + horizon_left >= self.options.max_actions:
+        if self.actions + horizon_left >= self.max_actions:
             return
         if scheduler.top_up_due(
             now=time.monotonic(), latency_s=self.session.latency_s, horizon_left=horizon_left,
@@ -409,7 +409,7 @@ class RunLoop:
         playing = Playing(
             number=1 if playhead.playing is None else playhead.playing.number + 1,
             sequence=capture.sequence, origin=capture.position, captured=capture.time,
-            horizon_end=due + horizon, speed=speed,
+            horizon_end=due + horizon, speed=speed, instruction=capture.instruction,
         )
         installed = playhead.install(
             rows, playing, due=due, horizon=horizon,
@@ -418,19 +418,14 @@ class RunLoop:
                 or is_absolute_space(prediction.action_chunk.action_space)
             ),
             chunk_rows=chunk_rows, deadline=self.deadline,
-            at_most=options.max_actions - self.actions,
+            at_most=self.max_actions - self.actions,
         )
         now = time.monotonic()
         if installed is None:
             self.events.publish(ChunkRefused(time=now, sequence=capture.sequence))
             return False
-        self.events.publish(ChunkInstalled(
-            time=now, prediction=prediction, number=playing.number, sequence=capture.sequence,
-            speed=speed, action_space=prediction.action_chunk.action_space,
-            seam_jump=installed.seam_jump, commands=len(playhead.tail),
-        ))
-        if speed != (previous := installed.previous_speed):
-            self.events.publish(SpeedChanged(time=now, speed=speed, previous=previous))
+        for event in installed_events(now, prediction, playing, installed, len(playhead.tail)):
+            self.events.publish(event)
         if options.on_chunk is not None:
             options.on_chunk(prediction)
         self.rows.installed(installed.first_due, playing, list(playhead.tail))

@@ -34,6 +34,7 @@ __all__ = [
     "DiscardReason",
     "EventStream",
     "HoldCommanded",
+    "InstructionHandedOver",
     "InstructionSwapped",
     "ObservationSent",
     "ObservationTaken",
@@ -137,6 +138,16 @@ class ChunkDiscarded(RunEvent):
 
     sequence: int
     reason: DiscardReason = DiscardReason.OVERTAKEN
+
+
+@dataclass(frozen=True)
+class InstructionHandedOver(RunEvent):
+    """The first chunk of a new instruction was installed: the ``dropped_rows`` commands of
+    the previous instruction still queued were dropped (a hand-over: ``Policy.hand_over``)."""
+
+    instruction: Optional[str]
+    previous: Optional[str]
+    dropped_rows: int
 
 
 @dataclass(frozen=True)

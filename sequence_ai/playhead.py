@@ -12,14 +12,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from .events import ChunkInstalled, InstructionHandedOver, RunEvent, SpeedChanged
 from .pacing import Pacer
 from .playback import Command, InstalledRows, commands_for, ramp_rows_for
-from .seam import blend_seam, seam_jump
+from .seam import blend_seam, seam_jump, shift_seam
 from .speed import PlaybackSpeed, auto_speed, next_speed
+from .types import Prediction
 
-__all__ = ["Installed", "Playhead", "Playing", "RowsReport"]
+__all__ = ["Installed", "Playhead", "Playing", "RowsReport", "installed_events"]
 
 Row = list[float]
+# Fewest commands a seam's offset fades over after a hand-over (targets only). Longer than a
+# request's latency in commands, so the offset a chunk inherits shrinks from seam to seam.
+HANDOVER_BLEND = 20
 
 
 @dataclass
@@ -34,6 +39,8 @@ class Playing:
     # Chunk position where its open-loop horizon (counted from its due row) ends.
     horizon_end: float
     speed: float
+    # The instruction its rows were computed with.
+    instruction: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,9 @@ class Installed:
     first_due: float
     seam_jump: Optional[float]
     previous_speed: float
+    # What it replaced: the chunk that was playing (None: the first), its commands not played.
+    previous: Optional[Playing] = None
+    dropped_rows: int = 0
 
 
 class Playhead:
@@ -56,6 +66,8 @@ class Playhead:
         self.speed_setting = speed_setting
         self.gripper_dims = list(gripper_dims)
         self.smooth_seam = smooth_seam
+        # A hand-over happened in this run: seams are shifted, not blended (install).
+        self.shifting = False
         self.pacer = Pacer()
         self.playing: Optional[Playing] = None
         self.tail: deque[Command] = deque()
@@ -124,12 +136,21 @@ class Playhead:
         if not commands:
             return None
         jump = self._jump(commands)
-        self.tail = deque(self._blend(commands, absolute))
+        dropped, replaced = len(self.tail), self.playing
+        # A hand-over's plan set off from where the old one was a request ago: from then on
+        # each chunk is shifted onto the last command, the offset fading over HANDOVER_BLEND
+        # commands or more (the next chunks inherit what is left of it).
+        if replaced is not None and replaced.instruction != playing.instruction:
+            self.shifting = True
+        self.tail = deque(self._blend(commands, absolute, self.shifting))
         previous, self.speed = self.speed, speed
         self.ramp_s = (ramp_commands + 1) * self.period
         self.resting_for_deadline = rest_within is not None and len(commands) >= rest_within
         self.playing = playing
-        return Installed(first_due=first_due, seam_jump=jump, previous_speed=previous)
+        return Installed(
+            first_due=first_due, seam_jump=jump, previous_speed=previous, previous=replaced,
+            dropped_rows=dropped,
+        )
 
     def _jump(self, commands: list[Command]) -> Optional[float]:
         # Measured on the rows act will receive, before any blending can hide the jump.
@@ -137,12 +158,14 @@ class Playhead:
             return None
         return seam_jump(commands[0].row, self.last_row, self.gripper_dims)
 
-    def _blend(self, commands: list[Command], absolute: bool) -> list[Command]:
-        """Blend the seam away over ``smooth_seam`` commands where the rows are targets."""
-        if self.last_row is None or self.smooth_seam <= 0 or not absolute:
+    def _blend(self, commands: list[Command], absolute: bool, handover: bool) -> list[Command]:
+        """Blend the seam away over ``smooth_seam`` commands where the rows are targets (a
+        hand-over's: shifted, at least over HANDOVER_BLEND)."""
+        n = max(self.smooth_seam, HANDOVER_BLEND) if handover else self.smooth_seam
+        if self.last_row is None or n <= 0 or not absolute:
             return commands
         blended = [list(command.row) for command in commands]
-        blend_seam(blended, self.last_row, self.smooth_seam, self.gripper_dims)
+        (shift_seam if handover else blend_seam)(blended, self.last_row, n, self.gripper_dims)
         return [dataclasses.replace(command, row=row) for command, row in zip(commands, blended)]
 
     def next_command(self) -> Command:
@@ -206,3 +229,26 @@ class RowsReport:
 
     def played(self) -> None:
         self._played += 1
+
+
+def installed_events(
+    now: float, prediction: Prediction, playing: Playing, installed: Installed, commands: int
+) -> list[RunEvent]:
+    """What one installation tells the run's observers: the chunk, a speed change, and a
+    hand-over when it is the first chunk of a new instruction."""
+    events: list[RunEvent] = [ChunkInstalled(
+        time=now, prediction=prediction, number=playing.number, sequence=playing.sequence,
+        speed=playing.speed, action_space=prediction.action_chunk.action_space,
+        seam_jump=installed.seam_jump, commands=commands,
+    )]
+    if playing.speed != installed.previous_speed:
+        events.append(SpeedChanged(
+            time=now, speed=playing.speed, previous=installed.previous_speed
+        ))
+    replaced = installed.previous
+    if replaced is not None and replaced.instruction != playing.instruction:
+        events.append(InstructionHandedOver(
+            time=now, instruction=playing.instruction, previous=replaced.instruction,
+            dropped_rows=installed.dropped_rows,
+        ))
+    return events

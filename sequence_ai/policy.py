@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 import time
 import warnings
@@ -21,6 +20,7 @@ from .controllers import Controller, as_controller
 from .deadline import Exchange
 from .errors import ChunkExhausted, SequencesError, Unavailable
 from .events import Observer
+from .handover import actions_for, check_instruction, hand_over
 from .options import RunOptions, check_max_in_flight, positive_seconds
 from .outcome import RunOutcome, RunProgress
 from .playback import InstalledRows
@@ -192,9 +192,15 @@ class Policy:
 
     def set_instruction(self, text: str) -> None:
         """Change the instruction of every request built from now on (same text: no-op)."""
-        if not isinstance(text, str):
-            raise TypeError(f"instruction is {type(text).__name__}; expected a str")
+        check_instruction(text)
         self._session.set_instruction(text)
+
+    def hand_over(self, instruction: str, *, max_seconds: float) -> bool:
+        """Hand the running ``act()`` over to ``instruction`` without stopping it: its next
+        request carries it, its first chunk drops the old rows still queued
+        (``InstructionHandedOver``), and the run now ends ``max_seconds`` from now. Any
+        thread; False (nothing changed) when no run is under way."""
+        return hand_over(self._session, self._loop, instruction, max_seconds)
 
     # -- read-only calls -------------------------------------------------------------------
 
@@ -365,8 +371,7 @@ class Policy:
         **run_kwargs: object,
     ) -> RunOutcome:
         """``run()`` bounded by ``max_seconds`` with ``instruction`` on every request it makes."""
-        if not isinstance(instruction, str):
-            raise TypeError(f"instruction is {type(instruction).__name__}; expected a str")
+        check_instruction(instruction)
         positive_seconds("max_seconds", max_seconds, allow_none=False)
         if "max_actions" in run_kwargs:
             raise ValueError("act() is bounded by max_seconds; do not pass max_actions")
@@ -377,7 +382,7 @@ class Policy:
                 return self.run(
                     observe,
                     act,
-                    max_actions=_actions_for(max_seconds),
+                    max_actions=actions_for(max_seconds),
                     max_seconds=max_seconds,
                     call=call,
                     **run_kwargs,  # type: ignore[arg-type]  # run() checks each one
@@ -410,7 +415,3 @@ class Policy:
                 "it would disturb the loop's buffer"
             )
 
-
-def _actions_for(max_seconds: float) -> int:
-    # act() is bounded by time; this cap only has to exceed any rate a chunk could declare.
-    return int(math.ceil(max_seconds * 1000)) + 1000

@@ -32,6 +32,8 @@ class Capture:
     sequence: int = -1
     position: float = 0.0
     time: float = 0.0
+    # The instruction its request carries (the latch's, taken with its sequence number).
+    instruction: Optional[str] = None
 
 
 @dataclass

@@ -52,7 +52,7 @@ class CommandOutput(Protocol):
 
     def publish_trajectory(self, plan: TrajectoryPlan) -> None: ...
 
-    def publish_gripper(self, value: float) -> None: ...
+    def publish_gripper(self, values: Sequence[float]) -> None: ...
 
     def command_rate_hz(self) -> float: ...
 
@@ -80,7 +80,7 @@ class MotionRules:
     camera_views: tuple[str, ...]
     # rad/s per unit of a normalised velocity row.
     velocity_scale: float
-    # The gripper value of a row is checked (and published) only with a gripper topic.
+    # The gripper values of a row are checked (and published) only with a gripper topic.
     gripper: bool
     # Per-joint velocity and acceleration limits (joint_limits.py); None: none configured.
     rates: RateLimits | None = None
@@ -112,7 +112,7 @@ class MotionRules:
             max_image_age_s=config.max_image_age_s,
             camera_views=tuple(config.camera_views),
             velocity_scale=config.velocity_scale,
-            gripper=bool(config.gripper_command_topic),
+            gripper=bool(config.gripper_command_topic or config.command_groups),
             rates=rates if rates is not None and rates.active else None,
             dry_run=config.dry_run,
         )
@@ -224,7 +224,7 @@ class ArmGate:
                 self._output.publish_arm(arm)
                 self._velocity = velocity
             if len(row) > self._joints:
-                self._output.publish_gripper(row[self._joints])
+                self._output.publish_gripper(row[self._joints:])
             if self.interface is Interface.POSITION:
                 self._target = arm
             self._continuous = True
@@ -249,7 +249,7 @@ class ArmGate:
                 # steps are checked below), its gripper value in range.
                 reason = safety.check_position_target(row[:n], row[:n], limits)
                 if reason is None and rules.gripper and len(row) > n:
-                    reason = safety.check_gripper(row[n])
+                    reason = safety.check_grippers(row[n:])
                 if reason is not None:
                     return f"row {k} of the chunk: {reason}"
             previous = self._trajectory if self._continuous else None
@@ -347,7 +347,7 @@ class ArmGate:
             # The row's arm targets were checked with its chunk's trajectory.
             reason = None
             if rules.gripper and len(row) > n:
-                reason = safety.check_gripper(row[n])
+                reason = safety.check_grippers(row[n:])
             return reason, [], None
         before = self._velocity if self._continuous else None
         velocity: list[float] | None
@@ -371,7 +371,7 @@ class ArmGate:
                     arm, reference, before, self._period_s, rules.rates
                 )
         if reason is None and rules.gripper and len(row) > n:
-            reason = safety.check_gripper(row[n])
+            reason = safety.check_grippers(row[n:])
         return reason, arm, velocity
 
     def _check_cameras(self, rules: MotionRules) -> None:

@@ -125,9 +125,10 @@ class CommandPublisher:
         self._count()
         self._published("arm", msg)
 
-    def publish_gripper(self, value: float) -> None:
+    def publish_gripper(self, values: Sequence[float]) -> None:
+        """Every gripper value of a row, in the model's order, in one message."""
         if self._gripper is not None:
-            msg = Float64MultiArray(data=[float(value)])
+            msg = Float64MultiArray(data=[float(v) for v in values])
             self._gripper.publish(msg)
             self._published("gripper", msg)
 

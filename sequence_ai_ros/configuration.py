@@ -11,11 +11,11 @@ from rclpy.lifecycle import LifecycleNode
 from sensor_msgs.msg import CompressedImage, Image
 
 import sequence_ai
-from sequence_ai_ros import parameters
+from sequence_ai_ros import command_groups, parameters
 from sequence_ai_ros.api_key import ApiKeyError, read_api_key
 from sequence_ai_ros.arm import ArmGate
 from sequence_ai_ros.cameras import Cameras
-from sequence_ai_ros.commands import CommandPublisher
+from sequence_ai_ros.command_groups import command_output
 from sequence_ai_ros.diagnostics import HealthRecord
 from sequence_ai_ros.dry_run import GateSwitch, gate_switch
 from sequence_ai_ros.episodes.recorder import EpisodeRecorder
@@ -85,6 +85,8 @@ def configure(
             f"model {config.model!r} is not in the service's catalogue of act models"
         )
     controller, problems = fit(config, model)
+    groups = command_groups.read(node, config.command_groups)
+    problems += command_groups.group_problems(groups, config)
     if problems or controller is None:
         raise ConfigureError("; ".join(problems))
     if not model.control_hz or model.control_hz <= 0:
@@ -117,7 +119,7 @@ def configure(
         cache = ObservationCache(
             config.camera_views,
             config.joint_names,
-            config.gripper_joint,
+            config.grippers,
             frames=cameras,
             warn=node.get_logger().warning,
         )
@@ -137,7 +139,7 @@ def configure(
         episodes = EpisodeRecorder(
             node_name=node.get_fully_qualified_name(),
             model=model,
-            state_names=[*config.joint_names, *filter(None, [config.gripper_joint])],
+            state_names=[*config.joint_names, *config.grippers],
             period_s=period_s,
             health=health,
             live_config=lambda: NodeConfig.from_node(node),
@@ -145,16 +147,7 @@ def configure(
             frames=cache.newest_frames,
         )
         arm_gate = ArmGate(
-            CommandPublisher(
-                node,
-                joint_names=config.joint_names,
-                interface=config.command_interface,
-                command_topic=config.command_topic,
-                command_type=config.command_type,
-                gripper_topic=config.gripper_command_topic,
-                period_s=period_s,
-                on_publish=episodes.command_published,
-            ),
+            command_output(node, config, groups, period_s, episodes.command_published),
             cache,
             joints=len(config.joint_names),
             period_s=period_s,

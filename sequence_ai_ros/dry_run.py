@@ -115,8 +115,8 @@ class PlannedOutput:
         self._sample_plan()
         self._timer.reset()
 
-    def publish_gripper(self, value: float) -> None:
-        self._commands.publish_gripper(value)
+    def publish_gripper(self, values: Sequence[float]) -> None:
+        self._commands.publish_gripper(values)
 
     def command_rate_hz(self) -> float:
         return self._commands.command_rate_hz()

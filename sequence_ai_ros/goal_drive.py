@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rclpy.impl.rcutils_logger import RcutilsLogger
@@ -20,7 +20,9 @@ from sequence_ai_ros.commands import CommandMode
 from sequence_ai_ros.diagnostics import HealthRecord
 from sequence_ai_ros.dry_run import GateSwitch
 from sequence_ai_ros.episodes.recorder import EpisodeRecorder
+from sequence_ai_ros.frame_service import LastFrames
 from sequence_ai_ros.goal_feedback import GoalFeedback
+from sequence_ai_ros.goal_handover import RunBaton, handed_over_outcome, own_outcome
 from sequence_ai_ros.goal_results import GoalResults
 from sequence_ai_ros.goal_state import GoalPhase, GoalRun
 from sequence_ai_ros.goal_text import shown
@@ -33,6 +35,8 @@ __all__ = ["GoalDriver", "GoalParts"]
 # A goal waiting for its first camera frames looks again this often: frames are taken, not
 # pushed, so no callback announces them.
 _INPUT_RECHECK_S = 0.1
+# A hand-over accepted after its own max_seconds already passed still ends by the deadline.
+_MIN_LEFT_S = 1e-3
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,8 @@ class GoalParts:
     health: HealthRecord
     # Told each goal's start, end, observations and holds; an observer of its run's events.
     episodes: EpisodeRecorder
+    # The last observation's frames, for ~/current_frames (frame_service.py).
+    frames: LastFrames = field(default_factory=LastFrames)
 
 
 class GoalDriver:
@@ -66,11 +72,23 @@ class GoalDriver:
         self._gate = parts.gate
         self._health = parts.health
         self._episodes = parts.episodes
+        self._frames = parts.frames
         self._results = results
         self._log = log
         self._cond = cond
-        # Under cond: first messages of an input seen while a goal waits for its inputs.
+        # Under cond: first messages of an input seen while a goal waits for its inputs; the
+        # run under way, which a hand-over takes over (goal_handover.py).
         self._arrivals = 0
+        self._baton: RunBaton | None = None
+
+    @property
+    def frames(self) -> LastFrames:
+        return self._frames
+
+    @property
+    def baton(self) -> RunBaton | None:
+        """The run under way (read under cond)."""
+        return self._baton
 
     def run(self, run: GoalRun, config: NodeConfig) -> Act.Result:
         """Drive the goal's run to its end, hold the arm as the stop policy says, end it."""
@@ -78,25 +96,29 @@ class GoalDriver:
         self._episodes.goal_started(bytes(run.handle.goal_id.uuid), goal, config)
         max_seconds = min(goal.max_seconds, config.max_goal_seconds)
         feedback = GoalFeedback(run.handle, self._health, run.started_s, self._episodes.feedback)
+        baton = RunBaton(feedback, config)
         with self._cond:
             run.feedback = feedback
+            self._baton = baton
+        # The callbacks act for the goal that owns the run when they are called (a hand-over
+        # passes it on).
         options: dict[str, Any] = {
             "max_seconds": max_seconds,
-            "validate": lambda step: self._validate(run, step),
-            "hold": lambda: self._stop_arm(run, config, interrupted=True),
+            "validate": lambda step: self._validate(self._holder(run), step),
+            "hold": lambda: self._stop_arm(self._holder(run), config, interrupted=True),
             "prefetch": config.prefetch,
             "max_in_flight": config.max_in_flight,
             "playback_speed": config.playback_speed,
             "smooth_seam": config.smooth_seam,
             "startup_timeout_s": config.startup_timeout_s,
             "on_status": self._on_status,
-            "observers": [feedback, self._episodes],
+            "observers": [baton, self._episodes],
             "controller": self._controller,
             "progress": False,
             "call": run.call,
         }
         if self._gate.mode is CommandMode.CHUNK:
-            options["on_rows"] = lambda installed: self._on_rows(run, installed)
+            options["on_rows"] = lambda installed: self._on_rows(self._holder(run), installed)
         self._health.update(goal=f"running {shown(goal.instruction)}")
         capped = ""
         if goal.max_seconds > max_seconds:
@@ -108,13 +130,14 @@ class GoalDriver:
         )
 
         def observe() -> sequence_ai.Observation:
-            return self._observe(config, goal.instruction)
+            return self._observe(config, self._holder(run).handle.request.instruction)
 
         outcome: sequence_ai.RunOutcome | None = None
         error: Exception | None = None
         # Built from this goal's parameter snapshot: a change applies from the next goal.
         self._cache.watch_images(config.max_image_age_s)
         rules = MotionRules.from_config(config)
+        holder = run
         self._gate.begin_goal(rules)
         with self._cond:
             run.dry_run = rules.dry_run
@@ -130,13 +153,46 @@ class GoalDriver:
                     f"({config.input_wait_s:g} s)"
                 )
             with self._cond:
-                held = run.held
+                self._baton = None
+                holder = run.holder()
+                held = holder.held
             if not held:
                 # A run that did not call hold (completed, or never started): still held.
-                self._stop_arm(run, config, interrupted=False)
+                self._stop_arm(holder, config, interrupted=False)
         finally:
+            with self._cond:
+                self._baton = None
             self._gate.end_goal()
-        return self._results.end(run, outcome, error, ran=True)
+        if holder is not run:
+            outcome = own_outcome(holder.feedback, outcome, error)
+        return self._results.end(holder, outcome, error, ran=True)
+
+    def hand_over(self, previous: GoalRun, run: GoalRun, config: NodeConfig) -> Act.Result:
+        """The run under way goes on for `run`, which took it over from `previous`
+        (`goal_handover.take_over`, under cond); the result of `previous`, handed over."""
+        goal = run.handle.request
+        feedback = GoalFeedback(run.handle, self._health, run.started_s, self._episodes.feedback)
+        with self._cond:
+            run.feedback = feedback
+            baton, old_feedback = self._baton, previous.feedback
+        # max_seconds counts from the goal's acceptance.
+        max_seconds = min(goal.max_seconds, config.max_goal_seconds)
+        left_s = max(max_seconds - (time.monotonic() - run.started_s), _MIN_LEFT_S)
+        self._policy.hand_over(goal.instruction, max_seconds=left_s)
+        if baton is not None:
+            baton.pass_to(feedback)
+        result = self._results.end(previous, handed_over_outcome(old_feedback), None, ran=True)
+        self._episodes.goal_started(bytes(run.handle.goal_id.uuid), goal, config)
+        self._health.update(goal=f"running {shown(goal.instruction)}")
+        self._log.info(
+            f"goal {shown(goal.instruction)} took over from "
+            f"{shown(previous.handle.request.instruction)}: max_seconds {max_seconds:g}"
+        )
+        return result
+
+    def _holder(self, run: GoalRun) -> GoalRun:
+        with self._cond:
+            return run.holder()
 
     def _run_policy(
         self,
@@ -207,12 +263,14 @@ class GoalDriver:
         observation = sequence_ai.observation(
             self._model,
             images=frames,
-            joints=joints.positions,
-            gripper=None if joints.gripper is None else [joints.gripper],
+            # A state_dim-0 model takes no state; the gate still checked the joints above.
+            joints=joints.positions if self._model.state_dim != 0 else None,
+            gripper=joints.gripper if self._model.state_dim != 0 else None,
             instruction=instruction,
             quality=config.jpeg_quality,
         )
         self._episodes.observation_sent(observation, captured_ns)
+        self._frames.sent(observation, captured_ns)
         return observation
 
     def _validate(self, run: GoalRun, step: list[float]) -> bool:

@@ -28,6 +28,7 @@ from sequence_ai.events import (
 from sequence_ai.run_stats import RunStats
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.diagnostics import HealthRecord
+from sequence_ai_ros.plan_view import PlanView
 
 __all__ = ["FEEDBACK_PERIOD_S", "GoalFeedback", "request_latency_s"]
 
@@ -60,6 +61,7 @@ class GoalFeedback:
         self._health = health
         self._started_s = started_s
         self._stats = RunStats(lambda: 0)
+        self._view = PlanView(handle.request.instruction, started_s)
         # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
         # Under _lock: what the feedback shows besides the stats; when it was last published;
@@ -72,6 +74,7 @@ class GoalFeedback:
 
     def on_event(self, event: RunEvent) -> None:
         self._stats.on_event(event)
+        self._view.on_event(event)
         if isinstance(event, RowPlayed):
             self._set(RunStatus.RUNNING, math.nan)
         elif isinstance(event, ChunkInstalled):
@@ -91,6 +94,19 @@ class GoalFeedback:
     def waiting(self, warming_eta_s: float = math.nan) -> None:
         """The goal waits (for its inputs, or for a loading model): shown at once."""
         self._set(RunStatus.WAITING, warming_eta_s, force=True)
+
+    def outcome(
+        self, ending: sequence_ai.Ending, error: Exception | None
+    ) -> sequence_ai.RunOutcome:
+        """This goal's share of the run (a hand-over splits one run between goals)."""
+        return self._stats.outcome(ending, error)
+
+    def instruction_lag_s(self) -> float:
+        return self._view.instruction_lag_s()
+
+    def show_playing(self, chunk: ChunkInstalled, played: int) -> None:
+        """A hand-over: the chunk already playing, `played` of its rows played."""
+        self._view.seed(chunk, played)
 
     def counts(self) -> tuple[int, int, int]:
         """Actions, chunks and underruns so far."""
@@ -134,6 +150,7 @@ class GoalFeedback:
             warming_eta_s=eta_s,
             request_bytes=request_bytes,
         )
+        self._view.fill(feedback, now)
         if running:
             rate = progress.requests_per_s
             feedback.requests = progress.requests

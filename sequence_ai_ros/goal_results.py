@@ -71,6 +71,7 @@ class GoalResults:
             reason=reason,
             stopped_early=row.terminal is not Terminal.SUCCEEDED,
             message=message,
+            instruction_lag_s=math.nan if feedback is None else feedback.instruction_lag_s(),
         )
         if outcome is not None:
             result.actions, result.chunks = outcome.actions, outcome.chunks
@@ -147,6 +148,7 @@ def crashed_result(run: GoalRun, exc: Exception) -> Act.Result:
         reason=f"{ResultReason.RAISED.value}:{type(exc).__name__}",
         stopped_early=True,
         max_seam_jump=math.nan,
+        instruction_lag_s=math.nan,
         message=f"the node failed while ending the goal: {exc}",
     )
 

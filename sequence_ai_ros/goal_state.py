@@ -60,6 +60,15 @@ class GoalRun:
     feedback: GoalFeedback | None = None
     # Its run goes through the dry run's gate (dry_run.py): nothing reaches the arm.
     dry_run: bool = False
+    # The newer goal its run was handed over to (goal_handover.py), if any.
+    handed_to: GoalRun | None = None
+
+    def holder(self) -> GoalRun:
+        """The goal that now owns this goal's run: itself, or the last goal it went to."""
+        run = self
+        while run.handed_to is not None:
+            run = run.handed_to
+        return run
 
     def request_stop(self, cause: StopCause) -> bool:
         """Record the first stop cause; True when the goal's run must now be interrupted (its

@@ -1,5 +1,6 @@
-"""`act` goals as a state machine: one runs at a time; a new goal preempts, cancel interrupts,
-every end holds, and each way a goal can end is one row of `GoalEnding` (stop_policy.py).
+"""`act` goals as a state machine: one runs at a time; a new goal preempts (or, with
+`handover`, takes the running motion over: goal_handover.py), cancel interrupts, every end
+holds, and each way a goal can end is one row of `GoalEnding` (stop_policy.py).
 
 `GoalRunner` holds the ROS callbacks and the goal state machine; the driving thread's work for
 one goal is `GoalDriver` (goal_drive.py), its feedback `GoalFeedback` (goal_feedback.py), its
@@ -17,7 +18,9 @@ from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.task import Future
 
 from sequence_ai_interfaces.action import Act
+from sequence_ai_ros.frame_service import LastFrames
 from sequence_ai_ros.goal_drive import GoalDriver, GoalParts
+from sequence_ai_ros.goal_handover import handover_problem, take_over
 from sequence_ai_ros.goal_results import GoalResults
 from sequence_ai_ros.goal_state import GoalPhase, GoalRun, goal_problem
 from sequence_ai_ros.goal_text import shown
@@ -95,14 +98,54 @@ class GoalRunner:
     # ----- callbacks from the action server and the lifecycle (never block, but stop_all) -----
 
     def accept(self, handle: ServerGoalHandle) -> None:
-        """A new goal preempts every earlier one, then starts executing."""
+        """A new goal preempts every earlier one (or takes the running one's motion over, with
+        `handover`), then starts executing."""
+        config = self._live_config()
         with self._cond:
-            stopped = [r for r in self._goals.values() if r.request_stop(StopCause.PREEMPTED)]
-            self._goals[bytes(handle.goal_id.uuid)] = GoalRun(handle)
+            previous = self._takeable(handle.request, config)
+            if previous is not None:
+                run = take_over(previous, handle)
+                self._current = run
+                stopped = []
+            else:
+                run = GoalRun(handle)
+                stopped = [r for r in self._goals.values() if r.request_stop(StopCause.PREEMPTED)]
+            self._goals[bytes(handle.goal_id.uuid)] = run
             self._cond.notify_all()
-        for run in stopped:
-            run.call.interrupt()
+        if previous is not None:
+            try:
+                result = self._driver.hand_over(previous, run, config)
+            except Exception as exc:  # noqa: BLE001 - the old goal must still be answered
+                self._log.error(f"hand-over to {shown(handle.request.instruction)}: {exc!r}")
+                result = self._results.crashed(previous, exc)
+            self._finish(previous, result)
+        for stopped_run in stopped:
+            stopped_run.call.interrupt()
         handle.execute()
+
+    @property
+    def frames(self) -> LastFrames:
+        """The last observation's frames (~/current_frames)."""
+        return self._driver.frames
+
+    def handover_problem(self, goal: Act.Goal) -> str | None:
+        """Why a goal asking for a hand-over is rejected (goal_handover.py), or None."""
+        with self._cond:
+            current = self._current
+            running = current.handle.request if current is not None else None
+            baton = self._driver.baton
+        return handover_problem(goal, running, baton, self._live_config())
+
+    def _takeable(self, goal: Act.Goal, config: NodeConfig) -> GoalRun | None:
+        """Under `_cond`: the running goal whose run `goal` takes over, or None (preemption)."""
+        current, baton = self._current, self._driver.baton
+        if (
+            not goal.handover or current is None or current.phase is not GoalPhase.RUNNING
+            or baton is None or not baton.running
+        ):
+            return None
+        problem = handover_problem(goal, current.handle.request, baton, config)
+        return current if problem is None else None
 
     def result_of(self, handle: ServerGoalHandle) -> Future:
         """The future the driving thread completes with the goal's result (`execute` awaits it)."""
@@ -207,8 +250,13 @@ class GoalRunner:
                     else self._results.end(run, None, None, ran=False)
                 )
             except Exception as exc:  # noqa: BLE001 - the goal must still end and be answered
+                with self._cond:
+                    run = run.holder()
                 self._log.error(f"goal {shown(run.handle.request.instruction)} failed: {exc!r}")
                 result = self._results.crashed(run, exc)
+            with self._cond:
+                # A hand-over passed the run on: its result is the last goal's.
+                run = run.holder()
             self._finish(run, result)
 
     def _next(self) -> GoalRun | None:

@@ -24,11 +24,18 @@ PARAMS_FILES = {
     "joint_trajectory": "config/droid_jtc.yaml",
 }
 PARAMS_FILE = PARAMS_FILES["forward"]
+# Models whose robot is not the DROID Franka: (their parameters file, their simulator).
+MODEL_ROBOTS = {
+    "sim-bimanual-reach": ("config/sim-bimanual-reach.yaml", "sim_bimanual"),
+}
 GATEWAY_HOST = "127.0.0.1"
 # The local gateway prints this line once it serves; the node is configured after it.
 GATEWAY_READY_PREFIX = "SEQUENCES_BASE_URL="
 # Where the gateway takes its accepted keys from (its --api-key flag would show the key in logs).
 GATEWAY_KEYS_ENV = "SEQUENCES_GATEWAY_KEYS"
+# A program that starts a sim:=true launch and talks to its gateway itself (make demo's VLM
+# planner) chooses the launch's random key through this variable.
+SIM_KEY_ENV = "SEQUENCE_AI_SIM_KEY"
 # The Fast DDS profile every ROS process of the plan gets (docs/node.md "Large camera frames"):
 # the default shared-memory segment is smaller than one camera frame. Humble's and Jazzy's
 # Fast DDS (2.x) read the first variable, Fast DDS 3 the second; a profile the environment
@@ -199,7 +206,7 @@ def plan(
     if is_true("sim", values["sim"]):
         if not base_url:
             port = free_port() if gateway_port is None else gateway_port
-            key = secrets.token_urlsafe(24) if api_key is None else api_key
+            key = api_key or os.environ.get(SIM_KEY_ENV) or secrets.token_urlsafe(24)
             base_url = f"http://{GATEWAY_HOST}:{port}"
             # In the environment, not on the command line: launch prints a failed process's
             # command line, and the environment stays out of logs and `ps`.
@@ -212,8 +219,9 @@ def plan(
                 )
             )
             node_env["SEQUENCES_API_KEY"] = key
+        simulator = MODEL_ROBOTS.get(values["model"], ("", "sim_robot"))[1]
         processes.append(
-            Process("sim_robot", "sim_robot", node_name="sim_robot", env=dict(transport))
+            Process(simulator, simulator, node_name=simulator, env=dict(transport))
         )
     parameters = {"model": values["model"]}
     if base_url:
@@ -233,5 +241,5 @@ def plan(
         namespace,
         tuple(processes),
         is_true("autostart", values["autostart"]),
-        PARAMS_FILES[values["controller"]],
+        MODEL_ROBOTS.get(values["model"], (PARAMS_FILES[values["controller"]],))[0],
     )

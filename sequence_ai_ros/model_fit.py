@@ -70,18 +70,26 @@ def _row_problems(config: NodeConfig, model: Model) -> list[str]:
                 f"joint_names has {len(config.joint_names)} joints; model {model.short_id} "
                 f"state_layout expects joint_positions: {joints_expected}"
             )
-        gripper_given = 1 if config.gripper_joint else 0
-        if gripper_given != gripper_expected:
+        grippers = config.grippers
+        if len(grippers) != gripper_expected:
             problems.append(
-                f"gripper_joint is {config.gripper_joint!r}; model {model.short_id} "
-                f"state_layout expects gripper: {gripper_expected}"
-                + (" (set gripper_joint)" if gripper_expected else " (set gripper_joint to '')")
+                f"{config.gripper_parameter} names {len(grippers)} grippers {list(grippers)}; "
+                f"model {model.short_id} state_layout expects gripper: {gripper_expected}"
+                + _gripper_hint(gripper_expected)
             )
     elif model.state_dim:
-        given = len(config.joint_names) + (1 if config.gripper_joint else 0)
+        given = len(config.joint_names) + len(config.grippers)
         if given != model.state_dim:
             problems.append(
-                f"joint_names plus gripper_joint give {given} state values; model "
+                f"joint_names plus {config.gripper_parameter} give {given} state values; model "
                 f"{model.short_id} state_dim is {model.state_dim}"
             )
     return problems
+
+
+def _gripper_hint(expected: int) -> str:
+    if expected == 0:
+        return " (set gripper_joint to '' and gripper_joints to [])"
+    if expected == 1:
+        return " (set gripper_joint)"
+    return f" (set gripper_joints to the {expected} gripper joints in the model's order)"

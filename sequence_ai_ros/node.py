@@ -34,6 +34,7 @@ from sequence_ai_ros.arm import MotionRules
 from sequence_ai_ros.configuration import Configured, ConfigureError, configure
 from sequence_ai_ros.diagnostics import HealthRecord
 from sequence_ai_ros.diagnostics_output import DiagnosticsOutput
+from sequence_ai_ros.frame_service import serve_current_frames
 from sequence_ai_ros.goal_text import shown
 from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
 from sequence_ai_ros.lifecycle_guard import ConfigureProbe, guard_change_state
@@ -123,6 +124,7 @@ class SequenceAiNode(LifecycleNode):
             self._on_goal_statuses,
             qos_profile_action_status_default,
         )
+        serve_current_frames(self, lambda: None if (r := self._runner()) is None else r.frames)
         # ~/enable and the heartbeat deadman: a running goal stops held when motion is blocked.
         self._enable = MotionEnable(self, self._stop_blocked)
         # In every state, so a failed configure or one in progress is visible too.
@@ -290,6 +292,8 @@ class SequenceAiNode(LifecycleNode):
         problem = blocked[1] if blocked is not None else goal_problem(
             goal, NodeConfig.from_node(self).max_instruction_chars
         )
+        if not problem and (runner := self._runner()) is not None:
+            problem = runner.handover_problem(goal)
         if problem:
             self.get_logger().warning(f"act goal {shown(goal.instruction)} rejected: {problem}")
             return GoalResponse.REJECT

@@ -99,10 +99,10 @@ class Cached:
 
 @dataclass(frozen=True)
 class JointSnapshot:
-    """Joint positions in the model's order, the gripper value, and their age."""
+    """Joint positions in the model's order, the gripper values (None: no gripper), their age."""
 
     positions: list[float]
-    gripper: float | None
+    gripper: list[float] | None
     age_s: float
     # The joint whose value is oldest: the one to look at when the snapshot is stale.
     oldest: str = ""
@@ -140,15 +140,15 @@ class ObservationCache:
         self,
         views: Sequence[str],
         joint_names: Sequence[str],
-        gripper_joint: str,
+        gripper_joints: Sequence[str],
         clock: Callable[[], float] = time.monotonic,
         frames: FrameSource | None = None,
         warn: Callable[[str], object] | None = None,
     ) -> None:
         self._views = tuple(views)
         self._joint_names = tuple(joint_names)
-        self._gripper_joint = gripper_joint
-        self._wanted = set(joint_names) | ({gripper_joint} if gripper_joint else set())
+        self._gripper_joints = tuple(gripper_joints)
+        self._wanted = set(joint_names) | set(gripper_joints)
         self._clock = clock
         self._frames = frames
         self._warn = warn
@@ -337,7 +337,7 @@ class ObservationCache:
         return frames
 
     def joints(self, max_age_s: float) -> JointSnapshot:
-        """Joint positions in joint_names order, plus the gripper; raises if unusable."""
+        """Joint positions in joint_names order, plus the grippers; raises if unusable."""
         snapshot = self._snapshot()
         if snapshot.age_s > max_age_s:
             raise StaleObservation(
@@ -357,7 +357,7 @@ class ObservationCache:
             raise StaleObservation(problem)
         if received is None:
             raise StaleObservation("joint_states: no message received yet")
-        required = list(self._joint_names) + ([self._gripper_joint] if self._gripper_joint else [])
+        required = [*self._joint_names, *self._gripper_joints]
         missing = [n for n in required if n not in values]
         if missing:
             raise StaleObservation(
@@ -370,5 +370,5 @@ class ObservationCache:
         oldest = min(required, key=lambda n: values[n][1])
         age = now - values[oldest][1]
         positions = [values[n][0] for n in self._joint_names]
-        gripper = values[self._gripper_joint][0] if self._gripper_joint else None
+        gripper = [values[n][0] for n in self._gripper_joints] if self._gripper_joints else None
         return JointSnapshot(positions, gripper, age, oldest)

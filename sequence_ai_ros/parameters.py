@@ -79,10 +79,12 @@ class Spec:
     float_range: tuple[float, float] | None = None
     choices: tuple[str, ...] | None = None
     words: tuple[str, ...] = ()
+    # The type when the default cannot tell it (an empty list reads as a byte array).
+    kind: Parameter.Type | None = None
 
     @property
     def type_(self) -> Parameter.Type:
-        return Parameter.Type.from_parameter_value(self.default)
+        return self.kind or Parameter.Type.from_parameter_value(self.default)
 
 
 SPECS: dict[str, Spec] = {
@@ -123,6 +125,19 @@ SPECS: dict[str, Spec] = {
     ),
     "gripper_joint": Spec(
         "", "JointState name of the gripper (0 open … 1 closed); empty = none", at_configure=True
+    ),
+    "gripper_joints": Spec(
+        [],
+        "JointState names of several grippers, in the model's order (instead of gripper_joint)",
+        at_configure=True,
+        kind=Parameter.Type.STRING_ARRAY,
+    ),
+    "command_groups": Spec(
+        [],
+        "names of command groups, one per controller (command_groups.<group>.joints|topic|"
+        "type); empty = command_topic and gripper_command_topic",
+        at_configure=True,
+        kind=Parameter.Type.STRING_ARRAY,
     ),
     "command_interface": Spec(
         "position",
@@ -340,6 +355,18 @@ class NodeConfig:
     # joint_limits.<joint>.* parameters; why they could not be read ("" when they could).
     joint_limits: tuple[JointLimit, ...] = ()
     joint_limits_problem: str = ""
+    gripper_joints: tuple[str, ...] = ()
+    command_groups: tuple[str, ...] = ()
+
+    @property
+    def grippers(self) -> tuple[str, ...]:
+        """The gripper joints in the model's order: gripper_joints, or the one gripper_joint."""
+        return self.gripper_joints or ((self.gripper_joint,) if self.gripper_joint else ())
+
+    @property
+    def gripper_parameter(self) -> str:
+        """The parameter that names the grippers, for refusals."""
+        return "gripper_joints" if self.gripper_joints else "gripper_joint"
 
     @classmethod
     def from_values(cls, values: dict[str, Any]) -> NodeConfig:
@@ -545,10 +572,7 @@ def check_config(config: NodeConfig) -> list[str]:
         problems.append("joint_names is empty; expected the arm joints in the model's order")
     if len(set(config.joint_names)) != len(config.joint_names):
         problems.append(f"joint_names {list(config.joint_names)} repeats a joint")
-    if config.gripper_joint and config.gripper_joint in config.joint_names:
-        problems.append(
-            f"gripper_joint {config.gripper_joint!r} is also in joint_names; expected it apart"
-        )
+    problems.extend(_gripper_problems(config))
     problems.extend(_limit_problems(config))
     problems.extend(_mode_problems(config))
     if config.joint_limits_problem:
@@ -558,10 +582,37 @@ def check_config(config: NodeConfig) -> list[str]:
     return problems
 
 
+def _gripper_problems(config: NodeConfig) -> list[str]:
+    problems = []
+    if config.gripper_joint and config.gripper_joints:
+        problems.append(
+            f"gripper_joint {config.gripper_joint!r} and gripper_joints "
+            f"{list(config.gripper_joints)} are both set; expected one of them (gripper_joints "
+            "for several grippers)"
+        )
+    grippers = config.grippers
+    if len(set(grippers)) != len(grippers) or "" in grippers:
+        problems.append(
+            f"gripper_joints {list(grippers)} repeats a joint or has an empty name; expected "
+            "each gripper's JointState name once"
+        )
+    for name in grippers:
+        if name and name in config.joint_names:
+            problems.append(
+                f"{config.gripper_parameter} {name!r} is also in joint_names; expected it apart"
+            )
+    return problems
+
+
 def _mode_problems(config: NodeConfig) -> list[str]:
     if config.command_mode is not CommandMode.CHUNK:
         return []
     problems = []
+    if config.command_groups:
+        problems.append(
+            f"command_groups {list(config.command_groups)} play in step mode; command_mode "
+            "is chunk, expected step"
+        )
     if config.command_type != JOINT_TRAJECTORY:
         problems.append(
             f"command_mode=chunk publishes each chunk as one {JOINT_TRAJECTORY}; command_type "

@@ -27,7 +27,7 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
 
 import sequence_ai
-from sequence_ai_ros import parameters
+from sequence_ai_ros import command_groups, parameters
 from sequence_ai_ros.api_key import ApiKeyError, read_api_key
 from sequence_ai_ros.image_conversion import ImageConversionError, to_array
 from sequence_ai_ros.model_fit import controller_for, fit_problems
@@ -188,7 +188,7 @@ def check_joints(node: Node, config: NodeConfig, streams: dict[str, _Stream]) ->
     if len(received) < _MIN_MESSAGES:
         return Check("joint_states", False, f"{len(received)} messages on {topic} in "
                      f"{LISTEN_S:g} s", "start the robot driver / joint_state_broadcaster")
-    wanted = list(config.joint_names) + ([config.gripper_joint] if config.gripper_joint else [])
+    wanted = [*config.joint_names, *config.grippers]
     seen: dict[str, float] = {}
     for _, msg in received:
         if isinstance(msg, JointState):
@@ -199,7 +199,7 @@ def check_joints(node: Node, config: NodeConfig, streams: dict[str, _Stream]) ->
     detail = f"{topic} {streams[topic].rate_hz():.1f} Hz, stamped {age:.3f} s ago"
     if missing or bad:
         return Check("joint_states", False, detail + f"; missing {missing}, not finite {bad}",
-                     "fix joint_names / gripper_joint to the names the robot publishes")
+                     "fix joint_names / gripper_joint(s) to the names the robot publishes")
     fresh = 0.0 <= age <= config.max_state_age_s
     return Check("joint_states", fresh, detail + f", all {len(wanted)} joints finite" + (
         "" if fresh else f"; max_state_age_s is {config.max_state_age_s:g}"),
@@ -211,6 +211,9 @@ def check_commands(node: Node, config: NodeConfig) -> list[Check]:
     wanted = [("arm command", config.command_topic, config.command_type)]
     if config.gripper_command_topic:
         wanted.append(("gripper command", config.gripper_command_topic, FLOAT64_MULTI_ARRAY))
+    if config.command_groups:
+        wanted = [(f"{group.name} command", group.topic, group.type)
+                  for group in command_groups.read(node, config.command_groups)]
     checks = []
     for name, topic, kind in wanted:
         resolved = node.resolve_topic_name(topic)

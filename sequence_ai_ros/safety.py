@@ -108,6 +108,15 @@ def check_gripper(value: float) -> str | None:
     return None
 
 
+def check_grippers(values: Sequence[float]) -> str | None:
+    """Every gripper value of a row (those after the arm joints), each named by its index."""
+    for i, value in enumerate(values):
+        reason = check_gripper(value)
+        if reason is not None:
+            return reason if len(values) == 1 else f"gripper {i}: {reason}"
+    return None
+
+
 def _check_width(values: Sequence[float], limits: SafetyLimits) -> str | None:
     if len(values) < len(limits.joint_names):
         return (

@@ -1,6 +1,7 @@
 """The stop policy: every way an `act` goal ends, and what the arm is commanded then.
 
 Every reason to stop is a named `GoalEnding` — cancel (`CANCELED`), preemption (`PREEMPTED`),
+a hand-over to a newer goal (`HANDED_OVER`: the goal ends, its run and the arm do not stop),
 stale input (`STALE_INPUT`), a refused step (`VALIDATE`), a service or node error (`RAISED`),
 the deadline (`TIMEOUT`), deactivate or shutdown (`NODE_STOPPED`), a stuck previous goal
 (`BUSY`), the enable switch turned off (`DISABLED`), the heartbeat deadman run out
@@ -43,6 +44,8 @@ class StopCause(str, enum.Enum):
     """Why a goal was stopped from outside its run; the value is the message's wording."""
 
     PREEMPTED = "preempted"
+    # A newer goal took its run over (goal_handover.py): the goal ends, the motion goes on.
+    HANDED_OVER = "handed over"
     CANCELED = "canceled"
     DEACTIVATED = "deactivated"
     SHUT_DOWN = "shut down"
@@ -62,6 +65,7 @@ class ResultReason(str, enum.Enum):
     INTERRUPTED = "interrupted"
     VALIDATE = "validate"
     PREEMPTED = "preempted"
+    HANDED_OVER = "handed_over"
     STALE_INPUT = "stale_input"
     RAISED = "raised"
     DISABLED = "disabled"
@@ -109,6 +113,11 @@ class GoalEnding(enum.Enum):
     PREEMPTED = EndingRow(
         Terminal.ABORTED, ResultReason.PREEMPTED, "preempted by a newer goal; {detail}"
     )
+    # Not a stop: the newer goal plays on from the rows this one left (no hold).
+    HANDED_OVER = EndingRow(
+        Terminal.SUCCEEDED, ResultReason.HANDED_OVER,
+        "handed over to a newer goal, which goes on with the motion; figures up to the hand-over",
+    )
     NODE_STOPPED = EndingRow(Terminal.ABORTED, ResultReason.INTERRUPTED, "node {cause}; {detail}")
     BUSY = EndingRow(
         Terminal.ABORTED,
@@ -129,6 +138,7 @@ class GoalEnding(enum.Enum):
 # A stop cause decides the ending whatever the run reported; without one, the run's ending does.
 ENDING_BY_CAUSE: dict[StopCause, GoalEnding] = {
     StopCause.PREEMPTED: GoalEnding.PREEMPTED,
+    StopCause.HANDED_OVER: GoalEnding.HANDED_OVER,
     StopCause.CANCELED: GoalEnding.CANCELED,
     StopCause.DEACTIVATED: GoalEnding.NODE_STOPPED,
     StopCause.SHUT_DOWN: GoalEnding.NODE_STOPPED,
@@ -180,9 +190,10 @@ def arm_command(
 
     `interrupted`: the run stopped early (the client's `hold`); a run that ended without
     calling it (completed, or never started) is always held, as is every arm whose motion was
-    blocked (`DISABLED`, `DEADMAN`). Only a preempted position arm in step mode with
-    `hold_between_goals` off is left at its last target: a velocity arm never stands still on
-    its own, nor an arm playing a chunk's trajectory.
+    blocked (`DISABLED`, `DEADMAN`). A handed-over goal's run does not stop: nothing is
+    commanded at its end (its successor's end decides). Only a preempted position arm in step
+    mode with `hold_between_goals` off is left at its last target: a velocity arm never stands
+    still on its own, nor an arm playing a chunk's trajectory.
     """
     if (
         interrupted and cause is StopCause.PREEMPTED and not hold_between_goals

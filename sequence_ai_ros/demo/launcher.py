@@ -31,6 +31,7 @@ from sequence_ai_ros.launch_plan import GATEWAY_READY_PREFIX, Plan, PlanError
 ENTRY_POINTS = {
     "sequence_ai_node": "sequence_ai_ros.node:main",
     "sim_robot": "sequence_ai_ros.sim.robot:main",
+    "sim_bimanual": "sequence_ai_ros.sim.bimanual:main",
     "sequence-ai-gateway": "sequence_ai_gateway.__main__:main",
 }
 # The launcher's own argument beyond the launch file's.

@@ -248,8 +248,10 @@ class ActClient:
         *,
         on_feedback: Callable[[Act.Feedback], Any] | None = None,
         timeout_s: float = DEADLINE_S,
+        handover: bool = False,
     ) -> GoalRun:
-        """Send a goal and wait for its acceptance or rejection."""
+        """Send a goal and wait for its acceptance or rejection; `handover`: take over the
+        running goal's motion instead of preempting it."""
         self.wait_for_server(timeout_s)
         feedback: list[Act.Feedback] = []
 
@@ -259,7 +261,8 @@ class ActClient:
                 on_feedback(msg.feedback)
 
         goal = Act.Goal(
-            instruction=instruction, max_seconds=float(max_seconds), max_actions=max_actions
+            instruction=instruction, max_seconds=float(max_seconds), max_actions=max_actions,
+            handover=handover,
         )
         sent = self._client.send_goal_async(goal, feedback_callback=received)
         handle = wait_future(sent, timeout_s, f"goal response for {instruction!r}")

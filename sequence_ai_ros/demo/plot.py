@@ -14,7 +14,8 @@ from typing import Any
 from sequence_ai_ros.sim.render import IMAGE_SIZE
 
 JOINTS = 7
-GOAL_COLOURS = ("#2a9d4b", "#8e44ad")  # per instruction: its target line and its time span
+# Per instruction (the VLM planner's steps too): its target line and its time span.
+GOAL_COLOURS = ("#2a9d4b", "#8e44ad", "#e76f51", "#2a6f97", "#b08900", "#6d597a")
 
 
 @dataclass
@@ -72,8 +73,13 @@ def _series(demo: Any) -> Series:
         "sequence_ai demo: pi05-droid (local gateway, realistic latency) driving the simulated "
         f"DROID arm\nprefetch {args.prefetch}, up to {in_flight} requests in flight, playback "
         f"speed {speed}, {underruns} underruns\ngoals of max_seconds {args.max_seconds:g}, "
-        f"preemption after {args.preempt_after:g} s of goal 1, cameras {width}x{height}, "
-        "config/droid.yaml"
+        + (
+            f"VLM planner (sim-planner) on {args.task!r}: {len(demo.goals)} steps, each "
+            "handed over without a stop"
+            if getattr(args, "planner", "scripted") == "vlm"
+            else f"preemption after {args.preempt_after:g} s of goal 1"
+        )
+        + f", cameras {width}x{height}, config/droid.yaml"
     )
     return Series(joint_t, joints, target_t, targets, goals, preempt, title)
 
@@ -142,6 +148,10 @@ def _draw_matplotlib(series: Series, out: Path) -> None:
                 ax.axvline(t, color="#d62728", lw=1.2, alpha=0.8)
         if series.preempt is not None:
             ax.axvline(series.preempt, color="black", lw=2.0, ls="--")
+        else:
+            # The VLM planner's steps: each start after the first is a hand-over.
+            for goal in series.goals[1:]:
+                ax.axvline(goal["start"], color="black", lw=1.4, ls="-.")
         ax.grid(alpha=0.25)
     for ax in panels[-2:]:
         ax.set_xlabel("time since the first goal was sent (s)")
@@ -150,7 +160,9 @@ def _draw_matplotlib(series: Series, out: Path) -> None:
         Line2D([], [], color="#f08c00", marker=".", ls="", label="joint target sent by the node"),
         Line2D([], [], color="#999999", lw=0.8, ls=":", label="chunk arrived (feedback, ±0.2 s)"),
         Line2D([], [], color="#d62728", lw=1.2, label="underrun"),
-        Line2D([], [], color="black", lw=2.0, ls="--", label="preemption by the 2nd instruction"),
+        Line2D([], [], color="black", lw=2.0, ls="--", label="preemption by the 2nd instruction")
+        if series.preempt is not None
+        else Line2D([], [], color="black", lw=1.4, ls="-.", label="next step (hand-over)"),
     ]
     legend += [
         Line2D([], [], color=colour, ls="--", label=f"{goal['label']}: target")

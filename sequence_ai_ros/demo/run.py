@@ -69,6 +69,18 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "(default: 40%% of --max-seconds)",
     )
     parser.add_argument(
+        "--planner",
+        choices=("vlm", "scripted"),
+        default="vlm",
+        help="vlm (default): the VLM planner (vlm_planner) plans --task step by step with "
+        "hand-overs; scripted: two fixed instructions, the second preempting the first",
+    )
+    parser.add_argument(
+        "--task",
+        default=SECOND_INSTRUCTION,
+        help="the VLM planner's task (default %(default)r)",
+    )
+    parser.add_argument(
         "--headless",
         "--no-plot",
         dest="headless",
@@ -267,10 +279,12 @@ class Demo:
         self.args = args
         self.log_dir = Path(args.log_dir or tempfile.mkdtemp(prefix="sequence_ai_demo_"))
         self.recording = Recording()
-        self.goals = [
+        # The VLM planner's steps become goals as it sends them (vlm_demo.py).
+        self.goals = [] if args.planner == "vlm" else [
             GoalRecord(1, FIRST_INSTRUCTION, _instruction_target(FIRST_INSTRUCTION)),
             GoalRecord(2, SECOND_INSTRUCTION, _instruction_target(SECOND_INSTRUCTION)),
         ]
+        self.planned: int | None = None  # the VLM planner's exit code
         self.status = StatusLine(sys.stdout.isatty() and not args.headless)
         self.t0 = math.nan
         self.preempt_t = math.nan
@@ -450,6 +464,15 @@ class Demo:
         self.status.show(text)
 
     def run_goals(self) -> None:
+        if self.args.planner == "vlm":
+            from sequence_ai_ros.demo.vlm_demo import run_vlm
+
+            self.t0 = time.monotonic()
+            self.planned = run_vlm(
+                self, lambda n, step: GoalRecord(n, step, _instruction_target(step)),
+                RESULT_GRACE_S,
+            )
+            return
         first, second = self.goals
         self.t0 = time.monotonic()
         first_run = self._send(first)
@@ -583,6 +606,13 @@ def _set_ros_defaults() -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     _set_ros_defaults()
+    if args.planner == "vlm":
+        import secrets
+
+        from sequence_ai_ros.launch_plan import SIM_KEY_ENV
+
+        # The launch's gateway takes this key, so the VLM planner can call its /v1/chat.
+        os.environ[SIM_KEY_ENV] = secrets.token_urlsafe(24)
     started = time.monotonic()
     started_wall = time.time()
     demo = Demo(args)
@@ -627,6 +657,10 @@ def main(argv: list[str] | None = None) -> int:
                        | {"episodes": [str(p) for p in episodes]}, indent=2),
             encoding="utf-8",
         )
+    if args.planner == "vlm":
+        from sequence_ai_ros.demo.vlm_demo import vlm_ok
+
+        return 0 if not failure and not alive and vlm_ok(demo) else 1
     first, second = demo.goals
     ok = (
         not failure

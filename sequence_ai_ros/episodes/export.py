@@ -47,7 +47,7 @@ def _played_rows(episode: EpisodeFile) -> list[tuple[int, list[float]]]:
     gripper_times = [m.log_time_ns for m in grippers]
 
     def gripper(k: int) -> list[float]:
-        return [float(grippers[k].message.data[0])] if 0 <= k < len(grippers) else []
+        return [float(v) for v in grippers[k].message.data] if 0 <= k < len(grippers) else []
 
     rows: list[tuple[int, list[float]]] = []
     for index, message in enumerate(commands):

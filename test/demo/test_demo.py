@@ -33,7 +33,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
         "ROS_LOCALHOST_ONLY": "1",
     }
     command = [
-        sys.executable, "-m", "sequence_ai_ros.demo", "--headless",
+        sys.executable, "-m", "sequence_ai_ros.demo", "--headless", "--planner", "scripted",
         "--max-seconds", str(MAX_SECONDS),
         "--out", str(out / "demo.png"),
         "--summary", str(out / "summary.json"),

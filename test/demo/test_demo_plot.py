@@ -16,7 +16,7 @@ Image = pytest.importorskip("PIL.Image")
 
 def recorded_demo() -> Demo:
     """A run as the demo records it: the arm goes to target 1, then (preempted) to target 2."""
-    demo = Demo(_parse(["--max-seconds", "10"]))
+    demo = Demo(_parse(["--max-seconds", "10", "--planner", "scripted"]))
     first, second = demo.goals
     demo.t0 = 100.0
     start = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]

@@ -270,6 +270,14 @@ def test_the_controller_argument_chooses_the_nodes_parameters_file() -> None:
     assert [p.label for p in jtc.processes] == ["gateway", "sim_robot", "node"]
 
 
+def test_a_model_of_another_robot_brings_its_own_file_and_simulator() -> None:
+    plan = launch_plan.plan({"model": "sim-bimanual-reach", "sim": "true"})
+    assert plan.params_file == "config/sim-bimanual-reach.yaml"
+    assert [p.label for p in plan.processes] == ["gateway", "sim_bimanual", "node"]
+    assert plan.node.parameters["model"] == "sim-bimanual-reach"
+    assert launch_plan.share_file(plan.params_file).is_file()
+
+
 def test_node_path_in_a_namespace() -> None:
     assert launch_plan.node_path("") == "/sequence_ai"
     assert launch_plan.node_path("/robot2/") == "/robot2/sequence_ai"

@@ -90,8 +90,8 @@ class _Output:
     def publish_arm(self, values: Sequence[float]) -> None:
         self.arm.append(list(values))
 
-    def publish_gripper(self, value: float) -> None:
-        self.gripper.append(value)
+    def publish_gripper(self, values: Sequence[float]) -> None:
+        self.gripper.extend(values)
 
     def command_rate_hz(self) -> float:
         return 0.0
@@ -288,6 +288,15 @@ def test_the_gripper_is_checked_and_published_with_its_step() -> None:
     assert output.gripper == [1.0]
 
 
+def test_every_gripper_of_a_two_gripper_row_is_checked_and_published() -> None:
+    gate, output, _, _ = _gate()
+    gate.begin_goal(RULES)
+    reason = gate.check([0.0, 0.0, 1.0, 1.5]) or ""
+    assert "gripper 1" in reason and "outside [0, 1]" in reason
+    _play(gate, [0.0, 0.0, 1.0, 0.25])
+    assert output.gripper == [1.0, 0.25]
+
+
 def test_an_idle_gate_republishes_only_a_hold_that_still_passes() -> None:
     gate, output, arm, log = _gate()
     gate.begin_goal(RULES)
@@ -317,27 +326,39 @@ def test_an_idle_gate_republishes_only_a_hold_that_still_passes() -> None:
 
 
 def test_nothing_but_the_gate_holds_a_command_publisher() -> None:
-    """A CommandPublisher is made in one place, straight into the gate, so that no path can
-    command the arm around the gate's checks."""
+    """A command output is made in one place, straight into the gate, so that no path can
+    command the arm around the gate's checks: `command_output` (command_groups.py, the only
+    maker of a CommandPublisher or GroupedCommands for the arm) is called inside ArmGate(...)."""
     from sequence_ai_ros.dry_run import PLANNED_TOPIC
 
     package = Path(sequence_ai_ros.__file__).parent
     made_in: list[str] = []
     planned_in: list[str] = []
+    outputs_in: list[str] = []
+    makers = ("CommandPublisher", "GroupedCommands")
     for source in package.rglob("*.py"):
         tree = ast.parse(source.read_text(encoding="utf-8"))
         parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
         for call in ast.walk(tree):
-            if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "CommandPublisher":
+            if not isinstance(call, ast.Call):
+                continue
+            name = getattr(call.func, "id", "")
+            if name == "command_output":
                 outer = parents.get(call)
-                if isinstance(outer, ast.Call) and getattr(outer.func, "id", "") == "ArmGate":
-                    made_in.append(source.name)
-                    continue
+                assert isinstance(outer, ast.Call) and getattr(outer.func, "id", "") == "ArmGate"
+                made_in.append(source.name)
+            elif name in makers and source.name == "command_groups.py":
+                outputs_in.append(name)
+            elif name == "CommandPublisher":
                 # Else only a dry run's sink, on its own topics (its gate checks it as well).
                 topic = next(k.value for k in call.keywords if k.arg == "command_topic")
                 assert getattr(topic, "id", "") == "PLANNED_TOPIC", ast.dump(topic)
                 planned_in.append(source.name)
+            else:
+                assert name not in makers, f"{source.name} makes a {name}"
     assert made_in == ["configuration.py"] and planned_in == ["dry_run.py"]
+    # command_output makes either; GroupedCommands makes one CommandPublisher per arm group.
+    assert sorted(outputs_in) == ["CommandPublisher", "CommandPublisher", "GroupedCommands"]
     assert PLANNED_TOPIC.startswith("~/")
 
 

@@ -46,6 +46,8 @@ def test_every_stop_cause_and_run_ending_has_an_ending() -> None:
         # A stop cause decides, whatever the run reported.
         (StopCause.CANCELED, Ending.COMPLETED, Terminal.CANCELED, "interrupted"),
         (StopCause.PREEMPTED, Ending.INTERRUPTED, Terminal.ABORTED, "preempted"),
+        # A hand-over ends the goal, not its motion: succeeded, whatever the run reports.
+        (StopCause.HANDED_OVER, Ending.COMPLETED, Terminal.SUCCEEDED, "handed_over"),
         (StopCause.DEACTIVATED, Ending.RAISED, Terminal.ABORTED, "interrupted"),
         (StopCause.BUSY, Ending.INTERRUPTED, Terminal.ABORTED, "interrupted"),
         # Motion blocked (motion_enable.py): its own reason, whatever the run reported.
@@ -117,3 +119,17 @@ def test_a_stop_keeps_the_first_cause_and_never_reopens_an_ended_goal() -> None:
     ended = GoalRun(_Handle(), phase=GoalPhase.ENDED)  # type: ignore[arg-type]
     assert not ended.request_stop(StopCause.CANCELED)
     assert ended.stop is None
+
+
+def test_a_take_over_shares_the_run_and_passes_it_on() -> None:
+    from sequence_ai_ros.goal_handover import take_over
+
+    first = GoalRun(_Handle(), phase=GoalPhase.RUNNING)  # type: ignore[arg-type]
+    first.sent_chunk = 4
+    second = take_over(first, _Handle())  # type: ignore[arg-type]
+    # The same interrupt: a cancel of the new goal stops the one run.
+    assert second.call is first.call
+    assert second.phase is GoalPhase.RUNNING and second.ending and second.sent_chunk == 4
+    assert first.stop is StopCause.HANDED_OVER and first.phase is GoalPhase.STOPPING
+    third = take_over(second, _Handle())  # type: ignore[arg-type]
+    assert first.holder() is third and second.holder() is third and third.holder() is third

@@ -58,6 +58,70 @@ def test_layout_mismatch_names_each_half() -> None:
     assert any("gripper: 1" in p for p in problems)
 
 
+BIMANUAL = Model(
+    id="sequences/sim-bimanual-reach",
+    control_hz=50.0,
+    camera_views=("cam_high",),
+    state_layout={"joint_positions": 12, "gripper": 2},
+    state_dim=14,
+    action_space="joint_absolute",
+    action_semantics={"space": "joint_absolute", "gripper_dims": [12, 13]},
+)
+STATELESS = Model(
+    id="sequences/sim-stateless-ee-delta",
+    control_hz=25.0,
+    camera_views=("exterior_1", "wrist_left"),
+    state_dim=0,
+    action_space="joint_absolute",
+    action_semantics={"space": "joint_absolute"},
+)
+TWELVE = [f"{side}_j{i}" for side in ("left", "right") for i in range(6)]
+
+
+def _bimanual(**changes: object) -> NodeConfig:
+    values: dict[str, object] = {
+        "camera_views": ["cam_high"], "camera_topics": ["a"], "camera_transports": ["raw"],
+        "joint_names": TWELVE, "joint_lower_limits": [-2.6] * 12,
+        "joint_upper_limits": [2.6] * 12, "gripper_joint": "",
+        "gripper_joints": ["left_gripper", "right_gripper"],
+    }
+    values.update(changes)
+    return _config(**values)
+
+
+def test_two_grippers_fit_a_bimanual_layout() -> None:
+    config = _bimanual()
+    assert config.grippers == ("left_gripper", "right_gripper")
+    assert parameters.check_config(config) == []
+    assert fit_problems(config, BIMANUAL) == []
+
+
+def test_a_gripper_count_that_does_not_fit_names_the_parameter_and_the_half() -> None:
+    (problem,) = fit_problems(_bimanual(gripper_joints=["left_gripper"]), BIMANUAL)
+    assert "gripper_joints names 1 grippers" in problem
+    assert "sim-bimanual-reach state_layout expects gripper: 2" in problem
+    one = _config(
+        camera_views=["cam_high"], camera_topics=["a"], camera_transports=["raw"],
+        joint_names=TWELVE, joint_lower_limits=[-2.6] * 12, joint_upper_limits=[2.6] * 12,
+    )
+    (problem,) = fit_problems(one, BIMANUAL)
+    assert problem.startswith("gripper_joint names 1 grippers") and "gripper: 2" in problem
+
+
+def test_gripper_joint_and_gripper_joints_are_not_both_set() -> None:
+    problems = parameters.check_config(_bimanual(gripper_joint="left_gripper"))
+    assert any("are both set" in p for p in problems)
+    problems = parameters.check_config(_bimanual(gripper_joints=["left_j0", "left_j0"]))
+    assert any("repeats" in p for p in problems)
+    assert any("'left_j0' is also in joint_names" in p for p in problems)
+
+
+def test_a_stateless_model_fits_any_joints_it_is_commanded_with() -> None:
+    config = _config(gripper_joint="")
+    assert fit_problems(config, STATELESS) == []
+    assert fit_problems(_config(), STATELESS) == []
+
+
 def test_position_needs_a_verified_conversion() -> None:
     unverified = replace_semantics(PI05, {"space": "joint_delta"})
     problems = fit_problems(_config(), unverified)

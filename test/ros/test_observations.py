@@ -41,14 +41,14 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def cache(clock: FakeClock) -> ObservationCache:
-    return ObservationCache(["front", "wrist"], ["j1", "j2", "j3"], "finger", clock=clock)
+    return ObservationCache(["front", "wrist"], ["j1", "j2", "j3"], ["finger"], clock=clock)
 
 
 def test_joints_are_reordered_by_joint_names(cache: ObservationCache) -> None:
     cache.store_joint_state(_joint_state(["finger", "j3", "j1", "j2"], [0.5, 3.0, 1.0, 2.0]))
     snapshot = cache.joints(max_age_s=0.25)
     assert snapshot.positions == [1.0, 2.0, 3.0]
-    assert snapshot.gripper == 0.5
+    assert snapshot.gripper == [0.5]
 
 
 def test_missing_joint_is_named(cache: ObservationCache) -> None:
@@ -109,7 +109,7 @@ def test_arm_and_gripper_in_separate_messages_are_merged(
     clock.now += 0.1
     cache.store_joint_state(_joint_state(["finger"], [0.8]))
     snapshot = cache.joints(max_age_s=0.25)
-    assert snapshot.positions == [1.0, 2.0, 3.0] and snapshot.gripper == 0.8
+    assert snapshot.positions == [1.0, 2.0, 3.0] and snapshot.gripper == [0.8]
     # The arm's positions are the oldest part: they decide the age.
     assert snapshot.age_s == pytest.approx(0.1)
     clock.now += 0.2
@@ -155,7 +155,7 @@ def _taken(received_s: float, published_s: float, sequence: int | None) -> Taken
 
 def test_frames_are_taken_when_a_request_needs_them_not_before(clock: FakeClock) -> None:
     camera = FakeCamera()
-    cache = ObservationCache(["front"], ["j1"], "", clock=clock, frames=camera)
+    cache = ObservationCache(["front"], ["j1"], [], clock=clock, frames=camera)
     camera.queued["front"] = [_taken(clock.now, time.time(), 1)]
     assert cache.ages()["front"] == pytest.approx(0.0)
     takes = camera.takes
@@ -172,7 +172,7 @@ def test_frames_are_taken_when_a_request_needs_them_not_before(clock: FakeClock)
 
 def test_under_a_goal_an_age_read_takes_a_frame_only_near_the_limit(clock: FakeClock) -> None:
     camera = FakeCamera()
-    cache = ObservationCache(["front"], ["j1"], "", clock=clock, frames=camera)
+    cache = ObservationCache(["front"], ["j1"], [], clock=clock, frames=camera)
     cache.watch_images(0.5)
     camera.queued["front"] = [_taken(clock.now, time.time(), 1)]
     cache.images(max_age_s=0.5)
@@ -190,7 +190,7 @@ def test_an_age_read_does_not_wait_behind_a_take_when_the_frames_in_hand_will_do
     clock: FakeClock,
 ) -> None:
     camera = FakeCamera()
-    cache = ObservationCache(["front"], ["j1"], "", clock=clock, frames=camera)
+    cache = ObservationCache(["front"], ["j1"], [], clock=clock, frames=camera)
     camera.queued["front"] = [_taken(clock.now, time.time(), 1)]
     cache.images(max_age_s=0.5)
     # A request's take in progress holds the take lock; the gate's read needs no new frame.
@@ -205,7 +205,7 @@ def test_an_age_read_does_not_wait_behind_a_take_when_the_frames_in_hand_will_do
 def test_a_frame_taken_later_than_two_periods_is_warned_about_once(clock: FakeClock) -> None:
     camera = FakeCamera()
     warnings: list[str] = []
-    cache = ObservationCache(["front"], ["j1"], "", clock=clock, frames=camera,
+    cache = ObservationCache(["front"], ["j1"], [], clock=clock, frames=camera,
                              warn=warnings.append)
     now = time.time()
     # Publisher sequence numbers 30 apart over one second: a 33 ms frame period.

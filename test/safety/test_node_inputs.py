@@ -234,7 +234,7 @@ _ENCODINGS = st.sampled_from(list(SUPPORTED_ENCODINGS) + ["16UC1", "yuv422", "",
 def test_any_image_header_converts_or_names_the_camera(
     width: int, height: int, encoding: str, step: int, size: int, bigendian: int
 ) -> None:
-    cache = ObservationCache(["exterior_1"], JOINTS, GRIPPER)
+    cache = ObservationCache(["exterior_1"], JOINTS, [GRIPPER])
     msg = Image()
     # The message type refuses negative sizes itself; those never reach the node.
     try:
@@ -262,7 +262,7 @@ def test_any_image_header_converts_or_names_the_camera(
 def test_any_joint_state_reorders_or_names_the_problem(
     names: list[str], positions: list[float]
 ) -> None:
-    cache = ObservationCache(["exterior_1"], JOINTS, GRIPPER)
+    cache = ObservationCache(["exterior_1"], JOINTS, [GRIPPER])
     cache.store_joint_state(JointState(name=names, position=positions))
     try:
         snapshot = cache.joints(max_age_s=10.0)
@@ -271,7 +271,7 @@ def test_any_joint_state_reorders_or_names_the_problem(
         return
     assert len(snapshot.positions) == len(JOINTS)
     assert all(math.isfinite(v) for v in snapshot.positions)
-    assert snapshot.gripper is not None and math.isfinite(snapshot.gripper)
+    assert snapshot.gripper is not None and all(math.isfinite(g) for g in snapshot.gripper)
 
 
 # ----- an underrun on a velocity arm -----

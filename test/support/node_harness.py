@@ -332,10 +332,11 @@ class ArmHarness(Node):
         return self.parameters.values()
 
     def send_goal(
-        self, instruction: str, max_seconds: float, max_actions: int = 0
+        self, instruction: str, max_seconds: float, max_actions: int = 0, *,
+        handover: bool = False,
     ) -> tuple[GoalRun, list[Act.Feedback]]:
         """Send a goal; returns (goal, feedback list). The goal says accepted or not."""
-        goal = self.act.send(instruction, max_seconds, max_actions)
+        goal = self.act.send(instruction, max_seconds, max_actions, handover=handover)
         return goal, goal.feedback
 
     def result(self, goal: GoalRun, timeout_s: float = DEADLINE_S * 2) -> tuple[int, Act.Result]:

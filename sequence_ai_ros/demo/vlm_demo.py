@@ -1,0 +1,116 @@
+"""`make demo`'s default planner: the VLM planner (`sequence_ai_ros.vlm_planner`) plans the task
+step by step over the node's `act` action with hand-overs; each step it sends becomes one goal
+of the demo's records, so the picture marks each step."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rclpy.action.client import ClientGoalHandle
+from rclpy.parameter import Parameter
+
+from sequence_ai_interfaces.action import Act
+from sequence_ai_ros.api_key import API_KEY_ENV
+from sequence_ai_ros.launch_plan import SIM_KEY_ENV, node_path
+
+__all__ = ["run_vlm", "vlm_ok"]
+
+# The task's whole budget, in --max-seconds (each step's own max_seconds).
+TASK_BUDGETS = 3.0
+
+
+def run_vlm(demo: Any, new_goal: Callable[[int, str], Any], grace_s: float) -> int:
+    """Run the VLM planner on `demo.args.task` to its end; its exit code (0: the model said
+    done). `new_goal(number, step)` is the demo's record of a step's goal; `grace_s` bounds
+    the wait for the last result."""
+    from sequence_ai_ros.vlm_planner import VlmPlanner
+
+    assert demo.planner is not None
+    args = demo.args
+    target = node_path(args.namespace)
+    base_url = demo.planner.parameters(target).values()["base_url"].string_value
+    # The launch's gateway was given this key (run.main); the planner's client reads it here.
+    os.environ[API_KEY_ENV] = os.environ[SIM_KEY_ENV]
+    namespace = args.namespace.strip("/")
+    lock = threading.Lock()
+
+    def on_step(step: str, handle: ClientGoalHandle) -> None:
+        now = time.monotonic()
+        joints = demo.recording.latest_joints()
+        with lock:
+            if demo.goals and demo.goals[-1].result is None:
+                demo.goals[-1].end_t, demo.goals[-1].end_q = now, joints
+            goal = new_goal(len(demo.goals) + 1, step)
+            goal.sent_t, goal.start_q, goal.accepted = now, joints, True
+            demo.goals.append(goal)
+        demo.status.end()
+        print(f"step {goal.number}: {step!r}" + (" (hand-over)" if goal.number > 1 else ""))
+        handle.get_result_async().add_done_callback(
+            lambda future: demo._finish(
+                goal, future.result().status, future.result().result, keep_end=True
+            )
+        )
+
+    def on_feedback(step: str, feedback: Act.Feedback) -> None:
+        with lock:
+            goal = next((g for g in reversed(demo.goals) if g.instruction == step), None)
+        if goal is not None:
+            goal.on_feedback(time.monotonic(), feedback)
+
+    overrides = [
+        Parameter("task", value=args.task),
+        Parameter("act_action", value=f"/{namespace}/act" if namespace else "/act"),
+        Parameter("frames_service", value=f"{target}/current_frames"),
+        Parameter("base_url", value=base_url),
+        Parameter("step_seconds", value=float(args.max_seconds)),
+        Parameter("task_seconds", value=float(args.max_seconds) * TASK_BUDGETS),
+        Parameter("joint_states_topic", value=f"/{namespace}/joint_states" if namespace
+                  else "joint_states"),
+    ]
+    planner = VlmPlanner(
+        context=demo.planner.context, overrides=overrides, on_step=on_step,
+        on_feedback=on_feedback,
+    )
+    demo.planner.executor.add_node(planner)
+    stop = threading.Event()
+    code: list[int] = []
+    thread = threading.Thread(
+        target=lambda: code.append(planner.run(stop)), name="vlm_planner", daemon=True
+    )
+    print(f"VLM planner on {args.task!r}")
+    thread.start()
+    try:
+        while thread.is_alive():
+            with lock:
+                current = demo.goals[-1] if demo.goals else None
+            if current is not None:
+                demo._show(current)
+            demo._check_processes()
+            thread.join(0.1)
+        demo.status.end()
+        demo._wait(
+            "the last step's result",
+            lambda: all(g.result is not None for g in demo.goals),
+            grace_s,
+        )
+    finally:
+        stop.set()
+        thread.join(grace_s)
+        demo.planner.executor.remove_node(planner)
+        planner.destroy_node()
+    return code[0] if code else 1
+
+
+def vlm_ok(demo: Any) -> bool:
+    """The model said done after at least two steps, each handed over to the next."""
+    goals = demo.goals
+    return (
+        demo.planned == 0
+        and len(goals) >= 2
+        and all(g.result is not None for g in goals)
+        and all(g.result.reason == "handed_over" for g in goals[:-1])
+    )

@@ -1,0 +1,100 @@
+"""Hand-over end to end (issue 24 item 1): a goal with `handover` takes the running goal's motion
+over without a hold, the old goal ends `handed_over`, cancel still stops with a hold, and a
+hand-over the node cannot honour is rejected."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from action_msgs.msg import GoalStatus
+from support.node_harness import ArmHarness, node_parameters
+from support.ros_support import hold_events
+from support.waiting import wait_for
+
+FIRST = "pick up the cup"
+NEXT = "put the cup in the sink"
+
+
+@pytest.fixture
+def active(ros_system: Any, gateway: Any, key_file: str) -> tuple[Any, ArmHarness]:
+    node, arm = ros_system(**node_parameters(gateway.url, key_file))
+    arm.configure_and_activate()
+    return node, arm
+
+
+def _start(arm: ArmHarness) -> Any:
+    before = arm.command_count()
+    handle, _ = arm.send_goal(FIRST, max_seconds=30.0)
+    assert handle.accepted
+    wait_for(lambda: arm.command_count() >= before + 5, what="the first goal's commands")
+    return handle
+
+
+def test_a_handed_over_goal_keeps_the_motion_and_cancel_still_holds(
+    active: tuple[Any, ArmHarness],
+) -> None:
+    _, arm = active
+    first = _start(arm)
+    start = arm.command_count()
+    second, feedback = arm.send_goal(NEXT, max_seconds=30.0, handover=True)
+    assert second.accepted
+
+    status, result = arm.result(first)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert result.reason == "handed_over" and not result.stopped_early, result.message
+    assert result.actions >= 5 and result.chunks >= 1
+
+    # The new instruction's chunk replaced the old rows: none of them is left to play.
+    def playing_new() -> bool:
+        return any(f.instruction == NEXT and f.previous_rows == 0 for f in list(feedback))
+
+    wait_for(playing_new, what="feedback showing the new instruction's rows playing")
+    switched = arm.command_count()
+    wait_for(lambda: arm.command_count() >= switched + 5, what="steps of the new instruction")
+    # No hold between the two instructions: the command stream went on.
+    assert hold_events(arm, start) == []
+    shown = [f for f in list(feedback) if f.instruction == NEXT]
+    assert all(math.isfinite(f.since_chunk_s) and f.since_chunk_s >= 0 for f in shown)
+    assert all(math.isfinite(f.observation_age_s) for f in shown if f.actions > 0)
+
+    before_cancel = arm.command_count()
+    second.cancel()
+    status, result = arm.result(second)
+    assert status == GoalStatus.STATUS_CANCELED, result.message
+    assert result.reason == "interrupted" and result.stopped_early
+    assert math.isfinite(result.instruction_lag_s) and result.instruction_lag_s > 0
+    # Its figures are its own: the steps from its acceptance on.
+    assert result.actions >= 5
+    holds = arm.holds(before_cancel)
+    assert holds, "no hold after the cancel"
+    assert arm.commands_since(before_cancel)[-1].values == holds[-1].values
+
+
+def test_hand_overs_the_node_cannot_honour_are_rejected(active: tuple[Any, ArmHarness]) -> None:
+    _, arm = active
+    first = _start(arm)
+    refused, _ = arm.send_goal(NEXT, max_seconds=30.0, max_actions=10, handover=True)
+    assert not refused.accepted
+    results = arm.set_parameters(smooth_seam=2)
+    assert all(r.successful for r in results), [r.reason for r in results]
+    refused, _ = arm.send_goal(NEXT, max_seconds=30.0, handover=True)
+    assert not refused.accepted
+    wait_for(
+        lambda: "parameters changed since the running goal started (smooth_seam)"
+        in arm.log_text(),
+        what="the rejection naming the changed parameter",
+    )
+    # Neither touched the running goal.
+    first.cancel()
+    status, result = arm.result(first)
+    assert (status, result.reason) == (GoalStatus.STATUS_CANCELED, "interrupted"), result.message
+
+
+def test_a_hand_over_with_nothing_running_is_a_plain_goal(active: tuple[Any, ArmHarness]) -> None:
+    _, arm = active
+    handle, _ = arm.send_goal(FIRST, max_seconds=1.0, handover=True)
+    assert handle.accepted
+    status, result = arm.result(handle)
+    assert (status, result.reason) == (GoalStatus.STATUS_SUCCEEDED, "timeout"), result.message
