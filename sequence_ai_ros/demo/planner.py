@@ -204,12 +204,14 @@ class GoalRun:
 
 
 class _LockedActionClient(ActionClient):
-    """An ActionClient whose requests are registered before their responses are handled.
+    """An ActionClient whose rcl handle is used by one thread at a time.
 
-    rclpy records a sent goal (or cancel) request only after it has left, so a response that
-    another executor thread handles in between is dropped as "unexpected" and the request's
-    future never completes (seen under load). One lock around sending and handling closes that
-    window; it is re-entrant so a feedback callback may send.
+    rclpy 7.1.5 sends, takes and adds the handle to a wait set from whichever thread calls,
+    without a lock (ros2/rclpy#1123, fixed upstream after this release): a planner thread's
+    request racing the spinning threads can leave its future never completed, and a response
+    handled before its request is recorded is dropped as "unexpected" (both seen under load).
+    One re-entrant lock around every use of the handle and around handling responses closes
+    both; re-entrant so a feedback callback may send.
     """
 
     def __init__(self, node: Node, name: str) -> None:
@@ -223,6 +225,26 @@ class _LockedActionClient(ActionClient):
     def _cancel_goal_async(self, goal_handle: ClientGoalHandle) -> Future:
         with self._request_lock:
             return super()._cancel_goal_async(goal_handle)
+
+    def _get_result_async(self, goal_handle: ClientGoalHandle) -> Future:
+        with self._request_lock:
+            return super()._get_result_async(goal_handle)
+
+    def is_ready(self, wait_set: Any) -> bool:
+        with self._request_lock:
+            return super().is_ready(wait_set)
+
+    def take_data(self) -> Any:
+        with self._request_lock:
+            return super().take_data()
+
+    def add_to_wait_set(self, wait_set: Any) -> None:
+        with self._request_lock:
+            super().add_to_wait_set(wait_set)
+
+    def get_num_entities(self) -> Any:
+        with self._request_lock:
+            return super().get_num_entities()
 
     async def execute(self, taken_data: Any) -> None:
         with self._request_lock:

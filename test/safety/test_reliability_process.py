@@ -26,6 +26,8 @@ from support.ros_domains import SAFETY_TESTS, domain
 from support.ros_support import key_file_for
 from support.waiting import wait_for
 
+from sequence_ai_ros.demo.planner import call
+
 NAMESPACE = "/stalled_catalogue"
 # Short: the executor waits this long at most (the catalogue never answers).
 CONFIGURE_TIMEOUT_S = 2.0
@@ -95,9 +97,9 @@ def test_get_state_answers_and_sigterm_ends_a_node_configuring_against_a_silent_
         get = client_node.create_client(GetState, f"{target}/get_state")
         assert change.wait_for_service(timeout_sec=EXIT_GUARD_S), log.read_text()
         assert get.wait_for_service(timeout_sec=EXIT_GUARD_S)
-        # Answered first: the node has discovered this client before the configure.
-        first = get.call_async(GetState.Request())
-        assert wait_for(lambda: first.done(), what="the first get_state")
+        # Answered first: the node has discovered this client before the configure. A reply
+        # sent before the node's reply writer matched this client is lost: ask again.
+        call(get, GetState.Request(), timeout_s=EXIT_GUARD_S, resend_s=1.0)
         configure = change.call_async(
             ChangeState.Request(transition=Transition(id=Transition.TRANSITION_CONFIGURE))
         )
