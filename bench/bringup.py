@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.command_modes import ArmMessage, stop_command
-from bench.common import PI05, Context, log
+from bench.common import PI05, Context, droid_parameters, log
 from bench.report import Section, Table
 from bench.stats import Summary, fmt
 
@@ -88,15 +88,11 @@ class _Arm:
 
 def _rules(limits_on: bool) -> Any:
     """The gate's rules from config/droid.yaml, its speed limits switched on or off."""
-    import yaml
-
     from sequence_ai_ros.arm import MotionRules
     from sequence_ai_ros.joint_limits import resolve
     from sequence_ai_ros.parameters import SPECS, NodeConfig
 
-    root = Path(__file__).resolve().parent.parent
-    document = yaml.safe_load((root / "config" / "droid.yaml").read_text(encoding="utf-8"))
-    params = document["/**/sequence_ai"]["ros__parameters"]
+    params = droid_parameters()
     table = params["joint_limits"]
     for entry in table.values():
         entry["has_velocity_limits"] = entry["has_acceleration_limits"] = limits_on

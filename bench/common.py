@@ -18,6 +18,7 @@ import sequence_ai
 from sequence_ai import Model, Observation, Policy
 from sequence_ai.deadline import Exchange
 
+ROOT = Path(__file__).resolve().parent.parent
 PI05 = "pi05-droid"
 COSMOS3 = "cosmos3-edge-policy-droid"
 ORDER_ECHO = "bench-order-echo-droid"
@@ -57,6 +58,14 @@ class Context:
         self.gateway.set_latency(
             latency_ms=median_ms, jitter_ms=median_ms * jitter_fraction, scale=1.0
         )
+
+
+def droid_parameters() -> dict[str, Any]:
+    """The node's parameters from config/droid.yaml, as the shipped node runs them."""
+    import yaml
+
+    document = yaml.safe_load((ROOT / "config" / "droid.yaml").read_text(encoding="utf-8"))
+    return dict(document["/**/sequence_ai"]["ros__parameters"])
 
 
 def log(message: str) -> None:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.common import PI05, Context, accept, fixed_observation, log
+from bench.common import PI05, Context, accept, droid_parameters, fixed_observation, log
 from bench.report import Section, Table
 from bench.stats import Summary, fmt
 from sequence_ai.events import (
@@ -21,6 +21,14 @@ from sequence_ai.events import (
 
 SWITCH_S = 1.0
 TARGET_GAP_PERIODS = 1.5
+# The run settings a goal of the shipped node gets (config/droid.yaml).
+RUN_SETTINGS = ("prefetch", "smooth_seam", "max_in_flight", "playback_speed")
+
+
+def _run_settings() -> dict[str, Any]:
+    """config/droid.yaml's run settings, as `act()` keyword arguments."""
+    params = droid_parameters()
+    return {name: params[name] for name in RUN_SETTINGS}
 
 
 class _Trace:
@@ -69,7 +77,7 @@ def _handover(ctx: Context, seconds: float) -> tuple[list[float], list[float], l
         def drive() -> None:
             box["outcome"] = policy.act(
                 "step 0", lambda: observation, trace.act, max_seconds=seconds + 30,
-                validate=accept, observers=[trace], progress=False,
+                validate=accept, observers=[trace], progress=False, **_run_settings(),
             )
 
         driver = threading.Thread(target=drive, name="bench-handover", daemon=True)
@@ -117,6 +125,7 @@ def _preemption(ctx: Context, seconds: float) -> tuple[list[float], list[float],
             policy.act(
                 f"step {k}", lambda: observation, trace.act, max_seconds=seconds + 30,
                 validate=accept, hold=lambda: None, progress=False, observers=[trace],
+                **_run_settings(),
             )
             timer.cancel()
             with trace.lock:
@@ -143,12 +152,14 @@ def _wait_for(condition: Callable[[], bool], timeout_s: float = 60.0) -> None:
 def run(ctx: Context) -> Section:
     seconds = ctx.pick(20.0, 6.0)
     period = 1.0 / (ctx.models[PI05].control_hz or 15.0)
+    settings = ", ".join(f"{k} {v}" for k, v in _run_settings().items())
     section = Section(
         "handover",
         "Hand-over versus preemption",
         intro=(
             f"pi05-droid at the gateway's realistic latency model; a new instruction every "
-            f"{SWITCH_S:g} s for {seconds:g} s. *Hand-over*: one `act()` given each new "
+            f"{SWITCH_S:g} s for {seconds:g} s, with config/droid.yaml's run settings "
+            f"({settings}). *Hand-over*: one `act()` given each new "
             "instruction by `Policy.hand_over` (what an `act` goal with `handover: true` does "
             "in the node); the old plan plays until the new instruction's first chunk replaces "
             "it. *Preemption*: each new instruction interrupts the running `act()` (its hold) "

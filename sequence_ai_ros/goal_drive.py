@@ -258,7 +258,7 @@ class GoalDriver:
         """A fresh observation, or StaleObservation: a stale one is never sent. Safe from any
         thread: the cache takes frames and copies joints under its own locks."""
         captured_ns = time.time_ns()
-        frames = self._cache.images(config.max_image_age_s)
+        frames = self._cache.images(config.max_image_age_s, config.max_frame_pixels)
         joints = self._gate.observed(self._cache.joints(config.max_state_age_s))
         observation = sequence_ai.observation(
             self._model,

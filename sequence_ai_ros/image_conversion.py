@@ -29,7 +29,7 @@ _RAW_LAYOUTS: dict[str, tuple[int, bool]] = {
 }
 
 SUPPORTED_ENCODINGS = tuple(_RAW_LAYOUTS)
-# Largest compressed frame decoded: 4096x4096, past any robot camera's stream (4K UHD is 8.3
+# The ceiling of max_frame_pixels: 4096x4096, past any robot camera's stream (4K UHD is 8.3
 # megapixels); its RGB array is 50 MB where an 84-megapixel PNG of 245 kB needed 1.7 GB.
 MAX_FRAME_PIXELS = 4096 * 4096
 # What converts images in this process: "cv_bridge" or "numpy".
@@ -123,8 +123,8 @@ def _pillow() -> ModuleType:
     return PILImage
 
 
-def _check_pixels(msg: CompressedImage) -> None:
-    """Refuse, from its header alone, a frame larger than any camera delivers: a few hundred
+def _check_pixels(msg: CompressedImage, max_pixels: int) -> None:
+    """Refuse, from its header alone, a frame larger than the cameras deliver: a few hundred
     kB of PNG can decode to gigabytes."""
     pil = _pillow()
     try:
@@ -134,19 +134,21 @@ def _check_pixels(msg: CompressedImage) -> None:
         raise ImageConversionError(
             f"CompressedImage ({msg.format!r}, {len(msg.data)} bytes) could not be decoded: {exc}"
         ) from exc
-    if width * height > MAX_FRAME_PIXELS:
+    if width * height > max_pixels:
         raise ImageConversionError(
             f"CompressedImage ({msg.format!r}, {len(msg.data)} bytes) is {width}x{height} "
-            f"({width * height} pixels); expected at most {MAX_FRAME_PIXELS} pixels, the "
-            "largest frame a camera delivers"
+            f"({width * height} pixels); expected at most {max_pixels} pixels "
+            "(max_frame_pixels: the largest frame the cameras are configured to deliver)"
         )
 
 
-def compressed_to_array(msg: CompressedImage) -> np.ndarray:
+def compressed_to_array(
+    msg: CompressedImage, max_pixels: int = MAX_FRAME_PIXELS
+) -> np.ndarray:
     """`sensor_msgs/CompressedImage` (JPEG or PNG) → (H, W, 3) RGB uint8 array, the numpy path
-    (decoded by Pillow)."""
+    (decoded by Pillow); a frame of more than `max_pixels` is refused undecoded."""
     _check_format(msg)
-    _check_pixels(msg)
+    _check_pixels(msg, max_pixels)
     pil = _pillow()
     raw = _byte_view(msg.data)
     try:
@@ -172,9 +174,11 @@ class _BridgeConverter:
         except CvBridgeError as exc:
             raise ImageConversionError(f"Image ({encoding}): cv_bridge: {exc}") from exc
 
-    def compressed(self, msg: CompressedImage) -> np.ndarray:
+    def compressed(
+        self, msg: CompressedImage, max_pixels: int = MAX_FRAME_PIXELS
+    ) -> np.ndarray:
         _check_format(msg)
-        _check_pixels(msg)
+        _check_pixels(msg, max_pixels)
         # Decoded as stored (BGR, or one plane for a grey picture), then put in RGB order like
         # Pillow's convert("RGB"): cv_bridge's own "rgb8" refuses grey pictures.
         try:
@@ -196,8 +200,11 @@ class _BridgeConverter:
 _bridge = _BridgeConverter() if CvBridge is not None else None
 
 
-def to_array(msg: Image | CompressedImage) -> np.ndarray:
-    """Either camera message type → array, through `CONVERTER`."""
+def to_array(msg: Image | CompressedImage, max_pixels: int = MAX_FRAME_PIXELS) -> np.ndarray:
+    """Either camera message type → array, through `CONVERTER`; a compressed frame of more than
+    `max_pixels` is refused before it is decoded."""
     if isinstance(msg, CompressedImage):
-        return _bridge.compressed(msg) if _bridge else compressed_to_array(msg)
+        if _bridge:
+            return _bridge.compressed(msg, max_pixels)
+        return compressed_to_array(msg, max_pixels)
     return _bridge.image(msg) if _bridge else image_to_array(msg)

@@ -16,7 +16,7 @@ import numpy as np
 from sensor_msgs.msg import CompressedImage, Image, JointState
 
 from sequence_ai_ros.cameras import TakenFrame
-from sequence_ai_ros.image_conversion import ImageConversionError, to_array
+from sequence_ai_ros.image_conversion import MAX_FRAME_PIXELS, ImageConversionError, to_array
 
 # A camera age read (the gate's check, diagnostics) takes a frame only when the one in hand is
 # older than this — or, once a goal has said its limit (`watch_images`), within _RETAKE_MARGIN_S
@@ -318,8 +318,11 @@ class ObservationCache:
         with self._lock:
             return {view: entry.msg for view, entry in self._images.items()}
 
-    def images(self, max_age_s: float) -> dict[str, np.ndarray]:
-        """The newest frame of every view as an array; StaleObservation if one is unusable.
+    def images(
+        self, max_age_s: float, max_pixels: int = MAX_FRAME_PIXELS
+    ) -> dict[str, np.ndarray]:
+        """The newest frame of every view as an array; StaleObservation if one is unusable
+        (older than `max_age_s`, undecodable, or a compressed frame of more than `max_pixels`).
 
         Takes every view's newest frame first: called on the thread that builds a request."""
         self.take_frames()
@@ -331,7 +334,7 @@ class ObservationCache:
             check_camera_age(view, None if entry is None else now - entry.received_s, max_age_s)
             assert entry is not None
             try:
-                frames[view] = to_array(entry.msg)
+                frames[view] = to_array(entry.msg, max_pixels)
             except ImageConversionError as exc:
                 raise StaleObservation(f"camera {view}: {exc}") from exc
         return frames

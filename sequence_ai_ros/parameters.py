@@ -21,6 +21,7 @@ from sequence_ai.session import VALIDATE_MODES, ValidateMode
 from sequence_ai.speed import AUTO, MIN_SPEED
 from sequence_ai.transport import MAX_IN_FLIGHT
 from sequence_ai_ros import joint_limits
+from sequence_ai_ros.image_conversion import MAX_FRAME_PIXELS
 from sequence_ai_ros.joint_limits import JointLimit, JointLimitsError
 
 FLOAT64_MULTI_ARRAY = "std_msgs/msg/Float64MultiArray"
@@ -228,6 +229,12 @@ SPECS: dict[str, Spec] = {
     "max_image_age_s": Spec(
         0.5, "oldest camera frame an observation may use (s)", float_range=(0.001, 10.0)
     ),
+    "max_frame_pixels": Spec(
+        3840 * 2160,
+        "largest compressed camera frame decoded (width x height, px): what the cameras are "
+        "configured to deliver; a larger one is refused undecoded",
+        int_range=(1, MAX_FRAME_PIXELS),
+    ),
     "joint_lower_limits": Spec(PANDA_LOWER, "lower position limit per joint (rad)"),
     "joint_upper_limits": Spec(PANDA_UPPER, "upper position limit per joint (rad)"),
     "max_step": Spec(
@@ -337,6 +344,7 @@ class NodeConfig:
     max_goal_seconds: float
     max_state_age_s: float
     max_image_age_s: float
+    max_frame_pixels: int
     joint_lower_limits: tuple[float, ...]
     joint_upper_limits: tuple[float, ...]
     max_step: float

@@ -168,7 +168,7 @@ def check_cameras(node: Node, config: NodeConfig, streams: dict[str, _Stream]) -
         try:
             if isinstance(msg, JointState):
                 raise ImageConversionError("a JointState on a camera topic")
-            height, width = to_array(msg).shape[:2]
+            height, width = to_array(msg, config.max_frame_pixels).shape[:2]
         except ImageConversionError as exc:
             checks.append(Check(name, False, f"{resolved}: {exc}", "publish rgb8/bgr8 or JPEG"))
             continue

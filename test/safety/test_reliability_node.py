@@ -199,6 +199,23 @@ def test_a_frame_past_any_camera_is_refused_before_decoding() -> None:
     assert math.isfinite(len(msg.data))
 
 
+def test_a_frame_larger_than_the_cameras_deliver_is_refused_by_max_frame_pixels() -> None:
+    """The bound is the configured camera size, not only the ceiling: a 1280x720 rig refuses a
+    1281x720 frame undecoded and names the parameter; a frame of its size converts."""
+    from PIL import Image as PILImage
+
+    def png(width: int, height: int) -> CompressedImage:
+        encoded = io.BytesIO()
+        PILImage.new("L", (width, height)).save(encoded, format="PNG")
+        msg = CompressedImage(format="png")
+        msg.data = encoded.getvalue()
+        return msg
+
+    assert to_array(png(1280, 720), 1280 * 720).shape == (720, 1280, 3)
+    with pytest.raises(ImageConversionError, match=r"1281x720.*max_frame_pixels"):
+        to_array(png(1281, 720), 1280 * 720)
+
+
 # ----- 8. a key with a newline -----
 
 
