@@ -1,0 +1,32 @@
+"""The planner's action client: every use of the rcl handle goes through one lock."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+from rclpy.action import ActionClient
+
+from sequence_ai_ros.demo.planner import _LockedActionClient
+
+# Methods of rclpy's ActionClient that touch `_client_handle` but not from a spinning thread
+# or a planner's call at the same time as a take (construction, teardown, discovery).
+_UNSHARED = {"__init__", "destroy", "server_is_ready", "__enter__", "__exit__"}
+
+
+def _handle_users() -> set[str]:
+    """Every ActionClient method whose source uses the rcl handle."""
+    return {
+        name for name, member in inspect.getmembers(ActionClient, inspect.isfunction)
+        if re.search(r"\b_client_handle\b", inspect.getsource(member))
+    } - _UNSHARED
+
+
+def test_every_method_that_uses_the_handle_is_overridden_under_the_lock() -> None:
+    """rclpy 7.1.5 uses the handle unlocked from the planner's and the executor's threads
+    (ros2/rclpy#1123: a result whose future never completes); each such method is wrapped."""
+    users = _handle_users()
+    assert {"take_data", "add_to_wait_set", "_get_result_async", "send_goal_async"} <= users
+    missing = sorted(n for n in users if n not in vars(_LockedActionClient))
+    assert not missing, f"ActionClient methods using the rcl handle without the lock: {missing}"
+
