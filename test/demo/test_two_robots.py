@@ -20,6 +20,7 @@ pytest.importorskip("rclpy")
 
 from action_msgs.msg import GoalStatus  # noqa: E402
 
+from sequence_ai_ros.demo.launcher import STOP_GRACE_S  # noqa: E402
 from sequence_ai_ros.demo.planner import Planner  # noqa: E402
 from sequence_ai_ros.launch_plan import node_path  # noqa: E402
 
@@ -28,6 +29,9 @@ BRING_UP_S = 120.0
 # Two robots, each with three 1280x720 cameras, share two busy cores here: the node's live age
 # limits get the room the demo gives them (the checks stay on).
 SHARED_MACHINE_AGES = {"max_state_age_s": "1.0", "max_image_age_s": "2.0"}
+# The launcher's own bound on stopping its three processes (SIGINT, then 5 s after SIGTERM and
+# 5 s after SIGKILL each): killing it sooner would hide which child was slow.
+LAUNCHER_STOP_S = 3 * (STOP_GRACE_S + 10.0) + 10.0
 
 
 class Launch:
@@ -67,7 +71,7 @@ class Launch:
         if self.process.poll() is None:
             os.kill(self.process.pid, signal.SIGINT)
             try:
-                self.process.wait(timeout=40)
+                self.process.wait(timeout=LAUNCHER_STOP_S)
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=10)
@@ -92,7 +96,13 @@ def two_robots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Launch
         yield launches
     finally:
         codes = [launch.stop() for launch in launches]
-        assert codes == [0, 0], [("".join(launch.lines[-20:])) for launch in launches]
+        stopped = [next((line for line in reversed(launch.lines)
+                         if line.startswith("launcher: stopped")), "no 'stopped' line")
+                   for launch in launches]
+        assert codes == [0, 0], (stopped, ["".join(launch.lines[-30:]) for launch in launches])
+        # Every child of each launcher ended by itself with status 0 (not SIGTERM or SIGKILL).
+        assert all(re.search(r"\{'node': 0, 'sim_robot': 0, 'gateway': 0\}", line)
+                   for line in stopped), stopped
 
 
 def test_two_namespaced_sim_robots_each_run_a_goal(
