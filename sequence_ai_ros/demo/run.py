@@ -333,11 +333,10 @@ class Demo:
             self.via = f"ros2 launch sequence_ai_ros droid.launch.py {shown}"
         else:
             values = launcher.parse_arguments(arguments)
+            given_file = values.pop(launcher.PARAMS_FILE_ARGUMENT)
             plan = launch_plan.plan(values)
             # The model's own parameters file, as launcher.main picks it.
-            params_file = values.pop(launcher.PARAMS_FILE_ARGUMENT) or str(
-                launch_plan.share_file(plan.params_file)
-            )
+            params_file = given_file or str(launch_plan.share_file(plan.params_file))
             specs = launcher.specs_for(plan, params_file)
             self.via = f"python -m sequence_ai_ros.demo.launcher {shown} (no ros2 launch here)"
         self.launcher = launcher.Launcher(specs, log_dir=self.log_dir)
