@@ -67,7 +67,6 @@ class DemoRobot:
 
     model: str
     name: str  # "the simulated DROID arm"
-    params_file: str
     channels: tuple[str, ...]  # the measured values' names, in their order
     unit: str  # of every channel and of the distance
     # instruction -> what the gateway's simulated model reaches for, on the first channels
@@ -176,7 +175,6 @@ def _panda(model: str) -> DemoRobot:
     return DemoRobot(
         model=model,
         name="the simulated DROID arm",
-        params_file="config/droid.yaml",
         channels=names,
         unit="rad",
         target=_panda_target,
@@ -205,7 +203,6 @@ def _bimanual() -> DemoRobot:
     return DemoRobot(
         model="sim-bimanual-reach",
         name="the simulated two-arm robot",
-        params_file="config/sim-bimanual-reach.yaml",
         channels=names,
         unit="rad",
         target=_bimanual_target,
@@ -255,7 +252,6 @@ def cartesian_robot(
     return DemoRobot(
         model=model,
         name="the simulated Cartesian arm",
-        params_file=f"config/{model}.yaml",
         channels=("x", "y", "z"),
         unit="m",
         target=target,

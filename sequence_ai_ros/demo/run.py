@@ -225,6 +225,13 @@ class Recording:
             return list(self.joints[-1]) if self.joints else None
 
 
+def _params_file(model: str) -> str:
+    """The node's parameters file a sim:=true launch of `model` takes (launch_plan's choice)."""
+    from sequence_ai_ros import launch_plan
+
+    return launch_plan.plan({"model": model}).params_file
+
+
 def _ros2_launch_available() -> bool:
     """True when a `ros2` CLI with the launch verb and launch_ros exist (a sourced ROS install)."""
     ros2 = shutil.which("ros2")
@@ -298,6 +305,7 @@ class Demo:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.robot: DemoRobot = ROBOTS[args.model]
+        self.params_file = _params_file(args.model)
         self.log_dir = Path(args.log_dir or tempfile.mkdtemp(prefix="sequence_ai_demo_"))
         self.recording = Recording()
         target = self.robot.instruction_target

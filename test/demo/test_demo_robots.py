@@ -138,13 +138,14 @@ def test_a_cartesian_robot_refuses_a_joint_space_and_a_target_that_does_not_fit(
         robot.instruction_target("pick up the cup")
 
 
-def test_every_catalogue_model_of_the_launch_plan_has_a_description() -> None:
+def test_every_model_the_launch_plan_maps_has_a_description() -> None:
+    from sequence_ai_ros.demo.run import _params_file
     from sequence_ai_ros.launch_plan import ARGUMENTS, MODEL_ROBOTS
 
     assert ARGUMENTS["model"].default == robots.DEFAULT_MODEL
     assert set(MODEL_ROBOTS) <= set(ROBOTS)
-    for model, (params_file, _simulator) in MODEL_ROBOTS.items():
-        assert ROBOTS[model].params_file == params_file
+    assert _params_file("pi05-droid") == "config/droid.yaml"
+    assert _params_file("sim-bimanual-reach") == "config/sim-bimanual-reach.yaml"
     with pytest.raises(ValueError, match="--model sim-nothing: the demo knows"):
         robot_for("sim-nothing")
 
