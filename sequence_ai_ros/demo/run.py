@@ -88,9 +88,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--planner",
         choices=("vlm", "scripted"),
         default=None,
-        help="vlm (default where the simulated chat model can plan for the model's robot: "
-        "pi05-droid's, cosmos3's): the VLM planner (vlm_planner) plans --task step by step "
-        "with hand-overs; scripted (the default for the others): two fixed instructions, the "
+        help="vlm (default where the simulated chat model can plan for the model's robot, "
+        "the DROID arm): the VLM planner (vlm_planner) plans --task step by step with "
+        "hand-overs; scripted (the default for the other robots): two fixed instructions, the "
         "second preempting the first",
     )
     parser.add_argument(
