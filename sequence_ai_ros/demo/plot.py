@@ -1,6 +1,8 @@
-"""demo.png: joint targets and measured joints over time, chunks, underruns, the playback speed,
-the requests in flight and the preemption.
+"""demo.png: the node's commands and the measured state (joints, or the end-effector position)
+over time, chunks, underruns, the playback speed, the requests in flight and the preemption.
 
+One panel per channel of the model's robot (demo/robots.py), then the distance to each
+instruction's target per group of channels; a two-arm robot gets a column per arm.
 matplotlib when it is installed (the `test` extra has it), else a plainer picture with Pillow.
 """
 
@@ -11,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sequence_ai_ros.sim.render import IMAGE_SIZE
+from sequence_ai_ros.demo.robots import DemoRobot, Group
 
-JOINTS = 7
 # Per instruction (the VLM planner's steps too): its target line and its time span.
 GOAL_COLOURS = ("#2a9d4b", "#8e44ad", "#e76f51", "#2a6f97", "#b08900", "#6d597a")
 
@@ -31,6 +32,41 @@ class Series:
     goals: list[dict[str, Any]]
     preempt: float | None
     title: str
+    robot: DemoRobot
+
+
+# A panel: ("channel", index), ("distance", group) or ("feedback", "speed" | "in_flight").
+Panel = tuple[str, "int | Group | str"]
+FEEDBACK_LABELS = {"speed": "playback speed", "in_flight": "requests in flight"}
+
+
+def layout(robot: DemoRobot) -> list[list[Panel | None]]:
+    """Rows of panels: one group's channels flow over two columns, then its distance, then the
+    feedback; several groups get a column each (channels, distance), the feedback below."""
+    feedback: list[Panel] = [("feedback", "speed"), ("feedback", "in_flight")]
+    if len(robot.groups) == 1:
+        (group,) = robot.groups
+        flat: list[Panel] = [("channel", c) for c in group.channels]
+        flat += [("distance", group), *feedback]
+        rows = [flat[i: i + 2] for i in range(0, len(flat), 2)]
+        return [[*row, *[None] * (2 - len(row))] for row in rows]
+    columns = [[("channel", c) for c in g.channels] + [("distance", g)] for g in robot.groups]
+    height = max(len(column) for column in columns)
+    columns = [column + [None] * (height - len(column)) for column in columns]
+    rows: list[list[Panel | None]] = [list(row) for row in zip(*columns)]
+    padding = [None] * (len(columns) - len(feedback))
+    return [*rows, [*feedback, *padding][: max(len(columns), len(feedback))]]
+
+
+def panel_label(robot: DemoRobot, panel: Panel) -> str:
+    kind, what = panel
+    if kind == "channel":
+        return robot.label(int(what))  # type: ignore[arg-type]
+    if kind == "distance":
+        assert isinstance(what, Group)
+        prefix = f"{what.label}: " if what.label else ""
+        return f"{prefix}distance to target ({robot.unit})"
+    return FEEDBACK_LABELS[str(what)]
 
 
 def _series(demo: Any) -> Series:
@@ -61,7 +97,7 @@ def _series(demo: Any) -> Series:
         )
     preempt = None if math.isnan(demo.preempt_t) else demo.preempt_t - t0
     args = demo.args
-    width, height = IMAGE_SIZE
+    robot = demo.robot
     underruns = sum(
         goal.result.underruns if hasattr(goal.result, "underruns") else len(goal.underrun_times)
         for goal in demo.goals
@@ -70,8 +106,8 @@ def _series(demo: Any) -> Series:
     speeds = [fb.speed for goal in demo.goals for _, fb in goal.feedback if fb.speed > 0]
     speed = f"{min(speeds):.2f}-{max(speeds):.2f}" if speeds else "n/a"
     title = (
-        "sequence_ai demo: pi05-droid (local gateway, realistic latency) driving the simulated "
-        f"DROID arm\nprefetch {args.prefetch}, up to {in_flight} requests in flight, playback "
+        f"sequence_ai demo: {robot.model} (local gateway, realistic latency) driving "
+        f"{robot.name}\nprefetch {args.prefetch}, up to {in_flight} requests in flight, playback "
         f"speed {speed}, {underruns} underruns\ngoals of max_seconds {args.max_seconds:g}, "
         + (
             f"VLM planner (sim-planner) on {args.task!r}: {len(demo.goals)} steps, each "
@@ -79,13 +115,9 @@ def _series(demo: Any) -> Series:
             if getattr(args, "planner", "scripted") == "vlm"
             else f"preemption after {args.preempt_after:g} s of goal 1"
         )
-        + f", cameras {width}x{height}, config/droid.yaml"
+        + f", cameras {robot.cameras}, {demo.params_file}"
     )
-    return Series(joint_t, joints, target_t, targets, goals, preempt, title)
-
-
-def _distance(q: list[float], target: list[float]) -> float:
-    return math.sqrt(sum((a - b) ** 2 for a, b in zip(q, target)))
+    return Series(joint_t, joints, target_t, targets, goals, preempt, title, robot)
 
 
 def draw(demo: Any, out: Path) -> str:
@@ -102,43 +134,75 @@ def draw(demo: Any, out: Path) -> str:
     return str(out)
 
 
+@dataclass
+class PanelData:
+    """What one panel draws: curves (times, values, the goal's index or -1 for the measured
+    state), the node's commands as dots, each goal's target level and span."""
+
+    label: str
+    curves: list[tuple[list[float], list[float], int]]
+    dots: tuple[list[float], list[float]]
+    levels: list[tuple[float, float, float, int]]
+    steps: bool = False  # feedback: held between reports
+
+
+def panel_data(series: Series, panel: Panel) -> PanelData:
+    kind, what = panel
+    label = panel_label(series.robot, panel)
+    if kind == "channel":
+        c = int(what)  # type: ignore[arg-type]
+        dots = [(t, row[c]) for t, row in zip(series.target_t, series.targets)
+                if math.isfinite(row[c])]
+        return PanelData(
+            label,
+            [(series.joint_t, [q[c] for q in series.joints], -1)],
+            ([t for t, _ in dots], [v for _, v in dots]),
+            [(g["target"][c], g["start"], g["end"], n) for n, g in enumerate(series.goals)
+             if c < len(g["target"])],
+        )
+    if kind == "distance":
+        assert isinstance(what, Group)
+        curves = [
+            (series.joint_t, [series.robot.distance(q, g["target"], what) for q in series.joints],
+             n)
+            for n, g in enumerate(series.goals)
+        ]
+        return PanelData(label, curves, ([], []), [])
+    curves = [(g["feedback_t"], g[str(what)], n) for n, g in enumerate(series.goals)]
+    return PanelData(label, curves, ([], []), [], steps=True)
+
+
 def _draw_matplotlib(series: Series, out: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    fig, axes = plt.subplots(5, 2, figsize=(15, 13.5), sharex=True)
-    panels = list(axes.flat)
-    for j in range(JOINTS):
-        ax = panels[j]
-        ax.plot(series.joint_t, [q[j] for q in series.joints], color="#1f5fbf", lw=1.4)
-        ax.plot(series.target_t, [q[j] for q in series.targets], ".", color="#f08c00", ms=2.5)
-        for goal, colour in zip(series.goals, GOAL_COLOURS):
-            ax.hlines(
-                goal["target"][j],
-                goal["start"],
-                goal["end"],
-                colors=colour,
-                linestyles="--",
-                lw=1.2,
-            )
-        ax.set_ylabel(f"panda_joint{j + 1} (rad)")
-    ax = panels[JOINTS]
-    for goal, colour in zip(series.goals, GOAL_COLOURS):
-        ax.plot(
-            series.joint_t,
-            [_distance(q, goal["target"]) for q in series.joints],
-            color=colour,
-            lw=1.4,
-        )
-    ax.set_ylabel("distance to target (rad)")
-    for index, (key, label) in enumerate(
-        (("speed", "playback speed"), ("in_flight", "requests in flight"))
-    ):
-        ax = panels[JOINTS + 1 + index]
-        for goal, colour in zip(series.goals, GOAL_COLOURS):
-            ax.step(goal["feedback_t"], goal[key], where="post", color=colour, lw=1.4)
-        ax.set_ylabel(label)
-    panels[JOINTS + 1].set_ylim(0, 1.1)
+    grid = layout(series.robot)
+    rows, cols = len(grid), len(grid[0])
+    fig, axes = plt.subplots(rows, cols, figsize=(7.5 * cols, 2.7 * rows), sharex=True,
+                             squeeze=False)
+    panels = []
+    for ax, panel in zip(axes.flat, (p for row in grid for p in row)):
+        if panel is None:
+            ax.set_visible(False)
+            continue
+        panels.append(ax)
+        data = panel_data(series, panel)
+        for ts, ys, n in data.curves:
+            if n >= len(GOAL_COLOURS):
+                continue
+            colour = "#1f5fbf" if n < 0 else GOAL_COLOURS[n]
+            if data.steps:
+                ax.step(ts, ys, where="post", color=colour, lw=1.4)
+            else:
+                ax.plot(ts, ys, color=colour, lw=1.4)
+        if data.dots[0]:
+            ax.plot(*data.dots, ".", color="#f08c00", ms=2.5)
+        for level, start, end, n in data.levels:
+            if n < len(GOAL_COLOURS):
+                ax.hlines(level, start, end, colors=GOAL_COLOURS[n], linestyles="--", lw=1.2)
+        ax.set_ylabel(data.label)
+        if panel == ("feedback", "speed"):
+            ax.set_ylim(0, 1.1)
     for ax in panels:
         for goal, colour in zip(series.goals, GOAL_COLOURS):
             ax.axvspan(goal["start"], goal["end"], color=colour, alpha=0.06)
@@ -153,11 +217,15 @@ def _draw_matplotlib(series: Series, out: Path) -> None:
             for goal in series.goals[1:]:
                 ax.axvline(goal["start"], color="black", lw=1.4, ls="-.")
         ax.grid(alpha=0.25)
-    for ax in panels[-2:]:
+    for ax in axes[-1]:
         ax.set_xlabel("time since the first goal was sent (s)")
-    legend = [
-        Line2D([], [], color="#1f5fbf", lw=1.4, label="measured joint position"),
-        Line2D([], [], color="#f08c00", marker=".", ls="", label="joint target sent by the node"),
+    robot = series.robot
+    legend = [Line2D([], [], color="#1f5fbf", lw=1.4, label=robot.measured_label)]
+    if robot.commands:
+        legend.append(
+            Line2D([], [], color="#f08c00", marker=".", ls="", label=robot.command_label)
+        )
+    legend += [
         Line2D([], [], color="#999999", lw=0.8, ls=":", label="chunk arrived (feedback, ±0.2 s)"),
         Line2D([], [], color="#d62728", lw=1.2, label="underrun"),
         Line2D([], [], color="black", lw=2.0, ls="--", label="preemption by the 2nd instruction")
@@ -170,7 +238,9 @@ def _draw_matplotlib(series: Series, out: Path) -> None:
     ]
     fig.legend(handles=legend, loc="lower center", ncol=3, fontsize=9, frameon=False)
     fig.suptitle(series.title, fontsize=13)
-    fig.tight_layout(rect=(0, 0.07, 1, 0.95))
+    # Room for the legend below and the title above, the same in inches at any height.
+    height = fig.get_figheight()
+    fig.tight_layout(rect=(0, 0.945 / height, 1, 1 - 0.675 / height))
     fig.savefig(out, dpi=90)
     plt.close(fig)
 
@@ -178,8 +248,10 @@ def _draw_matplotlib(series: Series, out: Path) -> None:
 def _draw_pillow(series: Series, out: Path) -> None:
     from PIL import Image, ImageDraw
 
-    width, height, cols, rows = 1350, 1230, 2, 5
+    grid = layout(series.robot)
+    rows, cols = len(grid), len(grid[0])
     margin_x, margin_top, margin_bottom = 60, 50, 70
+    width, height = 60 + 645 * cols, margin_top + margin_bottom + 222 * rows
     panel_w = (width - margin_x * (cols + 1)) // cols
     panel_h = (height - margin_top - margin_bottom) // rows - 20
     image = Image.new("RGB", (width, height), "white")
@@ -194,31 +266,17 @@ def _draw_pillow(series: Series, out: Path) -> None:
             margin_top + (index // cols) * (panel_h + 20),
         )
 
-    for index in range(JOINTS + 3):
+    for index, panel in enumerate(p for row in grid for p in row):
+        if panel is None:
+            continue
         x0, y0 = box(index)
-        feedback_key = {JOINTS + 1: "speed", JOINTS + 2: "in_flight"}.get(index)
-        if feedback_key is not None:
-            curves = [
-                (g["feedback_t"], g[feedback_key], (42, 157, 75) if n == 0 else (142, 68, 173))
-                for n, g in enumerate(series.goals)
-            ]
-            dots, levels = ([], []), []
-            label = "playback speed" if feedback_key == "speed" else "requests in flight"
-        elif index < JOINTS:
-            curves = [(series.joint_t, [q[index] for q in series.joints], (31, 95, 191))]
-            dots = (series.target_t, [q[index] for q in series.targets])
-            levels = [(g["target"][index], g["start"], g["end"]) for g in series.goals]
-            label = f"panda_joint{index + 1} (rad)"
-        else:
-            curves = [
-                (
-                    series.joint_t,
-                    [_distance(q, g["target"]) for q in series.joints],
-                    (42, 157, 75) if n == 0 else (142, 68, 173),
-                )
-                for n, g in enumerate(series.goals)
-            ]
-            dots, levels, label = ([], []), [], "distance to target (rad)"
+        data = panel_data(series, panel)
+        curves = [
+            (ts, ys, (31, 95, 191) if n < 0 else (42, 157, 75) if n == 0 else (142, 68, 173))
+            for ts, ys, n in data.curves
+        ]
+        dots, label = data.dots, data.label
+        levels = [(level, start, end) for level, start, end, _ in data.levels]
         values = [v for _, ys, _ in curves for v in ys] + dots[1] + [lv for lv, _, _ in levels]
         lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
         hi = hi if hi > lo else lo + 1.0
@@ -249,7 +307,8 @@ def _draw_pillow(series: Series, out: Path) -> None:
             pen.rectangle((x - 1, y - 1, x + 1, y + 1), fill=(240, 140, 0))
     pen.text(
         (margin_x, height - 45),
-        "blue: measured joints   orange: joint targets   dashed/green: instruction targets   "
+        f"blue: {series.robot.measured_label}   orange: {series.robot.command_label}   "
+        "dashed/green: instruction targets   "
         f"grey: chunk arrived   red: underrun   black: preemption   x: {t_start:.1f} .. "
         f"{t_end:.1f} s since the first goal was sent",
         fill="black",

@@ -5,9 +5,10 @@ sequence_ai_ros.demo.launcher: both read sequence_ai_ros.launch_plan), activates
 plays planner: an `act` goal "pick up the cup", preempted part-way by a second instruction.
 It prints both results and how much closer the arm got to each instruction's target,
 draws the run into demo.png and stops what it started. The cameras are 1280x720 like DROID's,
-and the node runs with config/droid.yaml's limits.
+and the node runs with config/droid.yaml's limits. `--model` runs another catalogue model on
+its own robot (sequence_ai_ros.demo.robots: what is measured, drawn and aimed at).
 
-    python -m sequence_ai_ros.demo [--max-seconds 20] [--headless] [--out demo.png]
+    python -m sequence_ai_ros.demo [--model pi05-droid] [--max-seconds 20] [--headless]
 """
 
 from __future__ import annotations
@@ -25,6 +26,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from sequence_ai_ros.demo.robots import (
+    DEFAULT_MODEL,
+    ROBOTS,
+    CommandTopic,
+    DemoRobot,
+    message_class,
+)
 
 if TYPE_CHECKING:
     from sequence_ai_ros.demo.launcher import Launcher
@@ -51,9 +60,16 @@ def _seconds(text: str) -> float:
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m sequence_ai_ros.demo",
-        description="Drive the simulated DROID arm through the sequence_ai node and a local "
-        "gateway; write a picture of the run.",
+        description="Drive a simulated robot (default the DROID arm) through the sequence_ai "
+        "node and a local gateway; write a picture of the run.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--model",
+        choices=sorted(ROBOTS),
+        default=DEFAULT_MODEL,
+        help="catalogue model, run on its own simulated robot (the launch's model:=; "
+        "default %(default)s)",
     )
     parser.add_argument(
         "--max-seconds",
@@ -71,9 +87,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--planner",
         choices=("vlm", "scripted"),
-        default="vlm",
-        help="vlm (default): the VLM planner (vlm_planner) plans --task step by step with "
-        "hand-overs; scripted: two fixed instructions, the second preempting the first",
+        default=None,
+        help="vlm (default where the simulated chat model can plan for the model's robot, "
+        "the DROID arm): the VLM planner (vlm_planner) plans --task step by step with "
+        "hand-overs; scripted (the default for the other robots): two fixed instructions, the "
+        "second preempting the first",
     )
     parser.add_argument(
         "--task",
@@ -128,6 +146,14 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         args.preempt_after = 0.4 * args.max_seconds
     if not 0 < args.preempt_after < args.max_seconds:
         parser.error(f"--preempt-after {args.preempt_after}: expected 0 < value < --max-seconds")
+    reason = ROBOTS[args.model].no_vlm_planner
+    args.planner_note = ""
+    if reason and args.planner == "vlm":
+        parser.error(f"--planner vlm with --model {args.model}: {reason}; use --planner scripted")
+    if args.planner is None:
+        args.planner = "scripted" if reason else "vlm"
+        if reason:
+            args.planner_note = f"--model {args.model}: scripted planner, since {reason}"
     return args
 
 
@@ -154,6 +180,7 @@ class GoalRecord:
         return max((fb.in_flight for _, fb in self.feedback), default=0)
 
     def distance(self, q: list[float] | None) -> float:
+        # Over the channels the target covers: a two-arm target leaves the grippers out.
         if q is None:
             return math.nan
         return math.sqrt(sum((a - b) ** 2 for a, b in zip(q, self.target)))
@@ -170,7 +197,8 @@ class GoalRecord:
 
 @dataclass
 class Recording:
-    """Measured joints and published joint targets with their receive times (monotonic s)."""
+    """The measured state (the robot's channels: joints, or the end-effector position) and the
+    node's commands over the same channels, with their receive times (monotonic s)."""
 
     lock: threading.Lock = field(default_factory=threading.Lock)
     joint_t: list[float] = field(default_factory=list)
@@ -197,12 +225,11 @@ class Recording:
             return list(self.joints[-1]) if self.joints else None
 
 
-def _instruction_target(instruction: str) -> list[float]:
-    """The pose the gateway's simulated pi05-droid reaches for, from the gateway's own code."""
-    from sequence_ai_gateway import catalogue
-    from sequence_ai_gateway.policies import instruction_target
+def _params_file(model: str) -> str:
+    """The node's parameters file a sim:=true launch of `model` takes (launch_plan's choice)."""
+    from sequence_ai_ros import launch_plan
 
-    return instruction_target(instruction, catalogue.PANDA_LOWER, catalogue.PANDA_UPPER)
+    return launch_plan.plan({"model": model}).params_file
 
 
 def _ros2_launch_available() -> bool:
@@ -277,12 +304,15 @@ class Demo:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
+        self.robot: DemoRobot = ROBOTS[args.model]
+        self.params_file = _params_file(args.model)
         self.log_dir = Path(args.log_dir or tempfile.mkdtemp(prefix="sequence_ai_demo_"))
         self.recording = Recording()
+        target = self.robot.instruction_target
         # The VLM planner's steps become goals as it sends them (vlm_demo.py).
         self.goals = [] if args.planner == "vlm" else [
-            GoalRecord(1, FIRST_INSTRUCTION, _instruction_target(FIRST_INSTRUCTION)),
-            GoalRecord(2, SECOND_INSTRUCTION, _instruction_target(SECOND_INSTRUCTION)),
+            GoalRecord(1, FIRST_INSTRUCTION, target(FIRST_INSTRUCTION)),
+            GoalRecord(2, SECOND_INSTRUCTION, target(SECOND_INSTRUCTION)),
         ]
         self.planned: int | None = None  # the VLM planner's exit code
         self.status = StatusLine(sys.stdout.isatty() and not args.headless)
@@ -302,20 +332,21 @@ class Demo:
         from sequence_ai_ros.demo import launcher
 
         namespace = self.args.namespace
-        arguments = [f"namespace:={namespace}", "sim:=true", "autostart:=false"]
+        model = self.args.model
+        arguments = [f"namespace:={namespace}", "sim:=true", "autostart:=false", f"model:={model}"]
+        shown = "sim:=true" + ("" if model == DEFAULT_MODEL else f" model:={model}")
         if _ros2_launch_available():
             command = ["ros2", "launch", "sequence_ai_ros", "droid.launch.py", *arguments]
             specs = [launcher.ProcessSpec("ros2_launch", "", command_line=command)]
-            self.via = "ros2 launch sequence_ai_ros droid.launch.py sim:=true"
+            self.via = f"ros2 launch sequence_ai_ros droid.launch.py {shown}"
         else:
             values = launcher.parse_arguments(arguments)
-            params_file = values.pop(launcher.PARAMS_FILE_ARGUMENT) or str(
-                launcher.default_params_file()
-            )
-            specs = launcher.specs_for(launch_plan.plan(values), params_file)
-            self.via = (
-                "python -m sequence_ai_ros.demo.launcher sim:=true (no ros2 launch here)"
-            )
+            given_file = values.pop(launcher.PARAMS_FILE_ARGUMENT)
+            plan = launch_plan.plan(values)
+            # The model's own parameters file, as launcher.main picks it.
+            params_file = given_file or str(launch_plan.share_file(plan.params_file))
+            specs = launcher.specs_for(plan, params_file)
+            self.via = f"python -m sequence_ai_ros.demo.launcher {shown} (no ros2 launch here)"
         self.launcher = launcher.Launcher(specs, log_dir=self.log_dir)
         self.launcher.start()
         self.pids = self.launcher.pids()
@@ -339,8 +370,6 @@ class Demo:
     def start_planner(self) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.qos import QoSProfile
-        from sensor_msgs.msg import JointState
-        from std_msgs.msg import Float64MultiArray
 
         from sequence_ai_ros.demo.planner import Planner
         from sequence_ai_ros.launch_plan import node_path
@@ -349,21 +378,23 @@ class Demo:
         self.planner = Planner("sequence_ai_demo", namespace=f"/{namespace}")
         node = self.planner.node
         recording = self.recording
+        robot = self.robot
 
-        def on_joints(msg: JointState) -> None:
-            index = {name: i for i, name in enumerate(msg.name)}
-            try:
-                q = [msg.position[index[f"panda_joint{j}"]] for j in range(1, 8)]
-            except KeyError:
+        def on_state(msg: object) -> None:
+            q = robot.read_state(msg)
+            if q is None:
                 return
             with recording.lock:
                 recording.joint_t.append(time.monotonic())
                 recording.joints.append(q)
 
-        def on_targets(msg: Float64MultiArray) -> None:
+        def on_command(command: CommandTopic, msg: object) -> None:
+            row = robot.command_row(command, msg)
+            if row is None:
+                return
             with recording.lock:
                 recording.target_t.append(time.monotonic())
-                recording.targets.append(list(msg.data[:7]))
+                recording.targets.append(row)
 
         def on_diagnostics(msg: DiagnosticArray) -> None:
             for status in msg.status:
@@ -372,10 +403,14 @@ class Demo:
 
         depth = QoSProfile(depth=200)
         node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
-        node.create_subscription(JointState, "joint_states", on_joints, depth)
         node.create_subscription(
-            Float64MultiArray, "forward_position_controller/commands", on_targets, depth
+            message_class(robot.state_message), robot.state_topic, on_state, depth
         )
+        for command in robot.commands:
+            node.create_subscription(
+                message_class(command.message), command.topic,
+                lambda msg, command=command: on_command(command, msg), depth,
+            )
         self.act = self.planner.act("act")
 
     def stop_planner(self) -> None:
@@ -409,7 +444,12 @@ class Demo:
                 raise RuntimeError(f"the node refused {name}={value}: {result.reason}")
             print(f"{target}: {name.strip()} set to {value.strip()}")
         self.act.wait_for_server(BRING_UP_TIMEOUT_S)
-        self._wait("joint states from sim_robot", lambda: bool(self.recording.joints))
+        from sequence_ai_ros.launch_plan import MODEL_ROBOTS
+
+        simulator = MODEL_ROBOTS.get(self.args.model, ("", "sim_robot"))[1]
+        self._wait(
+            f"{self.robot.state_what} from {simulator}", lambda: bool(self.recording.joints)
+        )
         # A planner would not send a goal before the node sees the robot: its diagnostics say.
         self._wait(
             "the node to report fresh cameras and joints and a ready model",
@@ -457,7 +497,7 @@ class Demo:
             f"goal {goal.number} {goal.instruction!r}: {fb.status:8s} {fb.elapsed_s:5.1f} s | "
             f"actions {fb.actions:4d}  chunks {fb.chunks:3d}  underruns {fb.underruns:2d} | "
             f"in flight {fb.in_flight}  speed {fb.speed:4.2f}  {fb.requests_per_s:4.1f} req/s | "
-            f"{goal.distance(self.recording.latest_joints()):.2f} rad to target"
+            f"{goal.distance(self.recording.latest_joints()):.2f} {self.robot.unit} to target"
         )
         if fb.status == "waiting" and math.isfinite(fb.warming_eta_s):
             text += f" | model loading, ~{fb.warming_eta_s:.0f} s"
@@ -469,7 +509,7 @@ class Demo:
 
             self.t0 = time.monotonic()
             self.planned = run_vlm(
-                self, lambda n, step: GoalRecord(n, step, _instruction_target(step)),
+                self, lambda n, step: GoalRecord(n, step, self.robot.instruction_target(step)),
                 RESULT_GRACE_S,
             )
             return
@@ -543,9 +583,10 @@ class Demo:
             share = 100.0 * closer / before if before > 0 else 0.0
             reason = goal.result.reason
             when = "when preempted" if reason == "preempted" else f"when it ended ({reason})"
+            unit = self.robot.unit
             lines.append(
-                f"{goal.instruction!r}: {before:.2f} rad from its target at the start, "
-                f"{after:.2f} rad {when}: {closer:.2f} rad closer ({share:.0f}%)"
+                f"{goal.instruction!r}: {before:.2f} {unit} from its target at the start, "
+                f"{after:.2f} {unit} {when}: {closer:.2f} {unit} closer ({share:.0f}%)"
             )
         return lines
 
@@ -616,6 +657,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     started_wall = time.time()
     demo = Demo(args)
+    if args.planner_note:
+        print(args.planner_note, flush=True)
     failure = ""
     try:
         demo.start_processes()
