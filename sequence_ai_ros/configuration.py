@@ -128,9 +128,11 @@ def configure(
         if poses is not None:
             built.append(poses.destroy)
             health.update(pose_source=poses.name)
+        # An ee model's state has no joints (its pose instead): none are required.
+        joint_names = () if poses is not None else config.joint_names
         cache = ObservationCache(
             config.camera_views,
-            config.joint_names,
+            joint_names,
             config.grippers,
             frames=cameras,
             warn=node.get_logger().warning,
@@ -152,7 +154,7 @@ def configure(
         episodes = EpisodeRecorder(
             node_name=node.get_fully_qualified_name(),
             model=model,
-            state_names=[*config.joint_names, *config.grippers],
+            state_names=[*joint_names, *config.grippers],
             period_s=period_s,
             health=health,
             live_config=lambda: NodeConfig.from_node(node),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sequence_ai import Model
 from sequence_ai.controllers import Controller, joint_position_problem
 from sequence_ai_ros.cartesian_space import EE_SPACES
@@ -59,8 +61,6 @@ def controller_for(config: NodeConfig, model: Model) -> tuple[Controller | None,
         # Rows as the model returns them: the Cartesian gate refuses a row out of range, it
         # never clips one (prepare() would) to make it pass.
         return Controller.RAW, cartesian_problems(config, model)
-    if not config.joint_names:
-        return None, ["joint_names is empty; expected the arm joints in the model's order"]
     if config.command_interface is Interface.POSITION:
         problem = joint_position_problem(model)
         if problem is not None:
@@ -79,7 +79,9 @@ def fit(config: NodeConfig, model: Model) -> tuple[Controller | None, list[str]]
     """The controller the goals run with, and every mismatch between the parameters and the
     model's catalogue row (none when the controller is not None)."""
     controller, problems = controller_for(config, model)
-    return controller, _row_problems(config, model) + problems
+    # An ee model's state is its end-effector pose and gripper: joint_names are not used.
+    row_config = replace(config, joint_names=()) if space_of(model) in EE_SPACES else config
+    return controller, _row_problems(row_config, model) + problems
 
 
 def fit_problems(config: NodeConfig, model: Model) -> list[str]:

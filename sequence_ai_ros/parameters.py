@@ -642,8 +642,8 @@ def check_config(config: NodeConfig) -> list[str]:
             )
     if len(set(config.camera_views)) != n_views:
         problems.append(f"camera_views {list(config.camera_views)} repeats a view")
-    # An empty joint_names is refused for joint-space models by model_fit.py: an ee model
-    # may have no joints.
+    if not config.joint_names:
+        problems.append("joint_names is empty; expected the arm joints in the model's order")
     if len(set(config.joint_names)) != len(config.joint_names):
         problems.append(f"joint_names {list(config.joint_names)} repeats a joint")
     problems.extend(_gripper_problems(config))
