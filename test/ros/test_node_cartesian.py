@@ -14,11 +14,14 @@ from typing import Any
 import pytest
 import yaml
 from action_msgs.msg import GoalStatus
+from geometry_msgs.msg import TwistStamped
 from rclpy.executors import SingleThreadedExecutor
 from support.ee_harness import BASE_FRAME, DOWN, EeArm
 from support.ee_policy import MODEL as EE_ABSOLUTE_MODEL
 from support.ee_policy import TARGET
 from support.waiting import wait_for
+
+from sequence_ai_ros.episodes import reader
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 
@@ -135,3 +138,47 @@ def test_ee_absolute_sends_pose_targets_and_holds_the_measured_pose(
         dot = abs(sum(a * b for a, b in zip(target.quaternion, DOWN)))
         assert math.isclose(dot, 1.0, abs_tol=1e-9)
     assert ee.gripper and ee.gripper[0] == [1.0]
+
+
+def test_an_ee_delta_episode_records_every_twist_the_gate_sent(
+    ee_system: Any, gateway: Any, key_file: str, tmp_path: Path
+) -> None:
+    arm, ee = ee_system(**_parameters(
+        "sim-stateless-ee-delta", gateway.url, key_file, record="goals",
+        record_dir=str(tmp_path),
+    ))
+    arm.configure_and_activate()
+    handle, _ = arm.send_goal("push the block left", max_seconds=30.0, max_actions=10)
+    status, result = arm.result(handle)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    files = reader.episode_files(tmp_path)
+    assert len(files) == 1
+    wait_for(lambda: not reader.read(files[0]).cut, what="the episode file's close")
+    commands = reader.read(files[0]).on("command")
+    assert {m.type_name for m in commands} == {"geometry_msgs/msg/TwistStamped"}
+    # The steps and the hold, as Servo got them.
+    assert len(commands) == result.actions + 1
+    last = commands[-1].message.twist
+    assert (last.linear.x, last.linear.y, last.linear.z) == (0.0, 0.0, 0.0)
+    sent = [t.values for t in ee.twists_seen()]
+    recorded = [(m.message.twist.linear.x, m.message.twist.linear.y, m.message.twist.linear.z,
+                 m.message.twist.angular.x, m.message.twist.angular.y, m.message.twist.angular.z)
+                for m in commands]
+    assert recorded == sent[: len(recorded)]
+
+
+def test_an_ee_dry_run_sends_twists_to_planned_and_nothing_to_servo(
+    ee_system: Any, gateway: Any, key_file: str
+) -> None:
+    arm, ee = ee_system(**_parameters(
+        "sim-stateless-ee-delta", gateway.url, key_file, dry_run=True
+    ))
+    planned: list[TwistStamped] = []
+    arm.create_subscription(TwistStamped, "sequence_ai/planned", planned.append, 100)
+    arm.configure_and_activate()
+    handle, _ = arm.send_goal("push the block left", max_seconds=30.0, max_actions=10)
+    status, result = arm.result(handle)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    wait_for(lambda: len(planned) >= 11, what="the planned twists and hold")
+    assert all(m.header.frame_id == BASE_FRAME for m in planned)
+    assert ee.twists_seen() == [] and ee.moved_m() == 0.0
