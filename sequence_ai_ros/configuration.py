@@ -127,7 +127,7 @@ def configure(
         ) if space in EE_SPACES else None
         if poses is not None:
             built.append(poses.destroy)
-            health.update(pose_source=poses.name)
+        health.update(pose_source=poses.name if poses is not None else "")
         # An ee model's state has no joints (its pose instead): none are required.
         joint_names = () if poses is not None else config.joint_names
         cache = ObservationCache(

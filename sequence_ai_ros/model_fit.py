@@ -42,11 +42,6 @@ def cartesian_problems(config: NodeConfig, model: Model) -> list[str]:
             f"model {name} action_dim is {model.action_dim}; an {space} row needs 6 values "
             "(x, y, z, roll, pitch, yaw) and the gripper"
         )
-    if model.action_dim is not None and model.action_dim > 6 and not config.gripper_command_topic:
-        problems.append(
-            f"gripper_command_topic is empty; model {name} action_dim {model.action_dim} has "
-            f"{model.action_dim - 6} gripper value(s) after the pose, expected a topic"
-        )
     return problems
 
 
