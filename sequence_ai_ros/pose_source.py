@@ -19,6 +19,7 @@ from typing import Protocol
 from geometry_msgs.msg import PoseStamped, TransformStamped
 from rclpy.context import Context
 from rclpy.impl.rcutils_logger import RcutilsLogger
+from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from rclpy.time import Time
 
@@ -210,23 +211,33 @@ class TfPoses:
             self._on_destroy()
 
 
-def tf2_poses(context: Context, node_name: str, namespace: str, base_frame: str,
-              ee_frame: str, log: RcutilsLogger) -> TfPoses | None:
-    """A tf2 pose source with its listener on a thread of its own; None without tf2_ros."""
+def tf_buffer(node: Node) -> TransformLookup | None:
+    """A tf2 buffer filled by a listener on `node` (whoever spins `node` spins it); None
+    without tf2_ros."""
     try:
         import tf2_ros
     except ImportError:
         return None
-    side = SideExecutor(context, node_name + POSE_NODE_SUFFIX, namespace, POSE_THREAD, log)
     buffer = tf2_ros.Buffer()
+    # Kept alive by its subscriptions' callbacks on `node`; gone with the node.
+    tf2_ros.TransformListener(buffer, node, spin_thread=False)
+    return buffer
+
+
+def tf2_poses(context: Context, node_name: str, namespace: str, base_frame: str,
+              ee_frame: str, log: RcutilsLogger) -> TfPoses | None:
+    """A tf2 pose source with its listener on a thread of its own; None without tf2_ros."""
+    side = SideExecutor(context, node_name + POSE_NODE_SUFFIX, namespace, POSE_THREAD, log)
     # The listener's subscriptions sit on the side node, spun by its own executor: the
     # lifecycle node's callbacks never delay /tf.
-    listener = tf2_ros.TransformListener(buffer, side.node, spin_thread=False)
+    buffer = tf_buffer(side.node)
+    if buffer is None:
+        side.node.destroy_node()
+        return None
     side.start()
 
     def destroy() -> None:
         if side.stop():
-            listener.unregister()
             side.node.destroy_node()
 
     def now_s() -> float:
