@@ -16,7 +16,7 @@ import yaml
 from action_msgs.msg import GoalStatus
 from geometry_msgs.msg import TwistStamped
 from rclpy.executors import SingleThreadedExecutor
-from support.ee_harness import BASE_FRAME, DOWN, EeArm
+from support.ee_harness import BASE_FRAME, DOWN, START, EeArm
 from support.ee_policy import MODEL as EE_ABSOLUTE_MODEL
 from support.ee_policy import TARGET
 from support.waiting import wait_for
@@ -120,8 +120,10 @@ def test_ee_absolute_sends_pose_targets_and_holds_the_measured_pose(
     key = tmp_path / "ee.key"
     key.write_text(gateway.api_key + "\n", encoding="utf-8")
     key.chmod(0o600)
+    episodes = tmp_path / "episodes"
     arm, ee = ee_system(**_parameters(
-        "sim-ee-absolute-reach", gateway.url, str(key), model=EE_ABSOLUTE_MODEL
+        "sim-ee-absolute-reach", gateway.url, str(key), model=EE_ABSOLUTE_MODEL,
+        record="goals", record_dir=str(episodes),
     ))
     arm.configure_and_activate()
     handle, _ = arm.send_goal("reach the red block", max_seconds=30.0, max_actions=10)
@@ -138,6 +140,16 @@ def test_ee_absolute_sends_pose_targets_and_holds_the_measured_pose(
         dot = abs(sum(a * b for a, b in zip(target.quaternion, DOWN)))
         assert math.isclose(dot, 1.0, abs_tol=1e-9)
     assert ee.gripper and ee.gripper[0] == [1.0]
+    # The observations carried the measured pose and the state per the layout: no joints,
+    # the gripper.
+    (path,) = reader.episode_files(episodes)
+    wait_for(lambda: not reader.read(path).cut, what="the episode file's close")
+    episode = reader.read(path)
+    poses = [list(m.message.data) for m in episode.on("end_effector_pose")]
+    assert poses and len(poses) == len(episode.on("observation/state"))
+    assert poses[0][:3] == pytest.approx(list(START), abs=1e-9)
+    assert abs(poses[0][3]) == pytest.approx(math.pi) and poses[0][4:] == pytest.approx([0, 0])
+    assert all(list(m.message.position) == [0.0] for m in episode.on("observation/state"))
 
 
 def test_an_ee_delta_episode_records_every_twist_the_gate_sent(
