@@ -17,11 +17,11 @@ from rcl_interfaces.msg import (
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+import sequence_ai_ros.cartesian_gate as cartesian_gate
 from sequence_ai.session import VALIDATE_MODES, ValidateMode
 from sequence_ai.speed import AUTO, MIN_SPEED
 from sequence_ai.transport import MAX_IN_FLIGHT
 from sequence_ai_ros import joint_limits
-from sequence_ai_ros.cartesian_gate import SERVO_COMMAND_TYPES, CartesianLimits
 from sequence_ai_ros.joint_limits import JointLimit, JointLimitsError
 
 FLOAT64_MULTI_ARRAY = "std_msgs/msg/Float64MultiArray"
@@ -197,7 +197,7 @@ SPECS: dict[str, Spec] = {
     "servo_command_type": Spec(
         "unitless", "MoveIt Servo's command_in_type: unitless (each twist value in [-1, 1], "
         "Servo scales it) | speed_units (the node sends row x linear/rotational_scale in m/s, "
-        "rad/s) (ee_delta)", at_configure=True, choices=SERVO_COMMAND_TYPES,
+        "rad/s) (ee_delta)", at_configure=True, choices=cartesian_gate.SERVO_COMMAND_TYPES,
     ),
     "linear_scale": Spec(
         0.4, "m/s per unit of an ee_delta row's linear part: Servo's scale.linear (ee_delta)",
@@ -703,7 +703,7 @@ def _mode_problems(config: NodeConfig) -> list[str]:
 
 def _cartesian_problems(config: NodeConfig) -> list[str]:
     """The Cartesian limits (ee models), each problem naming its parameter."""
-    return CartesianLimits(
+    return cartesian_gate.CartesianLimits(
         tuple(config.workspace_min),
         tuple(config.workspace_max),
         config.max_linear_speed,
