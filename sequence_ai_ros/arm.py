@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from sequence_ai_ros import safety
+from sequence_ai_ros.cartesian_space import CartesianRules, CartesianSpace
 from sequence_ai_ros.chunk_trajectory import TrajectoryPlan, plan_chunk
 from sequence_ai_ros.commands import CommandMode, Interface
 from sequence_ai_ros.joint_limits import (
@@ -86,6 +87,8 @@ class MotionRules:
     rates: RateLimits | None = None
     # The goal's commands go to the planned sink, never the arm (dry_run.py).
     dry_run: bool = False
+    # The Cartesian limits (cartesian_space.py), applied by a gate in Cartesian space.
+    cartesian: CartesianRules | None = None
 
     @classmethod
     def from_config(cls, config: NodeConfig) -> MotionRules:
@@ -115,6 +118,7 @@ class MotionRules:
             gripper=bool(config.gripper_command_topic or config.command_groups),
             rates=rates if rates is not None and rates.active else None,
             dry_run=config.dry_run,
+            cartesian=CartesianRules.from_config(config),
         )
 
 
@@ -142,15 +146,18 @@ class ArmGate:
         log: Logger,
         mode: CommandMode = CommandMode.STEP,
         clock: Callable[[], float] = time.monotonic,
+        space: CartesianSpace | None = None,
     ) -> None:
         # Set here, never rebound. period_s is the catalogue's control period (configure);
-        # joints the number of arm joints (joint_names is read-only).
+        # joints the number of arm joints (joint_names is read-only), or an ee row's pose part.
         self._output = output
         self._mode = mode
-        self._joints = joints
+        self._joints = space.width if space is not None else joints
         self._measurements = measurements
         self._period_s = period_s
-        self._log = log
+        self._log = _GateLog(log)
+        # The rules of a Cartesian arm (cartesian_space.py); None: the joint rules below.
+        self._space = space
         self._clock = clock
         # Lock order 2: held while the cache's take lock (3), the camera lock (4), the
         # cache's lock (5) and the command publisher's (7) are taken.
@@ -172,8 +179,6 @@ class ArmGate:
         self._cameras_due_s = -math.inf
         # The last arm command was a hold: what an idle node republishes.
         self._held = False
-        # The last reason an idle republish was refused (logged once per distinct reason).
-        self._idle_refusal = ""
 
     @property
     def interface(self) -> Interface:
@@ -325,8 +330,8 @@ class ArmGate:
             problem = self._idle_problem(rules, target)
             if problem is None:
                 self._send_still(target)
-            refusal, self._idle_refusal = self._idle_refusal, _gist(problem or "")
-        if problem is not None and _gist(problem) != refusal:
+            new = self._log.refusal_changed(problem)
+        if problem is not None and new:
             self._log.warning(f"the idle hold is not republished: {problem}")
 
     # ----- checks (under _lock) -----
@@ -343,6 +348,9 @@ class ArmGate:
         n = len(limits.joint_names)
         measured = self._measurements.joints(rules.max_state_age_s).positions
         self._check_cameras(rules)
+        if self._space is not None and rules.cartesian is not None:
+            previous = self._target if self._continuous else None
+            return (*self._space.verdict(rules.cartesian, row, previous, rules.gripper), None)
         if self._mode is CommandMode.CHUNK:
             # The row's arm targets were checked with its chunk's trajectory.
             reason = None
@@ -396,6 +404,13 @@ class ArmGate:
     def _hold_position(self, rules: MotionRules) -> str | None:
         """Publish a provably still position command — the fresh measurement, else the last
         target — that passes the same checks as a step; or say why there is none."""
+        if self._space is not None and rules.cartesian is not None:
+            previous = self._target if self._continuous else None
+            still, problem = self._space.still(rules.cartesian, previous)
+            if still is not None:
+                self._send_still(still)
+                self._held = True
+            return problem
         measured, stale = self._fresh_joints(rules)
         target = self._last_target()
         # Like a step: from the last target while the motion is continuous, else from the arm.
@@ -418,6 +433,8 @@ class ArmGate:
     def _idle_problem(self, rules: MotionRules, target: list[float]) -> str | None:
         """Why the last position hold must not be sent again now: like a first step, it must be
         within limits and within max_step of a fresh measurement."""
+        if self._space is not None and rules.cartesian is not None:
+            return self._space.idle_problem(rules.cartesian, target)
         measured, stale = self._fresh_joints(rules)
         if measured is None:
             return f"no fresh joint state to check it against: {stale}"
@@ -495,6 +512,26 @@ def _still_problem(
     if problem is None and rules.rates is not None:
         problem = check_move(position, reference, None, period_s, rules.rates)[0]
     return problem
+
+
+class _GateLog:
+    """The gate's logger, which also remembers the last idle-hold refusal (logged once per
+    distinct reason)."""
+
+    def __init__(self, log: Logger) -> None:
+        self._log = log
+        self._refusal = ""
+
+    def warning(self, message: str) -> None:
+        self._log.warning(message)
+
+    def error(self, message: str) -> None:
+        self._log.error(message)
+
+    def refusal_changed(self, problem: str | None) -> bool:
+        """Note the idle hold's refusal (None: it passed); True when it differs from the last."""
+        before, self._refusal = self._refusal, _gist(problem or "")
+        return problem is not None and self._refusal != before
 
 
 def _gist(problem: str) -> str:

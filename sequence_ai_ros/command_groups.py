@@ -17,6 +17,8 @@ from rclpy.lifecycle import LifecycleNode, LifecyclePublisher
 from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 
+from sequence_ai_ros.cartesian_commands import CartesianCommands, cartesian_output
+from sequence_ai_ros.cartesian_space import EE_SPACES
 from sequence_ai_ros.chunk_trajectory import TrajectoryPlan
 from sequence_ai_ros.commands import COMMAND_QOS, CommandPublisher
 from sequence_ai_ros.parameters import COMMAND_TYPES, FLOAT64_MULTI_ARRAY, Interface, NodeConfig
@@ -112,8 +114,12 @@ def command_output(
     groups: Sequence[CommandGroup],
     period_s: float,
     on_publish: Callable[[str, object], None] | None,
-) -> CommandPublisher | GroupedCommands:
-    """The arm gate's output: one publisher per group, or command_topic (and the gripper's)."""
+    space: str = "",
+) -> CommandPublisher | GroupedCommands | CartesianCommands:
+    """The arm gate's output: an ee model's twists or pose targets (`space` ee_delta or
+    ee_absolute), one publisher per group, or command_topic (and the gripper's)."""
+    if space in EE_SPACES:
+        return cartesian_output(node, config, space, on_publish)
     if groups:
         return GroupedCommands(node, groups, config, period_s, on_publish)
     return CommandPublisher(

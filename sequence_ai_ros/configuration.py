@@ -15,6 +15,7 @@ from sequence_ai_ros import command_groups, parameters
 from sequence_ai_ros.api_key import ApiKeyError, read_api_key
 from sequence_ai_ros.arm import ArmGate
 from sequence_ai_ros.cameras import Cameras
+from sequence_ai_ros.cartesian_space import EE_SPACES, CartesianSpace
 from sequence_ai_ros.command_groups import command_output
 from sequence_ai_ros.diagnostics import HealthRecord
 from sequence_ai_ros.dry_run import GateSwitch, gate_switch
@@ -23,9 +24,10 @@ from sequence_ai_ros.goal_drive import GoalParts
 from sequence_ai_ros.goals import GoalRunner
 from sequence_ai_ros.joint_feed import JointFeed
 from sequence_ai_ros.lifecycle_guard import ConfigureProbe
-from sequence_ai_ros.model_fit import fit
+from sequence_ai_ros.model_fit import fit, space_of
 from sequence_ai_ros.observations import ObservationCache
 from sequence_ai_ros.parameters import NodeConfig
+from sequence_ai_ros.pose_source import open_pose_source
 
 __all__ = ["ConfigureError", "Configured", "configure"]
 
@@ -116,12 +118,25 @@ def configure(
             },
         )
         built.append(cameras.destroy)
+        space = space_of(model)
+        # An ee model's end-effector pose: tf2 where it imports, else ee_pose_topic.
+        poses = open_pose_source(
+            node.context, node.get_name(), node.get_namespace(), base_frame=config.base_frame,
+            ee_frame=config.ee_frame, topic=node.resolve_topic_name(config.ee_pose_topic),
+            log=node.get_logger(),
+        ) if space in EE_SPACES else None
+        if poses is not None:
+            built.append(poses.destroy)
+        health.update(pose_source=poses.name if poses is not None else "")
+        # An ee model's state has no joints (its pose instead): none are required.
+        joint_names = () if poses is not None else config.joint_names
         cache = ObservationCache(
             config.camera_views,
-            config.joint_names,
+            joint_names,
             config.grippers,
             frames=cameras,
             warn=node.get_logger().warning,
+            pose=poses,
         )
         # Joint states flow at their full rate, straight into the cache, on their own thread.
         joints = JointFeed(
@@ -139,24 +154,32 @@ def configure(
         episodes = EpisodeRecorder(
             node_name=node.get_fully_qualified_name(),
             model=model,
-            state_names=[*config.joint_names, *config.grippers],
+            state_names=[*joint_names, *config.grippers],
             period_s=period_s,
             health=health,
             live_config=lambda: NodeConfig.from_node(node),
             error=node.get_logger().error,
             frames=cache.newest_frames,
         )
+        # An ee model's commands go through the same gate, with the Cartesian rules.
+        cartesian = CartesianSpace(space, poses, period_s) if poses is not None else None
         arm_gate = ArmGate(
-            command_output(node, config, groups, period_s, episodes.command_published),
+            command_output(
+                node, config, groups, period_s, episodes.command_published,
+                space if cartesian is not None else "",
+            ),
             cache,
             joints=len(config.joint_names),
             period_s=period_s,
             log=node.get_logger(),
             mode=config.command_mode,
+            space=cartesian,
         )
         built.append(arm_gate.destroy)
         # Beside it, the dry-run gate on ~/planned; a goal runs through one of them.
-        gate = gate_switch(node, arm_gate, cache, config=config, period_s=period_s)
+        gate = gate_switch(
+            node, arm_gate, cache, config=config, period_s=period_s, space=cartesian
+        )
         # The switch destroys both gates.
         built[-1] = gate.destroy
         runner = GoalRunner(

@@ -49,6 +49,8 @@ class Health:
     motion: str = "enabled"
     # The running (or last) goal is a dry run: nothing reached the arm.
     dry_run: bool = False
+    # An ee model's end-effector pose source: "tf2" or "topic" (pose_source.py); "" none.
+    pose_source: str = ""
 
 
 class HealthRecord:
@@ -147,8 +149,11 @@ def build_array(
         "recording": health.recording,
         "recording_dropped": str(health.recording_dropped),
     }
+    if health.pose_source:
+        values["pose_source"] = health.pose_source
     for source, age in ages.items():
         key = "joint_state_age_s" if source == "joint_states" else f"camera_{source}_age_s"
+        key = "ee_pose_age_s" if source == "ee_pose" else key
         values[key] = _fmt(age) if age is not None else "never received"
     # How far apart the inputs of one observation were captured, by their header stamps.
     values["input_stamp_skew_s"] = _fmt(stamp_skew_s)

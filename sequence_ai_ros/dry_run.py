@@ -21,6 +21,8 @@ from rclpy.lifecycle import LifecycleNode
 from sensor_msgs.msg import JointState
 
 from sequence_ai_ros.arm import ArmGate, Measurements, MotionRules
+from sequence_ai_ros.cartesian_commands import PlannedCartesian
+from sequence_ai_ros.cartesian_space import CartesianSpace
 from sequence_ai_ros.chunk_trajectory import TrajectoryPlan
 from sequence_ai_ros.commands import COMMAND_QOS, CommandMode, CommandPublisher, Interface
 from sequence_ai_ros.observations import JointSnapshot
@@ -165,7 +167,9 @@ class GateSwitch:
     Called by the goal's driving thread, but `republish_hold` and the rates (executor).
     """
 
-    def __init__(self, real: ArmGate, dry: ArmGate, planned: PlannedOutput) -> None:
+    def __init__(
+        self, real: ArmGate, dry: ArmGate, planned: PlannedOutput | PlannedCartesian
+    ) -> None:
         self._real = real
         self._dry = dry
         self._planned = planned
@@ -242,8 +246,21 @@ def gate_switch(
     *,
     config: NodeConfig,
     period_s: float,
+    space: CartesianSpace | None = None,
 ) -> GateSwitch:
     """The arm's gate beside a dry-run gate of the same rules on the planned sink."""
+    if space is not None:
+        # An ee model: the same Cartesian rules, the commands on ~/planned.
+        cartesian = PlannedCartesian(
+            node, space=space.space, topic=PLANNED_TOPIC,
+            command_frame=config.command_frame or config.base_frame,
+            gripper_topic=PLANNED_GRIPPER_TOPIC if config.gripper_command_topic else "",
+        )
+        dry_ee = ArmGate(
+            cartesian, PlannedMeasurements(measurements, cartesian), joints=0,
+            period_s=period_s, log=node.get_logger(), mode=real.mode, space=space,
+        )
+        return GateSwitch(real, dry_ee, cartesian)
     planned = PlannedOutput(
         node,
         joint_names=config.joint_names,

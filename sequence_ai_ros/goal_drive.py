@@ -266,6 +266,8 @@ class GoalDriver:
             # A state_dim-0 model takes no state; the gate still checked the joints above.
             joints=joints.positions if self._model.state_dim != 0 else None,
             gripper=joints.gripper if self._model.state_dim != 0 else None,
+            # An ee model's measured pose (None for a joint-space model).
+            end_effector_pose=self._cache.end_effector_pose(config.max_pose_age_s),
             instruction=instruction,
             quality=config.jpeg_quality,
         )

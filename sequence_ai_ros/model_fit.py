@@ -2,10 +2,47 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sequence_ai import Model
 from sequence_ai.controllers import Controller, joint_position_problem
-from sequence_ai_ros.commands import Interface
+from sequence_ai_ros.cartesian_space import EE_SPACES
+from sequence_ai_ros.commands import CommandMode, Interface
 from sequence_ai_ros.parameters import NodeConfig
+
+
+def space_of(model: Model) -> str:
+    """The model's action space, lower case ("" when the row declares none)."""
+    return (model.action_space or "").lower()
+
+
+def cartesian_problems(config: NodeConfig, model: Model) -> list[str]:
+    """Why an ee model (ee_delta, ee_absolute) cannot be commanded with these parameters."""
+    name, space = model.short_id, space_of(model)
+    problems = []
+    if config.command_mode is CommandMode.CHUNK:
+        problems.append(
+            f"command_mode is chunk; model {name} action_space {space} plays in step mode "
+            "(chunk mode is for joint trajectories), expected command_mode step or auto"
+        )
+    if config.command_groups:
+        problems.append(
+            f"command_groups {list(config.command_groups)} split joint rows; model {name} "
+            f"action_space {space} is commanded on "
+            f"{'twist_topic' if space == 'ee_delta' else 'pose_target_topic'}, expected []"
+        )
+    if config.command_frame and config.command_frame != config.base_frame:
+        # The gate checks the measured pose (base_frame) against the workspace: one frame.
+        problems.append(
+            f"command_frame {config.command_frame!r} differs from base_frame "
+            f"{config.base_frame!r}; expected the same frame (or empty) for model {name}"
+        )
+    if model.action_dim is not None and model.action_dim < 6:
+        problems.append(
+            f"model {name} action_dim is {model.action_dim}; an {space} row needs 6 values "
+            "(x, y, z, roll, pitch, yaw) and the gripper"
+        )
+    return problems
 
 
 def controller_for(config: NodeConfig, model: Model) -> tuple[Controller | None, list[str]]:
@@ -15,12 +52,16 @@ def controller_for(config: NodeConfig, model: Model) -> tuple[Controller | None,
     as they come, or joint_delta rows through the verified state_at_request conversion).
     velocity: joint_delta rows are normalised joint velocities; the node scales them.
     """
+    if space_of(model) in EE_SPACES:
+        # Rows as the model returns them: the Cartesian gate refuses a row out of range, it
+        # never clips one (prepare() would) to make it pass.
+        return Controller.RAW, cartesian_problems(config, model)
     if config.command_interface is Interface.POSITION:
         problem = joint_position_problem(model)
         if problem is not None:
             return None, [f"command_interface position: {problem}"]
         return Controller.JOINT_POSITION, []
-    space = (model.action_space or "").lower()
+    space = space_of(model)
     if space == "joint_delta":
         return Controller.NATIVE, []
     return None, [
@@ -33,7 +74,9 @@ def fit(config: NodeConfig, model: Model) -> tuple[Controller | None, list[str]]
     """The controller the goals run with, and every mismatch between the parameters and the
     model's catalogue row (none when the controller is not None)."""
     controller, problems = controller_for(config, model)
-    return controller, _row_problems(config, model) + problems
+    # An ee model's state is its end-effector pose and gripper: joint_names are not used.
+    row_config = replace(config, joint_names=()) if space_of(model) in EE_SPACES else config
+    return controller, _row_problems(row_config, model) + problems
 
 
 def fit_problems(config: NodeConfig, model: Model) -> list[str]:

@@ -80,6 +80,17 @@ class StaleObservation(RuntimeError):
     """An input is missing, too old or invalid: the goal stops rather than send it."""
 
 
+class PoseInput(Protocol):
+    """The measured end-effector pose of an ee model (`pose_source.PoseSource`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def age(self) -> float | None: ...
+
+    def vector(self, max_age_s: float) -> list[float]: ...
+
+
 class FrameSource(Protocol):
     """Where camera frames are taken from (`cameras.Cameras`)."""
 
@@ -144,6 +155,7 @@ class ObservationCache:
         clock: Callable[[], float] = time.monotonic,
         frames: FrameSource | None = None,
         warn: Callable[[str], object] | None = None,
+        pose: PoseInput | None = None,
     ) -> None:
         self._views = tuple(views)
         self._joint_names = tuple(joint_names)
@@ -152,6 +164,8 @@ class ObservationCache:
         self._clock = clock
         self._frames = frames
         self._warn = warn
+        # An ee model's end-effector pose (pose_source.py); None for a joint-space model.
+        self._pose = pose
         # Lock order 3: the camera lock (4), this cache's _lock (5) and, from a first
         # frame's listener, the goal runner's condition (6) are taken under it.
         self._take_lock = threading.Lock()
@@ -253,6 +267,11 @@ class ObservationCache:
             views = [f"camera {v}" for v in self._views if v not in self._images]
             received = self._joint_state.received is not None
             absent = [n for n in sorted(self._wanted) if n not in self._joint_state.positions]
+        if self._pose is not None and self._pose.age() is None:
+            views.append(f"end-effector pose ({self._pose.name})")
+        if not self._wanted:
+            # An ee model without gripper state needs no joint_states at all.
+            return views
         if not received:
             return [*views, "joint_states"]
         return views + ([f"joint_states {', '.join(absent)}"] if absent else [])
@@ -297,7 +316,14 @@ class ObservationCache:
             for view in self._views
         }
         result["joint_states"] = (now - joints) if joints is not None else None
+        if self._pose is not None:
+            result["ee_pose"] = self._pose.age()
         return result
+
+    def end_effector_pose(self, max_age_s: float) -> list[float] | None:
+        """The measured end-effector pose [x, y, z, roll, pitch, yaw] no older than
+        `max_age_s` (StaleObservation otherwise); None for a joint-space model."""
+        return None if self._pose is None else self._pose.vector(max_age_s)
 
     def stamp_skew_s(self) -> float | None:
         """Spread of the header stamps of the newest camera frames and joint state.
@@ -350,6 +376,9 @@ class ObservationCache:
         return snapshot
 
     def _snapshot(self) -> JointSnapshot:
+        if not self._wanted:
+            # No joint and no gripper in the state (an ee_delta model): nothing to be stale.
+            return JointSnapshot([], None, 0.0)
         now = self._clock()
         with self._lock:
             values = dict(self._joint_state.positions)

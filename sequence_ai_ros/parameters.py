@@ -17,6 +17,7 @@ from rcl_interfaces.msg import (
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+import sequence_ai_ros.cartesian_gate as cartesian_gate
 from sequence_ai.session import VALIDATE_MODES, ValidateMode
 from sequence_ai.speed import AUTO, MIN_SPEED
 from sequence_ai.transport import MAX_IN_FLIGHT
@@ -167,6 +168,65 @@ SPECS: dict[str, Spec] = {
         "gripper_controller/commands",
         "std_msgs/Float64MultiArray topic with one gripper value; empty = none",
         at_configure=True,
+    ),
+    # End-effector models (ee_delta, ee_absolute; docs/node.md "MoveIt Servo"). Read only
+    # for them: a joint-space model ignores these.
+    "base_frame": Spec(
+        "panda_link0", "robot base frame: the observation's end_effector_pose and ee_absolute "
+        "targets are in it (ee models)", at_configure=True,
+    ),
+    "ee_frame": Spec(
+        "panda_hand_tcp", "end-effector frame looked up from base_frame with tf2 (ee models)",
+        at_configure=True,
+    ),
+    "command_frame": Spec(
+        "", "header.frame_id of TwistStamped / PoseStamped commands and the frame of "
+        "workspace_min/max; empty = base_frame (ee models)", at_configure=True,
+    ),
+    "ee_pose_topic": Spec(
+        "ee_pose", "geometry_msgs/PoseStamped of the end effector in base_frame, used where "
+        "tf2_ros does not import (ee models)", at_configure=True,
+    ),
+    "twist_topic": Spec(
+        "servo_node/delta_twist_cmds", "MoveIt Servo's geometry_msgs/TwistStamped input "
+        "(ee_delta)", at_configure=True,
+    ),
+    "pose_target_topic": Spec(
+        "cartesian_motion_controller/target_frame", "a Cartesian controller's "
+        "geometry_msgs/PoseStamped target (ee_absolute)", at_configure=True,
+    ),
+    "servo_command_type": Spec(
+        "unitless", "MoveIt Servo's command_in_type: unitless (each twist value in [-1, 1], "
+        "Servo scales it) | speed_units (the node sends row x linear/rotational_scale in m/s, "
+        "rad/s) (ee_delta)", at_configure=True, choices=cartesian_gate.SERVO_COMMAND_TYPES,
+    ),
+    "linear_scale": Spec(
+        0.4, "m/s per unit of an ee_delta row's linear part: Servo's scale.linear (ee_delta)",
+        at_configure=True, float_range=(0.001, 10.0),
+    ),
+    "rotational_scale": Spec(
+        0.8, "rad/s per unit of an ee_delta row's angular part: Servo's scale.rotational "
+        "(ee_delta)", at_configure=True, float_range=(0.001, 20.0),
+    ),
+    "workspace_min": Spec(
+        [0.2, -0.45, 0.05], "lowest x, y, z the end effector may be commanded to, in "
+        "command_frame (m; ee models, next goal)",
+    ),
+    "workspace_max": Spec(
+        [0.8, 0.45, 0.8], "highest x, y, z the end effector may be commanded to, in "
+        "command_frame (m; ee models, next goal)",
+    ),
+    "max_linear_speed": Spec(
+        0.5, "largest end-effector speed a command may imply (m/s; ee models, next goal)",
+        float_range=(0.001, 10.0),
+    ),
+    "max_angular_speed": Spec(
+        1.0, "largest end-effector turn rate a command may imply (rad/s; ee models, next goal)",
+        float_range=(0.001, 20.0),
+    ),
+    "max_pose_age_s": Spec(
+        0.25, "oldest end-effector pose a command may be checked against or an observation "
+        "may use (s; ee models)", float_range=(0.001, 10.0),
     ),
     "velocity_scale": Spec(
         3.0,
@@ -365,6 +425,20 @@ class NodeConfig:
     joint_limits_problem: str = ""
     gripper_joints: tuple[str, ...] = ()
     command_groups: tuple[str, ...] = ()
+    base_frame: str = "panda_link0"
+    ee_frame: str = "panda_hand_tcp"
+    command_frame: str = ""
+    ee_pose_topic: str = "ee_pose"
+    twist_topic: str = "servo_node/delta_twist_cmds"
+    pose_target_topic: str = "cartesian_motion_controller/target_frame"
+    servo_command_type: str = "unitless"
+    linear_scale: float = 0.4
+    rotational_scale: float = 0.8
+    workspace_min: tuple[float, ...] = (0.2, -0.45, 0.05)
+    workspace_max: tuple[float, ...] = (0.8, 0.45, 0.8)
+    max_linear_speed: float = 0.5
+    max_angular_speed: float = 1.0
+    max_pose_age_s: float = 0.25
 
     @property
     def grippers(self) -> tuple[str, ...]:
@@ -582,6 +656,7 @@ def check_config(config: NodeConfig) -> list[str]:
         problems.append(f"joint_names {list(config.joint_names)} repeats a joint")
     problems.extend(_gripper_problems(config))
     problems.extend(_limit_problems(config))
+    problems.extend(_cartesian_problems(config))
     problems.extend(_mode_problems(config))
     if config.joint_limits_problem:
         problems.append(config.joint_limits_problem)
@@ -632,6 +707,16 @@ def _mode_problems(config: NodeConfig) -> list[str]:
             f"{config.command_interface.value}, expected position (or command_mode step)"
         )
     return problems
+
+
+def _cartesian_problems(config: NodeConfig) -> list[str]:
+    """The Cartesian limits (ee models), each problem naming its parameter."""
+    return cartesian_gate.CartesianLimits(
+        tuple(config.workspace_min),
+        tuple(config.workspace_max),
+        config.max_linear_speed,
+        config.max_angular_speed,
+    ).problems()
 
 
 def _limit_problems(config: NodeConfig) -> list[str]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 import rclpy
+from geometry_msgs.msg import PoseStamped
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -27,10 +28,11 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
 
 import sequence_ai
-from sequence_ai_ros import command_groups, parameters
+from sequence_ai_ros import command_groups, parameters, preflight_cartesian
 from sequence_ai_ros.api_key import ApiKeyError, read_api_key
+from sequence_ai_ros.cartesian_space import EE_SPACES
 from sequence_ai_ros.image_conversion import ImageConversionError, to_array
-from sequence_ai_ros.model_fit import controller_for, fit_problems
+from sequence_ai_ros.model_fit import controller_for, fit_problems, space_of
 from sequence_ai_ros.parameters import FLOAT64_MULTI_ARRAY, NodeConfig
 
 NODE_NAME = "sequence_ai"
@@ -58,7 +60,7 @@ class Check:
         return f"{mark} {self.name}: {self.detail}{fix}"
 
 
-Message = Image | CompressedImage | JointState
+Message = Image | CompressedImage | JointState | PoseStamped
 
 
 @dataclass
@@ -182,13 +184,19 @@ def check_cameras(node: Node, config: NodeConfig, streams: dict[str, _Stream]) -
     return checks
 
 
-def check_joints(node: Node, config: NodeConfig, streams: dict[str, _Stream]) -> Check:
+def check_joints(
+    node: Node, config: NodeConfig, streams: dict[str, _Stream], space: str = ""
+) -> Check:
+    # An ee model's state has no joints: only its grippers, if any.
+    wanted = [*config.grippers] if space in EE_SPACES else [*config.joint_names, *config.grippers]
+    if not wanted:
+        return Check("joint_states", True, f"not used: model action space {space} has no joint "
+                     "or gripper state")
     topic = node.resolve_topic_name(config.joint_states_topic)
     received = streams[topic].received
     if len(received) < _MIN_MESSAGES:
         return Check("joint_states", False, f"{len(received)} messages on {topic} in "
                      f"{LISTEN_S:g} s", "start the robot driver / joint_state_broadcaster")
-    wanted = [*config.joint_names, *config.grippers]
     seen: dict[str, float] = {}
     for _, msg in received:
         if isinstance(msg, JointState):
@@ -206,12 +214,14 @@ def check_joints(node: Node, config: NodeConfig, streams: dict[str, _Stream]) ->
         "stamp joint states when measured, on a synchronised clock")
 
 
-def check_commands(node: Node, config: NodeConfig) -> list[Check]:
+def check_commands(node: Node, config: NodeConfig, space: str = "") -> list[Check]:
     """Each command topic has a subscriber of the right type: its controller is up."""
     wanted = [("arm command", config.command_topic, config.command_type)]
+    if space in EE_SPACES:
+        wanted = [preflight_cartesian.command_check(config, space)]
     if config.gripper_command_topic:
         wanted.append(("gripper command", config.gripper_command_topic, FLOAT64_MULTI_ARRAY))
-    if config.command_groups:
+    if config.command_groups and space not in EE_SPACES:
         wanted = [(f"{group.name} command", group.topic, group.type)
                   for group in command_groups.read(node, config.command_groups)]
     checks = []
@@ -227,26 +237,43 @@ def check_commands(node: Node, config: NodeConfig) -> list[Check]:
 
 
 def check_tf() -> Check:
-    """The node's parameters name no tf frame today (joint space only): nothing to look up."""
+    """A joint-space model uses no tf frame: nothing to look up (an ee model: check_pose)."""
     return Check("tf", True, "the configuration uses no tf frames")
+
+
+def check_pose(
+    node: Node, config: NodeConfig, probe: preflight_cartesian.PoseProbe,
+    streams: dict[str, _Stream],
+) -> Check:
+    """An ee model's measured end-effector pose: there, fresh, in base_frame, in the box."""
+    received = [msg for _, msg in streams[probe.topic].received] if probe.topic else []
+    problem, seen = preflight_cartesian.pose_problem(
+        probe, config, received, lambda msg: _stamp_age_s(node, msg)
+    )
+    return Check("end-effector pose", problem is None, problem or seen,
+                 "publish ee_pose_topic (or tf base_frame -> ee_frame), stamped, in base_frame")
 
 
 def run_checks(node: Node, executor: SingleThreadedExecutor) -> list[Check]:
     """Every check, in report order (inputs are listened to once, together)."""
     config = NodeConfig.from_node(node)
     checks = check_parameters(config)
-    service, _ = check_service(config)
+    service, model = check_service(config)
     checks += service
+    space = space_of(model) if model is not None else ""
     topics: dict[str, type[Message]] = {
         node.resolve_topic_name(topic): CompressedImage if transport == "compressed" else Image
         for topic, transport in zip(config.camera_topics, config.camera_transports)
     }
     topics[node.resolve_topic_name(config.joint_states_topic)] = JointState
+    probe = preflight_cartesian.pose_probe(node, config) if space in EE_SPACES else None
+    if probe is not None and probe.topic:
+        topics[probe.topic] = PoseStamped
     streams = _listen(node, executor, topics)
     checks += check_cameras(node, config, streams)
-    checks.append(check_joints(node, config, streams))
-    checks += check_commands(node, config)
-    checks.append(check_tf())
+    checks.append(check_joints(node, config, streams, space))
+    checks += check_commands(node, config, space)
+    checks.append(check_tf() if probe is None else check_pose(node, config, probe, streams))
     return checks
 
 

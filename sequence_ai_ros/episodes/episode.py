@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from sensor_msgs.msg import CompressedImage, JointState
-from std_msgs.msg import String
+from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import sequence_ai
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 # Topics under the node's namespace and name; docs/recording.md lists what each carries.
 OBSERVATION = "observation"
 STATE = "observation/state"
+# An ee model's end-effector pose as sent (outside observation/: those are the views).
+EE_POSE = "end_effector_pose"
 OBSERVATION_INFO = "observation/info"
 CHUNK = "chunk"
 CHUNK_INFO = "chunk/info"
@@ -148,6 +150,9 @@ class Episode:
         state = JointState(name=self._state_names[: len(positions)], position=positions)
         state.header.stamp = when
         self.put(STATE, state, captured_ns)
+        if proprio.end_effector_pose is not None:
+            pose = Float64MultiArray(data=[float(v) for v in proprio.end_effector_pose])
+            self.put(EE_POSE, pose, captured_ns)
         self.put(OBSERVATION_INFO, _status("observation", str(number), {
             "observation": number, "views": ",".join(observation.views),
             "image_bytes": observation.image_bytes,

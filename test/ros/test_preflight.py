@@ -105,3 +105,37 @@ def test_python_dash_m_runs_it_and_exits_by_the_result(
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[-1] == "preflight: 11 of 11 checks passed"
+
+
+def test_an_ee_delta_setup_checks_the_pose_and_servo_instead_of_joints_and_tf(
+    ros_context: Any, gateway: Any, key_file: str, tmp_path: Path
+) -> None:
+    from support.ee_harness import EeArm
+
+    ee = EeArm("/preflight_robot", ros_context)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(ee)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    config = Path(__file__).resolve().parents[2] / "config" / "sim-stateless-ee-delta.yaml"
+    values = dict(yaml.safe_load(config.read_text(encoding="utf-8"))["/**/sequence_ai"][
+        "ros__parameters"])
+    values.update(base_url=gateway.url, api_key_file=key_file, max_image_age_s=1.0,
+                  max_pose_age_s=1.0)
+    try:
+        status, lines = _run(tmp_path, values)
+        assert status == 0, "\n".join(lines.values())
+        assert set(lines) == {
+            "parameters", "limits", "api key", "service", "model fit", "camera front",
+            "joint_states", "twist command", "gripper command", "end-effector pose",
+        }
+        assert "not used" in lines["joint_states"]
+        assert "at [0.500, 0.000, 0.400] m in panda_link0" in lines["end-effector pose"]
+        ee.publish_pose = False
+        status, lines = _run(tmp_path, values)
+        assert status == 1 and lines["end-effector pose"].startswith("✗")
+        assert "no PoseStamped" in lines["end-effector pose"]
+    finally:
+        executor.shutdown(timeout_sec=10.0)
+        spinner.join(timeout=10.0)
+        ee.destroy_node()
