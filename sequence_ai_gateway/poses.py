@@ -44,17 +44,18 @@ def _transpose(m: Matrix) -> Matrix:
 
 def rotation_vector(m: Matrix) -> Vector:
     """Axis times angle (rad, in [0, pi]) of a rotation matrix."""
-    cos_angle = max(-1.0, min(1.0, (m[0][0] + m[1][1] + m[2][2] - 1.0) / 2.0))
-    angle = math.acos(cos_angle)
-    if angle < 1e-9:
-        return [0.0, 0.0, 0.0]
-    if math.pi - angle < 1e-6:
-        # Half-turn: the axis is the column of R + I with the largest norm.
-        sym = [[m[i][j] + (1.0 if i == j else 0.0) for j in range(3)] for i in range(3)]
-        column = max(range(3), key=lambda j: sum(sym[i][j] ** 2 for i in range(3)))
-        axis = [sym[i][column] for i in range(3)]
-    else:
-        axis = [m[2][1] - m[1][2], m[0][2] - m[2][0], m[1][0] - m[0][1]]
+    skew = [m[2][1] - m[1][2], m[0][2] - m[2][0], m[1][0] - m[0][1]]
+    sine = 0.5 * math.sqrt(sum(v * v for v in skew))
+    # atan2 of sine and cosine keeps small angles exact, where acos of the trace would not.
+    angle = math.atan2(sine, (m[0][0] + m[1][1] + m[2][2] - 1.0) / 2.0)
+    if sine > 1e-6:
+        return [v * angle / (2.0 * sine) for v in skew]
+    if angle < 1.0:
+        return [v / 2.0 for v in skew]  # angle ~ sine: first order is exact enough
+    # A half turn: the axis is the column of R + I with the largest norm.
+    sym = [[m[i][j] + (1.0 if i == j else 0.0) for j in range(3)] for i in range(3)]
+    column = max(range(3), key=lambda j: sum(sym[i][j] ** 2 for i in range(3)))
+    axis = [sym[i][column] for i in range(3)]
     norm = math.sqrt(sum(a * a for a in axis))
     return [angle * a / norm for a in axis]
 
