@@ -26,6 +26,7 @@ _JOINT = (70, 70, 80)
 _TARGET = (230, 60, 60)
 _TCP_OPEN = (90, 200, 120)
 _TCP_CLOSED = (240, 190, 60)
+_TRAIL = (70, 150, 110)
 
 
 class CartesianView:
@@ -78,9 +79,15 @@ class CartesianView:
         canvas.pixels[:, self._half - 1 : self._half + 1] = _DIVIDER
         return canvas.pixels.copy()
 
-    def draw(self, q: np.ndarray, gripper: float, target: np.ndarray | None) -> np.ndarray:
-        """A frame of the arm at joints `q` with the gripper (0 open .. 1 closed) and, when
-        known, the pose target's position."""
+    def draw(
+        self,
+        q: np.ndarray,
+        gripper: float,
+        target: np.ndarray | None,
+        trail: list[np.ndarray] | None = None,
+    ) -> np.ndarray:
+        """A frame of the arm at joints `q` with the gripper (0 open .. 1 closed), the target
+        position when known, and `trail` (earlier TCP positions) as dots: the way it came."""
         canvas = self.canvas
         canvas.pixels[:] = self._background
         points = [pose[:3, 3] for pose in forward_kinematics(np.asarray(q, dtype=float))]
@@ -91,6 +98,9 @@ class CartesianView:
                 for dx, dy in ((1, 1), (1, -1)):
                     arm = np.array([dx, dy]) * 2.5 * px
                     canvas.capsule(centre - arm, centre + arm, 0.5 * px, _TARGET)
+            for point in trail or []:
+                dot = project(point)
+                canvas.capsule(dot, dot, 0.4 * px, _TRAIL)
             pixels = [project(p) for p in points]
             for a, b in zip(pixels[:-1], pixels[1:]):
                 canvas.capsule(a, b, px, _LINK)
