@@ -23,8 +23,12 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import Image, JointState  # noqa: E402
 
-from sequence_ai_ros.sim.cartesian import CAMERA_TOPIC, TARGET_TOPIC, TWIST_TOPIC  # noqa: E402
-from sequence_ai_ros.sim.cartesian import SimCartesian  # noqa: E402
+from sequence_ai_ros.sim.cartesian import (  # noqa: E402
+    CAMERA_TOPIC,
+    TARGET_TOPIC,
+    TWIST_TOPIC,
+    SimCartesian,  # noqa: E402
+)
 
 DOMAIN_ID = domain(SIM_ROBOT_TESTS)
 DEADLINE_S = 20.0
