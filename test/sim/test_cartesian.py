@@ -27,7 +27,7 @@ from sequence_ai_ros.sim.cartesian import (  # noqa: E402
     CAMERA_TOPIC,
     TARGET_TOPIC,
     TWIST_TOPIC,
-    SimCartesian,  # noqa: E402
+    SimCartesian,
 )
 
 DOMAIN_ID = domain(SIM_ROBOT_TESTS)
