@@ -3,6 +3,8 @@ Cartesian policies (called in-process) reaches the instruction's target."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -14,7 +16,6 @@ from sequence_ai_gateway.policies import (  # noqa: E402
     StatelessEeDelta,
     ee_target,
 )
-
 from sequence_ai_ros.pose_math import (  # noqa: E402
     matrix_to_quaternion,
     pose_to_vector,
@@ -32,7 +33,12 @@ def measured_pose(arm: CartesianArm) -> list[float]:
     return pose_to_vector(tcp[:3, 3].tolist(), matrix_to_quaternion(tcp[:3, :3].tolist()))
 
 
-def play(arm: CartesianArm, policy: object, instruction: str, send) -> float:
+def play(
+    arm: CartesianArm,
+    policy: StatelessEeDelta | EeAbsoluteReach,
+    instruction: str,
+    send: Callable[[list[float], float], None],
+) -> float:
     """Request a chunk from the measured pose, send each row at the model's rate while the arm
     steps at 100 Hz, request again when the chunk is done; for GOAL_S. Returns the end time."""
     hz = policy.row["control_hz"]
