@@ -170,8 +170,10 @@ class SimCartesian(Node):
         if frame_id in ("", self._frames[0]):
             return True
         with self._lock:
-            self.arm.refused += 1
-        self._refused(topic, f"frame_id {frame_id!r}, expected {self._frames[0]!r}")
+            err = self.arm.refuse(CommandRefused(
+                f"frame_id {frame_id!r}, expected {self._frames[0]!r} (or empty)"
+            ))
+        self._refused(topic, str(err))
         return False
 
     def _on_twist(self, msg: TwistStamped) -> None:
@@ -192,25 +194,22 @@ class SimCartesian(Node):
             return
         p, o = msg.pose.position, msg.pose.orientation
         try:
-            rotation = np.array(quaternion_to_matrix([o.x, o.y, o.z, o.w]))
-        except ValueError as err:  # a zero or non-finite quaternion
             with self._lock:
-                self.arm.refused += 1
-            self._refused(TARGET_TOPIC, str(err))
-            return
-        try:
-            with self._lock:
+                try:
+                    rotation = np.array(quaternion_to_matrix([o.x, o.y, o.z, o.w]))
+                except ValueError as err:  # a zero or non-finite quaternion
+                    raise self.arm.refuse(CommandRefused(f"orientation: {err}")) from None
                 self.arm.command_pose([p.x, p.y, p.z], rotation, self._now_s())
         except CommandRefused as err:
             self._refused(TARGET_TOPIC, str(err))
 
     def _on_gripper(self, msg: Float64MultiArray) -> None:
         try:
-            if len(msg.data) != 1:
-                with self._lock:
-                    self.arm.refused += 1
-                raise CommandRefused(f"got {len(msg.data)} values, expected 1")
             with self._lock:
+                if len(msg.data) != 1:
+                    raise self.arm.refuse(
+                        CommandRefused(f"got {len(msg.data)} values, expected 1")
+                    )
                 self.arm.command_gripper(float(msg.data[0]))
         except CommandRefused as err:
             self._refused(GRIPPER_TOPIC, str(err))

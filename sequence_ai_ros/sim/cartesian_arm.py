@@ -81,7 +81,8 @@ class CartesianArm:
         """The latest pose target (position, 3x3 rotation), whether stale or not."""
         return self._target
 
-    def _refuse(self, error: CommandRefused) -> CommandRefused:
+    def refuse(self, error: CommandRefused) -> CommandRefused:
+        """Count a refused command (also one refused before it reached the arm); returns it."""
         self.refused += 1
         return error
 
@@ -92,11 +93,11 @@ class CartesianArm:
         try:
             _finite("twist", twist, 6)
         except CommandRefused as err:
-            raise self._refuse(err) from None
+            raise self.refuse(err) from None
         s = self.settings
         if s.command_type is ServoCommandType.UNITLESS:
             if np.any(np.abs(twist) > 1.0):
-                raise self._refuse(CommandRefused(
+                raise self.refuse(CommandRefused(
                     f"twist: got {twist.tolist()}, expected unitless components in [-1, 1]"
                 ))
             twist = twist * np.repeat([s.linear_scale, s.rotational_scale], 3)
@@ -108,13 +109,14 @@ class CartesianArm:
             goal = _finite("target position", np.array(position, dtype=float), 3)
             turn = _finite("target rotation", np.asarray(rotation, dtype=float).reshape(-1), 9)
         except CommandRefused as err:
-            raise self._refuse(err) from None
+            raise self.refuse(err) from None
         self._target, self._velocity, self._received_s = (goal, turn.reshape(3, 3)), None, now_s
+        self._reference = None
 
     def command_gripper(self, value: float) -> None:
         """0 = open .. 1 = closed (clamped); CommandRefused if not finite."""
         if not math.isfinite(value):
-            raise self._refuse(CommandRefused(
+            raise self.refuse(CommandRefused(
                 f"gripper command: got {value}, expected a finite value in [0, 1]"
             ))
         self._gripper_target = min(1.0, max(0.0, value))
@@ -129,19 +131,18 @@ class CartesianArm:
     def step(self, dt: float, now_s: float) -> None:
         """Advance by `dt` seconds at time `now_s`: the TCP follows a fresh twist or moves
         towards a fresh pose target; a stale command holds the arm where it is."""
-        if not self.moving(now_s) or self._velocity is None:
-            self._reference = None
-        if dt > 0.0 and self.moving(now_s):
-            if self._velocity is not None:
-                displacement = self._follow_twist(self._velocity, dt)
-            else:
-                assert self._target is not None
-                error = kin.pose_error(self.tcp(), *self._target)
-                s = self.settings
-                displacement = np.concatenate([
-                    _bounded(error[:3], s.target_linear_speed * dt),
-                    _bounded(error[3:], s.target_angular_speed * dt),
-                ])
+        velocity, target = self._velocity, self._target
+        if not self.moving(now_s):
+            self._reference = None  # the next twist stream starts from where the TCP is
+        elif dt > 0.0 and velocity is not None:
+            self.q = kin.ik_step(self.q, self._follow_twist(velocity, dt), dt)
+        elif dt > 0.0 and target is not None:
+            error = kin.pose_error(self.tcp(), *target)
+            s = self.settings
+            displacement = np.concatenate([
+                _bounded(error[:3], s.target_linear_speed * dt),
+                _bounded(error[3:], s.target_angular_speed * dt),
+            ])
             self.q = kin.ik_step(self.q, displacement, dt)
         gripper_move = self.gripper_speed * dt
         delta = self._gripper_target - self.gripper

@@ -128,7 +128,7 @@ def test_publishes_the_ready_pose_joint_states_and_the_front_camera():
         assert len(image.data) == 256 * 256 * 3
 
 
-def test_a_twist_stream_moves_the_hand_and_a_foreign_frame_is_ignored():
+def test_a_twist_stream_moves_the_hand_a_foreign_frame_or_nan_is_ignored():
     with running_sim() as probe:
         probe.wait_for("ee_pose", lambda: bool(probe.poses))
         start = probe.position()
@@ -138,6 +138,12 @@ def test_a_twist_stream_moves_the_hand_and_a_foreign_frame_is_ignored():
             "a twist in panda_hand_tcp refused",
             lambda: probe.twists.publish(twist("panda_hand_tcp", 1.0)),
             lambda: probe.sim.arm.refused > 0,
+        )
+        refused = probe.sim.arm.refused
+        probe.send_until(
+            "a non-finite twist refused",
+            lambda: probe.twists.publish(twist("panda_link0", math.nan)),
+            lambda: probe.sim.arm.refused > refused,
         )
         np.testing.assert_allclose(probe.position(), start, atol=1e-4)
         probe.send_until(
