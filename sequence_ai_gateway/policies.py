@@ -250,7 +250,8 @@ class EeAbsoluteReach:
     """Absolute end-effector poses from the measured one towards the instruction's target.
 
     Each row moves at most ``max_step_m`` (straight line) and turns at most ``max_turn_rad``
-    towards the downward hand orientation; the gripper closes once the row is near the target.
+    towards the downward hand orientation, its angles within pi of the row before (the first:
+    of the measured pose); the gripper closes once the row is near the target.
     """
 
     max_step_m = 0.02
@@ -274,7 +275,8 @@ class EeAbsoluteReach:
             angle = math.sqrt(sum(t * t for t in turn))
             if angle > self.max_turn_rad:
                 turn = [t * self.max_turn_rad / angle for t in turn]
-            rpy = poses.rotate(rpy, turn) if angle > 0.0 else rpy
+            # Continuous angles: the hand pointing down is roll pi or -pi, whichever is nearer.
+            rpy = poses.unwrap(poses.rotate(rpy, turn), rpy) if angle > 0.0 else rpy
             near = poses.distance(position, target) <= self.grasp_tolerance_m
             rows.append(position + list(rpy) + [1.0 if near else 0.0])
         return rows

@@ -85,6 +85,11 @@ def rotate(rpy: Sequence[float], vector: Sequence[float]) -> Vector:
     return matrix_rpy(_matmul(axis_angle_matrix(vector), rpy_matrix(*rpy)))
 
 
+def unwrap(angles: Sequence[float], near: Sequence[float]) -> Vector:
+    """Each angle plus a multiple of 2 pi that brings it within pi of its ``near`` value."""
+    return [a + 2.0 * math.pi * round((n - a) / (2.0 * math.pi)) for a, n in zip(angles, near)]
+
+
 def distance(a: Sequence[float], b: Sequence[float]) -> float:
     return math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)))
 

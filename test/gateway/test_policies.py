@@ -179,8 +179,16 @@ def test_ee_absolute_rows_step_at_most_2cm_towards_the_target(pose, instruction)
         assert poses.distance(row[:3], target) <= poses.distance(previous[:3], target) + 1e-9
         turn = poses.orientation_error(previous[3:6], row[3:6])
         assert math.dist(turn, [0, 0, 0]) <= EE_ABSOLUTE.max_turn_rad + 1e-6
+        # Angles continue from the row before: no 2 pi jumps (roll pi vs -pi).
+        assert all(abs(a - b) <= math.pi for a, b in zip(row[3:6], previous[3:6]))
         assert row[6] in (0.0, 1.0)
         previous = row
+
+
+def test_ee_absolute_rows_keep_the_measured_pose_s_side_of_the_roll_wrap():
+    for roll in (math.pi - 1e-9, -math.pi + 1e-9):
+        rows = EE_ABSOLUTE.steps(observe([], [0.0], pose=[0.5, 0.0, 0.4, roll, 0.0, 0.0]))
+        assert all(math.copysign(1.0, r[3]) == math.copysign(1.0, roll) for r in rows)
 
 
 def test_ee_absolute_rows_converge_and_close_the_gripper():
