@@ -115,9 +115,10 @@ class SimCartesian(Node):
         values = declare_read_only(self, SPECS)
         initial = list(values["initial_positions"])
         marker = list(values["target_marker"])
-        for name, got, want in (("initial_positions", initial, 7), ("target_marker", marker, 3)):
-            if len(got) != want and (name == "initial_positions" or got):
-                raise ValueError(f"{name}={got!r} is refused; expected {want} values")
+        if len(initial) != len(JOINT_NAMES):
+            raise ValueError(f"initial_positions={initial!r} is refused; expected 7 values")
+        if marker and len(marker) != 3:
+            raise ValueError(f"target_marker={marker!r} is refused; expected [] or [x, y, z]")
         self._frames = (values["base_frame"], values["ee_frame"])
         self._lock = threading.Lock()
         settings = ServoSettings(
@@ -145,13 +146,13 @@ class SimCartesian(Node):
         self._last_step_s = self._now_s()
         self.create_timer(1.0 / values["rate_hz"], self._on_tick)
         self.create_timer(1.0 / values["fps"], self._on_frame)
+        pose = f"{self._frames[0]} -> {self._frames[1]}"
         self.get_logger().info(
             f"simulated Cartesian Panda up: {values['servo_command_type']} twists, ee_pose and "
             f"joint_states at {values['rate_hz']:g} Hz, front camera "
             f"{values['image_width']}x{values['image_height']} at {values['fps']:g} Hz; "
-            + ("tf2_ros imports: also broadcasting " if self._tf is not None
-               else "tf2_ros does not import here: no tf, the pose is on ee_pose only (")
-            + f"{self._frames[0]} -> {self._frames[1]}" + ("" if self._tf is not None else ")")
+            + (f"tf2_ros imports: {pose} also on tf" if self._tf is not None
+               else f"tf2_ros does not import here: no tf, {pose} on ee_pose only")
         )
 
     def _now_s(self) -> float:

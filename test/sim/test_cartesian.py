@@ -20,6 +20,7 @@ from geometry_msgs.msg import PoseStamped, TwistStamped  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import Image, JointState  # noqa: E402
 
@@ -167,3 +168,18 @@ def test_a_pose_target_is_approached():
             lambda: probe.targets.publish(goal),
             lambda: np.linalg.norm(probe.position() - [0.45, 0.1, 0.35]) < 0.005,
         )
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("initial_positions", [0.0] * 6, "initial_positions"),
+    ("target_marker", [0.5, 0.0], "target_marker"),
+    ("servo_command_type", "twist", "servo_command_type"),
+])
+def test_a_bad_parameter_stops_the_start_naming_it(name, value, message):
+    context = Context()
+    rclpy.init(context=context, domain_id=DOMAIN_ID)
+    try:
+        with pytest.raises(ValueError, match=message):
+            SimCartesian(context=context, parameter_overrides=[Parameter(name, value=value)])
+    finally:
+        rclpy.shutdown(context=context)
