@@ -58,6 +58,7 @@ setup(
             "sequence_ai_node = sequence_ai_ros.node:main",
             "sim_robot = sequence_ai_ros.sim.robot:main",
             "sim_bimanual = sequence_ai_ros.sim.bimanual:main",
+            "sim_cartesian = sequence_ai_ros.sim.cartesian:main",
             "preflight = sequence_ai_ros.preflight:main",
             "vlm_planner = sequence_ai_ros.vlm_planner:main",
             "sequence-ai-gateway = sequence_ai_gateway.__main__:main",

@@ -12,6 +12,10 @@ ENDPOINTS = ("act", "chat", "perceive")
 # Franka Panda joint limits (rad); the simulated DROID arm uses them.
 PANDA_LOWER = (-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973)
 PANDA_UPPER = (2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973)
+# Where the Cartesian models' instruction targets lie (m, in panda_link0): well inside the
+# simulated arm's workspace box x [0.2, 0.8], y [-0.45, 0.45], z [0.05, 0.8].
+EE_TARGET_LOWER = (0.3, -0.3, 0.15)
+EE_TARGET_UPPER = (0.7, 0.3, 0.6)
 
 _SIMULATED_NOTE = (
     "Simulated by the local sequence_ai gateway: a deterministic reach policy, "
@@ -203,7 +207,35 @@ SIMULATED_MODELS: Tuple[SimulatedModel, ...] = (
         },
         gpu_ms_p50=80.0,
         tags=("stateless",),
-        rows_note="Rows: normalised end-effector deltas (xyz, rpy) and a gripper at dim 6.",
+        rows_note=(
+            "Rows: normalised end-effector deltas (xyz, rpy) and a gripper at dim 6; given "
+            "proprioception.end_effector_pose, they steer towards the instruction's target."
+        ),
+    ),
+    # The fourth action space: absolute end-effector poses from a measured pose + gripper.
+    SimulatedModel(
+        "sim-ee-absolute-reach",
+        {
+            "architecture": "simulated-reach",
+            "robot": "sim_single_arm_ee",
+            "action_dim": 7,
+            "state_dim": 7,
+            "state_layout": {"end_effector_pose": 6, "gripper": 1},
+            "action_horizon": 10,
+            "control_hz": 20.0,
+            "camera_views": ["front"],
+            "training_frame_size": [256, 256],
+            "input_aspect_ratio": 1.0,
+            "input_resize": None,
+            "action_space": "ee_absolute",
+            "action_semantics": _semantics("ee_absolute", gripper_dims=[6]),
+        },
+        gpu_ms_p50=45.0,
+        tags=("cartesian",),
+        rows_note=(
+            "Rows: absolute end-effector poses (x, y, z in m, roll, pitch, yaw in rad, in the "
+            "robot's base frame), at most 0.02 m apart, and a gripper at dim 6."
+        ),
     ),
 )
 

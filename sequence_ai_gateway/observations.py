@@ -20,6 +20,8 @@ ASPECT_BAND_PX = 5.0
 # Frames are decoded in memory; refuse decompression bombs before allocating pixels.
 MAX_FRAME_PIXELS = 4096 * 4096
 ACCEPTED_FORMATS = ("JPEG", "PNG")
+# x, y, z, roll, pitch, yaw: what a state_dim-0 Cartesian model may steer with (§1.3's field).
+POSE_WIDTH = 6
 
 
 class ObservationRejected(Exception):
@@ -125,24 +127,35 @@ def _fit(
 
 
 def fit_state(
-    row: Mapping[str, Any], joints: Sequence[float], gripper: Optional[Sequence[float]]
-) -> Tuple[List[float], List[float], List[str]]:
-    """Pad or truncate each wire field to its ``state_layout`` share, with a warning each."""
+    row: Mapping[str, Any],
+    joints: Sequence[float],
+    gripper: Optional[Sequence[float]],
+    end_effector_pose: Optional[Sequence[float]] = None,
+) -> Tuple[List[float], List[float], Optional[List[float]], List[str]]:
+    """Pad or truncate each wire field to its ``state_layout`` share, with a warning each.
+
+    Returns joints, gripper, end-effector pose and the warnings. A pose the layout does not
+    declare goes to the policy as sent; a state_dim-0 model gets it only when it is six values.
+    """
     warnings: List[str] = []
+    pose = None if end_effector_pose is None else list(end_effector_pose)
     if row.get("state_dim") == 0:
-        sent = len(joints) + len(gripper or [])
+        usable = pose is not None and len(pose) == POSE_WIDTH
+        sent = len(joints) + len(gripper or []) + (0 if usable or pose is None else len(pose))
         if sent:
             warnings.append(
                 f"model {short_id(row['id'])} ignores proprioception (state_dim 0): "
                 f"{sent} state value(s) not used"
             )
-        return [], [], warnings
+        return [], [], pose if usable else None, warnings
     layout = row.get("state_layout")
     if not isinstance(layout, Mapping):
-        return list(joints), list(gripper or []), warnings
+        return list(joints), list(gripper or []), pose, warnings
     fitted_joints = _fit("joint_positions", joints, int(layout.get("joint_positions", 0)), warnings)
     fitted_gripper = _fit("gripper", gripper, int(layout.get("gripper", 0)), warnings)
-    return fitted_joints, fitted_gripper, warnings
+    if "end_effector_pose" in layout:
+        pose = _fit("end_effector_pose", pose, int(layout["end_effector_pose"]), warnings)
+    return fitted_joints, fitted_gripper, pose, warnings
 
 
 def check_observation(
@@ -153,6 +166,7 @@ def check_observation(
     instruction: str,
     seed: Optional[int],
     options: Mapping[str, Any],
+    end_effector_pose: Optional[Sequence[float]] = None,
 ) -> CheckedObservation:
     """Everything §1.10 asks of an observation; raises ``ObservationRejected`` for a 400."""
     missing_views(row, frames)
@@ -166,7 +180,9 @@ def check_observation(
             warnings.append(f"view {frame.view!r} sent more than once; the first frame is used")
         else:
             images[frame.view] = decode_frame(row, frame)
-    fitted_joints, fitted_gripper, state_warnings = fit_state(row, joints, gripper)
+    fitted_joints, fitted_gripper, fitted_pose, state_warnings = fit_state(
+        row, joints, gripper, end_effector_pose
+    )
     observation = PolicyObservation(
         instruction=instruction,
         joint_positions=fitted_joints,
@@ -174,6 +190,7 @@ def check_observation(
         images=images,
         seed=seed,
         options=dict(options),
+        end_effector_pose=fitted_pose,
     )
     return CheckedObservation(
         observation=observation,

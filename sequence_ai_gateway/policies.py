@@ -3,8 +3,8 @@
 A served policy is any object with a ``row`` (its catalogue row, §1.6), an optional
 ``inference_ms`` (median simulated inference time on its worker) and
 ``steps(observation) -> rows``. The built-in ones are
-reach policies: they move the observed joints toward a target configuration derived from the
-instruction text, so an arm that executes the rows visibly converges to a checkable pose.
+reach policies: they move the observed joints (or end effector) toward a target derived from
+the instruction text, so an arm that executes the rows visibly converges to a checkable pose.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from sequence_ai_gateway import catalogue
+from sequence_ai_gateway import catalogue, poses
 
 Rows = List[List[float]]
 # Pre- and post-processing on top of the catalogue's GPU figure: pi05-droid's GPU p50 is 95 ms,
@@ -40,6 +40,8 @@ class PolicyObservation:
     images: Mapping[str, Any] = field(default_factory=dict)  # view -> PIL.Image (RGB)
     seed: Optional[int] = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    # [x, y, z, roll, pitch, yaw] in the robot's base frame, when the request carried six values.
+    end_effector_pose: Optional[List[float]] = None
 
 
 def normalise_instruction(text: str) -> str:
@@ -67,7 +69,10 @@ def instruction_target(
 
 def _rng(observation: PolicyObservation) -> random.Random:
     # Same observation and seed -> same noise; the seed alone changes it.
-    state = ",".join(f"{v:.6f}" for v in observation.joint_positions + observation.gripper)
+    pose = observation.end_effector_pose or []
+    state = ",".join(
+        f"{v:.6f}" for v in observation.joint_positions + observation.gripper + pose
+    )
     seed = 0 if observation.seed is None else observation.seed
     key = _digest(str(seed), normalise_instruction(observation.instruction), state)
     return random.Random(int.from_bytes(key[:8], "big"))
@@ -167,14 +172,39 @@ class AbsoluteJointReach:
 _GRASP_WORDS = re.compile(r"\b(pick|grasp|grab|hold|close|take|lift)\b")
 
 
+def ee_target(instruction: str) -> List[float]:
+    """The instruction's end-effector target position (m), inside the sim's target box."""
+    return instruction_target(
+        instruction, catalogue.EE_TARGET_LOWER, catalogue.EE_TARGET_UPPER, margin=0.0
+    )
+
+
+def _half_sine(i: int, n: int) -> float:
+    # A half-sine speed profile: starts and ends each chunk at rest, peaks at 0.5.
+    return 0.5 * math.sin(math.pi * (i + 0.5) / n)
+
+
 class StatelessEeDelta:
-    """Ignores proprioception: a smooth end-effector push in an instruction-derived direction."""
+    """Normalised end-effector twists (MoveIt Servo ``unitless``) and a gripper.
+
+    Without a pose: a smooth push in an instruction-derived direction. With the request's
+    ``end_effector_pose``: the same speed profile, aimed at the instruction's target position
+    and at the downward hand orientation, slowing so a robot scaling the rows by Servo's Panda
+    scales (0.4 m/s, 0.8 rad/s) does not overshoot; the gripper closes at the target.
+    """
+
+    linear_scale = 0.4
+    rotational_scale = 0.8
+    noise = 0.002
+    grasp_tolerance_m = 0.03
 
     def __init__(self) -> None:
         self.row = catalogue.simulated_row("sim-stateless-ee-delta")
         self.inference_ms = simulated_inference_ms(self.row)
 
     def steps(self, observation: PolicyObservation) -> Rows:
+        if observation.end_effector_pose is not None:
+            return self._steer(observation, observation.end_effector_pose)
         digest = _digest("direction", normalise_instruction(observation.instruction))
         direction = [(b / 255.0) * 2.0 - 1.0 for b in digest[:3]]
         norm = math.sqrt(sum(d * d for d in direction)) or 1.0
@@ -184,15 +214,76 @@ class StatelessEeDelta:
         n = self.row["action_horizon"]
         rows = []
         for i in range(n):
-            # A half-sine speed profile: starts and ends each chunk at rest.
-            speed = 0.5 * math.sin(math.pi * (i + 0.5) / n)
-            xyz = [_clip(speed * d + rng.gauss(0.0, 0.002), -1.0, 1.0) for d in direction]
+            speed = _half_sine(i, n)
+            xyz = [_clip(speed * d + rng.gauss(0.0, self.noise), -1.0, 1.0) for d in direction]
             rows.append(xyz + [0.0, 0.0, 0.0, grasp])
+        return rows
+
+    def _steer(self, observation: PolicyObservation, pose: Sequence[float]) -> Rows:
+        dt = 1.0 / float(self.row["control_hz"])
+        target = ee_target(observation.instruction)
+        position = list(pose[:3])
+        # Turning about one fixed base-frame axis composes exactly: only the angle left changes.
+        turn = poses.orientation_error(pose[3:6], poses.DOWNWARD_RPY)
+        angle_left = math.sqrt(sum(t * t for t in turn))
+        axis = [t / angle_left for t in turn] if angle_left > 0.0 else [0.0, 0.0, 0.0]
+        rng = _rng(observation)
+        n = self.row["action_horizon"]
+        rows = []
+        for i in range(n):
+            profile = _half_sine(i, n)
+            gap = poses.distance(position, target)
+            # Unitless speed that covers at most the gap left in this step at the assumed scale.
+            speed = min(profile, gap / (self.linear_scale * dt))
+            heading = [(t - p) / gap for p, t in zip(position, target)] if gap > 0 else [0.0] * 3
+            linear = [_clip(speed * h + rng.gauss(0.0, self.noise), -1.0, 1.0) for h in heading]
+            spin = min(profile, angle_left / (self.rotational_scale * dt))
+            angular = [_clip(spin * a, -1.0, 1.0) for a in axis]
+            position = [p + v * self.linear_scale * dt for p, v in zip(position, linear)]
+            angle_left = max(0.0, angle_left - spin * self.rotational_scale * dt)
+            near = poses.distance(position, target) <= self.grasp_tolerance_m
+            rows.append(linear + angular + [1.0 if near else 0.0])
+        return rows
+
+
+class EeAbsoluteReach:
+    """Absolute end-effector poses from the measured one towards the instruction's target.
+
+    Each row moves at most ``max_step_m`` (straight line) and turns at most ``max_turn_rad``
+    towards the downward hand orientation, its angles within pi of the row before (the first:
+    of the measured pose); the gripper closes once the row is near the target.
+    """
+
+    max_step_m = 0.02
+    max_turn_rad = 0.05
+    grasp_tolerance_m = 0.03
+
+    def __init__(self) -> None:
+        self.row = catalogue.simulated_row("sim-ee-absolute-reach")
+        self.inference_ms = simulated_inference_ms(self.row)
+
+    def steps(self, observation: PolicyObservation) -> Rows:
+        # The observation was fitted to the state_layout: the pose is six values (zero-filled,
+        # with a warning, when the request lacked it).
+        pose = list(observation.end_effector_pose or [0.0] * 6)
+        target = ee_target(observation.instruction)
+        position, rpy = pose[:3], pose[3:6]
+        rows = []
+        for _ in range(self.row["action_horizon"]):
+            position = poses.step_towards(position, target, self.max_step_m)
+            turn = poses.orientation_error(rpy, poses.DOWNWARD_RPY)
+            angle = math.sqrt(sum(t * t for t in turn))
+            if angle > self.max_turn_rad:
+                turn = [t * self.max_turn_rad / angle for t in turn]
+            # Continuous angles: the hand pointing down is roll pi or -pi, whichever is nearer.
+            rpy = poses.unwrap(poses.rotate(rpy, turn), rpy) if angle > 0.0 else rpy
+            near = poses.distance(position, target) <= self.grasp_tolerance_m
+            rows.append(position + list(rpy) + [1.0 if near else 0.0])
         return rows
 
 
 def builtin_policies() -> List[Any]:
-    """The four simulated models of the local catalogue."""
+    """The five simulated act models of the local catalogue."""
     row = catalogue.simulated_row
     panda = (catalogue.PANDA_LOWER, catalogue.PANDA_UPPER)
     bimanual = ([-2.6] * 12, [2.6] * 12)
@@ -201,6 +292,7 @@ def builtin_policies() -> List[Any]:
         AbsoluteJointReach(row("cosmos3-edge-policy-droid"), *panda, max_step=0.1),
         AbsoluteJointReach(row("sim-bimanual-reach"), *bimanual, max_step=0.05, arms=2),
         StatelessEeDelta(),
+        EeAbsoluteReach(),
     ]
 
 

@@ -95,6 +95,7 @@ async def _checked(row: Dict[str, Any], body: ActRequest) -> CheckedObservation:
         return await loop.run_in_executor(
             None, check_observation, row, frames, obs.proprioception.joint_positions,
             obs.proprioception.gripper, obs.instruction, body.seed, dict(body.model_extra or {}),
+            obs.proprioception.end_effector_pose,
         )
     except ObservationRejected as exc:
         raise HTTPException(400, exc.detail) from None

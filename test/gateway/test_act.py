@@ -12,7 +12,9 @@ from support.gateway_support import (  # noqa: E402
     ALL_MODELS,
     BIMANUAL,
     COSMOS3,
+    EE_ABSOLUTE,
     PI05,
+    READY_POSE,
     STATELESS,
     act_body,
     client,
@@ -25,6 +27,7 @@ EXPECTED_SHAPE = {  # model: (steps, action_dim, hz, open_loop_horizon)
     COSMOS3: (32, 8, 15.0, None),
     BIMANUAL: (25, 14, 50.0, None),
     STATELESS: (16, 7, 25.0, None),
+    EE_ABSOLUTE: (10, 7, 20.0, None),
 }
 
 
@@ -167,6 +170,51 @@ def test_stateless_model_takes_empty_joints_and_ignores_sent_ones(gateway):
     assert empty.status_code == sent.status_code == 200
     assert empty.json()["warnings"] == []
     assert any("state_dim 0" in w for w in sent.json()["warnings"])
+
+
+def test_stateless_model_steers_with_a_six_value_pose_and_says_when_it_cannot(gateway):
+    with client(gateway) as c:
+        blind = c.post("/v1/act", json=act_body(STATELESS))
+        steered = c.post("/v1/act", json=act_body(STATELESS, end_effector_pose=READY_POSE))
+        short = c.post("/v1/act", json=act_body(STATELESS, end_effector_pose=READY_POSE[:5]))
+    assert blind.status_code == steered.status_code == short.status_code == 200
+    assert steered.json()["warnings"] == []
+    assert steps_of(steered) != steps_of(blind)
+    assert all(-1.0 <= v <= 1.0 for row in steps_of(steered) for v in row[:6])
+    # Five values are no pose: the rows are the blind ones, and a warning says so.
+    assert steps_of(short) == steps_of(blind)
+    assert any("5 state value(s) not used" in w for w in short.json()["warnings"])
+
+
+def test_ee_absolute_pose_and_gripper_are_fitted_to_the_state_layout(gateway):
+    with client(gateway) as c:
+        exact = c.post("/v1/act", json=act_body(EE_ABSOLUTE))
+        absent = c.post("/v1/act", json=act_body(EE_ABSOLUTE, end_effector_pose=None))
+        long = c.post("/v1/act", json=act_body(
+            EE_ABSOLUTE, end_effector_pose=READY_POSE + [9.0], joints=[0.1] * 7, gripper=None
+        ))
+    assert exact.status_code == absent.status_code == long.status_code == 200
+    assert exact.json()["warnings"] == []
+    first = steps_of(exact)[0]
+    assert sum((a - b) ** 2 for a, b in zip(first[:3], READY_POSE[:3])) ** 0.5 <= 0.02 + 1e-9
+    assert any(
+        "end_effector_pose is absent" in w and "zero-filled to 6" in w
+        for w in absent.json()["warnings"]
+    )
+    warnings = long.json()["warnings"]
+    assert any("end_effector_pose has 7" in w and "truncated to 6" in w for w in warnings)
+    assert any("joint_positions has 7" in w and "truncated to 0" in w for w in warnings)
+    assert any("gripper is absent" in w for w in warnings)
+    # The seventh pose value and the joints dropped, the gripper zero-filled: the exact request.
+    assert steps_of(long) == steps_of(exact)
+
+
+def test_non_finite_pose_is_a_422(gateway):
+    body = json.dumps(act_body(EE_ABSOLUTE)).replace("3.14159", "1e999")
+    with client(gateway) as c:
+        response = c.post("/v1/act", content=body)
+    assert response.status_code == 422, response.text
+    assert "end_effector_pose" in response.text
 
 
 def test_body_over_two_megabytes_is_a_413(gateway):

@@ -6,7 +6,15 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from support.gateway_support import BIMANUAL, COSMOS3, PI05, PLANNER, STATELESS, client  # noqa: E402
+from support.gateway_support import (  # noqa: E402
+    BIMANUAL,
+    COSMOS3,
+    EE_ABSOLUTE,
+    PI05,
+    PLANNER,
+    STATELESS,
+    client,
+)
 
 ROW_FIELDS = (
     "id", "endpoint", "architecture", "robot", "action_dim", "state_dim", "state_layout",
@@ -34,7 +42,7 @@ def test_health_needs_no_key(gateway):
 
 def test_catalogue_is_public_and_rows_carry_every_field(gateway):
     rows = rows_by_id(gateway)
-    assert set(rows) == {PI05, COSMOS3, BIMANUAL, STATELESS, PLANNER}
+    assert set(rows) == {PI05, COSMOS3, BIMANUAL, STATELESS, EE_ABSOLUTE, PLANNER}
     for row in rows.values():
         for name in ROW_FIELDS:
             assert name in row, f"{row['id']} lacks {name}"
@@ -90,7 +98,19 @@ def test_simulated_rows_exercise_other_shapes(gateway):
     assert stateless["action_horizon"] / stateless["control_hz"] == pytest.approx(0.64)
 
 
-@pytest.mark.parametrize(("endpoint", "count"), [("act", 4), ("chat", 1), ("perceive", 0)])
+def test_ee_absolute_row_declares_a_pose_state_and_the_fourth_space(gateway):
+    row = rows_by_id(gateway)[EE_ABSOLUTE]
+    assert (row["state_dim"], row["state_layout"]) == (7, {"end_effector_pose": 6, "gripper": 1})
+    assert (row["action_dim"], row["action_space"], row["control_hz"]) == (7, "ee_absolute", 20.0)
+    assert row["action_horizon"] == 10 and row["camera_views"] == ["front"]
+    assert row["action_semantics"]["exceptions"] == [
+        {"dim": 6, "meaning": "gripper_binary", "threshold": 0.5}
+    ]
+    assert "simulated" in row["tags"] and "0.02 m" in row["description"]
+    assert row["latency"]["gpu_ms_p50"] == 45.0
+
+
+@pytest.mark.parametrize(("endpoint", "count"), [("act", 5), ("chat", 1), ("perceive", 0)])
 def test_catalogue_filters_by_endpoint(gateway, endpoint, count):
     with client(gateway, key=None) as c:
         response = c.get("/v1/models", params={"endpoint": endpoint})
@@ -106,7 +126,7 @@ def test_unknown_endpoint_filter_is_a_422_naming_the_choices(gateway):
 
 
 def test_catalogue_also_answers_with_a_key(gateway):
-    assert len(rows_by_id(gateway)) == 5
+    assert len(rows_by_id(gateway)) == 6
     with client(gateway) as c:
         assert c.get("/v1/models").status_code == 200
 

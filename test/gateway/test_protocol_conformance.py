@@ -80,9 +80,14 @@ def observation_for(row: Dict[str, Any], *, views: Optional[List[str]] = None,
                     joints: Optional[List[float]] = None, gripper: Any = "fit",
                     nulls: bool = True) -> Dict[str, Any]:
     """An observation that fits ``row`` exactly, nested optionals sent as explicit nulls."""
-    layout = row.get("state_layout") or {}
+    layout = row.get("state_layout")
     if joints is None:
-        joints = [0.1] * layout.get("joint_positions", row.get("state_dim") or 0)
+        # With a layout, each half has its share (0 when not named); without one, all joints.
+        width = layout.get("joint_positions", 0) if layout else row.get("state_dim") or 0
+        joints = [0.1] * width
+    layout = layout or {}
+    # A pose inside the simulated arm's workspace, where the layout declares one.
+    pose = [0.4, 0.0, 0.4, 3.1, 0.0, 0.0][: layout.get("end_effector_pose", 0)] or None
     if gripper == "fit":
         gripper = [0.0] * layout["gripper"] if layout.get("gripper") else None
     images = []
@@ -94,9 +99,10 @@ def observation_for(row: Dict[str, Any], *, views: Optional[List[str]] = None,
     proprioception: Dict[str, Any] = {"joint_positions": joints}
     if nulls or gripper is not None:
         proprioception["gripper"] = gripper
+    if nulls or pose is not None:
+        proprioception["end_effector_pose"] = pose
     if nulls:
         proprioception["joint_velocities"] = None
-        proprioception["end_effector_pose"] = None
     return {"images": images, "proprioception": proprioception,
             "instruction": "put the red cup in the sink"}
 

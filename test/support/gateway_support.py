@@ -14,22 +14,32 @@ PI05 = "accounts/sequences/models/pi05-droid"
 COSMOS3 = "accounts/sequences/models/cosmos3-edge-policy-droid"
 BIMANUAL = "accounts/sequences/models/sim-bimanual-reach"
 STATELESS = "accounts/sequences/models/sim-stateless-ee-delta"
-ALL_MODELS = (PI05, COSMOS3, BIMANUAL, STATELESS)
+EE_ABSOLUTE = "accounts/sequences/models/sim-ee-absolute-reach"
+ALL_MODELS = (PI05, COSMOS3, BIMANUAL, STATELESS, EE_ABSOLUTE)
 PLANNER = "accounts/sequences/models/sim-planner"  # the chat model, beside the act models
 
-FRAME_SIZE = {PI05: (320, 180), COSMOS3: (640, 360), BIMANUAL: (320, 240), STATELESS: (256, 256)}
+FRAME_SIZE = {
+    PI05: (320, 180), COSMOS3: (640, 360), BIMANUAL: (320, 240), STATELESS: (256, 256),
+    EE_ABSOLUTE: (256, 256),
+}
 VIEWS = {
     PI05: ["exterior_1", "wrist_left"],
     COSMOS3: ["exterior_1", "exterior_2", "wrist_left"],
     BIMANUAL: ["cam_high", "cam_left_wrist", "cam_right_wrist"],
     STATELESS: ["front"],
+    EE_ABSOLUTE: ["front"],
 }
 STATE = {
     PI05: ([0.0, -0.5, 0.0, -2.0, 0.0, 1.6, 0.8], [0.0]),
     COSMOS3: ([0.0, -0.5, 0.0, -2.0, 0.0, 1.6, 0.8], [0.0]),
     BIMANUAL: ([0.1] * 12, [0.0, 0.0]),
     STATELESS: ([], None),
+    EE_ABSOLUTE: ([], [0.0]),
 }
+# The Panda ready pose's hand TCP (x, y, z, roll, pitch, yaw in panda_link0), for the model
+# whose state_layout has an end_effector_pose.
+READY_POSE = [0.307, 0.0, 0.487, 3.14159, 0.0, 0.0]
+POSE = {EE_ABSOLUTE: READY_POSE}
 _FRAME_CACHE: Dict[Any, str] = {}
 # Generous bound for waiting on a condition: a hang guard, never a measurement.
 DEADLINE_S = 30.0
@@ -58,6 +68,7 @@ def act_body(
     seed: Optional[int] = 7,
     image: Optional[str] = None,
     nulls: bool = True,
+    end_effector_pose: Any = "default",
     **options: Any,
 ) -> Dict[str, Any]:
     """A body as the Python client sends it: nested optionals as explicit nulls."""
@@ -76,9 +87,11 @@ def act_body(
     grip = default_gripper if gripper == "default" else gripper
     if nulls or grip is not None:
         proprioception["gripper"] = grip
+    pose = POSE.get(model) if end_effector_pose == "default" else end_effector_pose
+    if nulls or pose is not None:
+        proprioception["end_effector_pose"] = pose
     if nulls:
         proprioception["joint_velocities"] = None
-        proprioception["end_effector_pose"] = None
     body: Dict[str, Any] = {
         "model": model,
         "observation": {
