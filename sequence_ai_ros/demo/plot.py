@@ -115,7 +115,7 @@ def _series(demo: Any) -> Series:
             if getattr(args, "planner", "scripted") == "vlm"
             else f"preemption after {args.preempt_after:g} s of goal 1"
         )
-        + f", cameras {robot.cameras}, {demo.params_file}"
+        + f", cameras {robot.cameras}, {' + '.join(demo.params_files)}"
     )
     return Series(joint_t, joints, target_t, targets, goals, preempt, title, robot)
 
