@@ -86,7 +86,7 @@ def start_robot(
             "camera_transports": "[" + ",".join("compressed" for _ in views) + "]",
         })
     node_args = ros_arguments(
-        "sequence_ai", namespace, str(ROOT / PARAMS_FILES[controller]), overrides
+        "sequence_ai", namespace, (str(ROOT / PARAMS_FILES[controller]),), overrides
     )
     specs = [
         ProcessSpec(f"{namespace}-sim_robot", "sim_robot", sim_args),

@@ -4,10 +4,13 @@
     ros2 launch sequence_ai_ros droid.launch.py sim:=true             # sim arm + local gateway
     ros2 launch sequence_ai_ros droid.launch.py sim:=true namespace:=robot2   # a second one
     ros2 launch sequence_ai_ros droid.launch.py controller:=joint_trajectory  # chunk trajectories
+    ros2 launch sequence_ai_ros droid.launch.py sim:=true model:=cosmos3-edge-policy-droid
 
 Arguments: model, base_url, namespace, sim (default false), autostart (default true:
 configure, then activate), controller (forward: config/droid.yaml; joint_trajectory:
-config/droid_jtc.yaml). The processes come from `sequence_ai_ros.launch_plan`, which
+config/droid_jtc.yaml), params_file. A model other than pi05-droid adds its overlay
+(config/<model>.yaml, loaded after the controller's file) or brings its robot's own file;
+params_file:= replaces them all. The processes come from `sequence_ai_ros.launch_plan`, which
 `python -m sequence_ai_ros.demo.launcher` (for machines without `ros2 launch`) reads too: with
 sim:=true and no base_url, each launch starts a local gateway of its own on a free port with a
 random key, and its node uses both.
@@ -53,11 +56,11 @@ def _actions(context: LaunchContext) -> list[Action]:
     plan = launch_plan.plan(
         {name: LaunchConfiguration(name).perform(context) for name in launch_plan.ARGUMENTS}
     )
-    # params_file:= a copy of config/droid.yaml (e.g. with `record: goals`) instead of the
-    # controller's own file, as the launcher for machines without ros2 launch takes it.
-    params_file = LaunchConfiguration(PARAMS_FILE).perform(context) or os.path.join(
-        get_package_share_directory(PACKAGE), plan.params_file
-    )
+    # params_file:= one file (a copy of config/droid.yaml with `record: goals`, say) instead of
+    # all the plan's files, as the launcher for machines without ros2 launch takes it.
+    given = LaunchConfiguration(PARAMS_FILE).perform(context)
+    share = get_package_share_directory(PACKAGE)
+    params_files = [given] if given else [os.path.join(share, f) for f in plan.params_files]
     actions: list[Action] = []
     gateway: ExecuteProcess | None = None
     node: LifecycleNode | None = None
@@ -73,7 +76,7 @@ def _actions(context: LaunchContext) -> list[Action]:
             )
             actions.append(gateway)
             continue
-        parameters: list[str | dict[str, str]] = [params_file] if process.params_file else []
+        parameters: list[str | dict[str, str]] = list(params_files) if process.params_file else []
         if process.parameters:
             parameters.append(dict(process.parameters))
         action = (LifecycleNode if process.lifecycle else Node)(
@@ -128,7 +131,8 @@ def generate_launch_description() -> LaunchDescription:
         + [
             DeclareLaunchArgument(
                 PARAMS_FILE, default_value="",
-                description="parameters file of the node; empty = the controller's config file",
+                description="parameters file of the node, instead of all the model's; empty = "
+                "the controller's config file, then the model's overlay (config/<model>.yaml)",
             )
         ]
         + [OpaqueFunction(function=_actions)]

@@ -7,12 +7,13 @@ import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Optional
 
-from .catalogue import Model
+from .catalogue import ABSOLUTE_JOINT_SPACES, Model
 from .errors import InvalidResponse
 from .types import ActionChunk
 
 __all__ = [
-    "GRIPPER_BINARY", "conversion_problem", "gripper_dims", "prepare", "to_joint_positions"
+    "GRIPPER_BINARY", "conversion_problem", "gripper_columns", "gripper_dims", "prepare",
+    "to_joint_positions",
 ]
 
 GRIPPER_BINARY = "gripper_binary"
@@ -62,6 +63,20 @@ def _value_range(semantics: Mapping[str, Any], model: Model) -> Optional[tuple[f
 def gripper_dims(model: Model) -> set[int]:
     """Dims the model declares as a binary gripper (never blended, binarised by ``prepare``)."""
     return {dim for dim, _ in _binary_exceptions(_semantics(model))}
+
+
+def gripper_columns(model: Model) -> set[int]:
+    """Dims of a row that command a gripper (open or closed: never blended or shifted at a
+    seam): the declared binary ones and, for joint rows as wide as the state, the state
+    layout's gripper share after its joints, where cosmos3 keeps its gripper undeclared."""
+    dims = gripper_dims(model)
+    split = model.state_split
+    space = model.action_space
+    joint_rows = space is not None and (space in ABSOLUTE_JOINT_SPACES or space == "joint_delta")
+    if split is not None and joint_rows and model.action_dim == sum(split):
+        joints, grippers = split
+        dims |= set(range(joints, joints + grippers))
+    return dims
 
 
 def prepare(chunk: ActionChunk, model: Model, index: int) -> list[float]:

@@ -13,7 +13,7 @@ import time
 import warnings
 from typing import Callable, Optional
 
-from .actions import gripper_dims
+from .actions import gripper_columns
 from .calls import CallEnded, CallHandle, Wake
 from .capture import Captures
 from .catalogue import Model
@@ -115,7 +115,7 @@ def playhead_for(
 ) -> Playhead:
     speed = options.playback_speed if options.playback_speed is not None else (
         session.defaults.playback_speed)
-    grippers = sorted(gripper_dims(model)) if model is not None else []
+    grippers = sorted(gripper_columns(model)) if model is not None else []
     return Playhead(period_s, speed, grippers, options.smooth_seam)
 
 

@@ -24,10 +24,34 @@ PARAMS_FILES = {
     "joint_trajectory": "config/droid_jtc.yaml",
 }
 PARAMS_FILE = PARAMS_FILES["forward"]
-# Models whose robot is not the DROID Franka: (their parameters file, their simulator).
+
+
+@dataclass(frozen=True)
+class ModelRobot:
+    """Where a model's node parameters come from, and which simulator plays its robot.
+
+    A model on the DROID Franka reads the controller's file, then its overlay files (only what
+    differs from pi05-droid's: its views, say); ROS merges several parameter files in order, the
+    last one's value winning. A model of another robot names its own `base` file instead.
+    """
+
+    simulator: str = "sim_robot"
+    base: str = ""  # empty: the controller's DROID file (PARAMS_FILES)
+    overlays: tuple[str, ...] = ()
+
+    def params_files(self, controller: str) -> tuple[str, ...]:
+        return (self.base or PARAMS_FILES[controller], *self.overlays)
+
+
+# Models that are not pi05-droid on the DROID Franka; any other model id (a fine-tuned one)
+# runs with the controller's DROID file alone.
 MODEL_ROBOTS = {
-    "sim-bimanual-reach": ("config/sim-bimanual-reach.yaml", "sim_bimanual"),
+    "cosmos3-edge-policy-droid": ModelRobot(
+        overlays=("config/cosmos3-edge-policy-droid.yaml",)
+    ),
+    "sim-bimanual-reach": ModelRobot("sim_bimanual", base="config/sim-bimanual-reach.yaml"),
 }
+DROID_ROBOT = ModelRobot()
 GATEWAY_HOST = "127.0.0.1"
 # The local gateway prints this line once it serves; the node is configured after it.
 GATEWAY_READY_PREFIX = "SEQUENCES_BASE_URL="
@@ -86,8 +110,8 @@ class Process:
     """One process of the plan.
 
     A ROS node (`node_name` set) is started with the package's `executable` in the plan's
-    namespace, reading the parameters file when `params_file` and then `parameters`; any other
-    process (the gateway) gets `arguments` on its command line.
+    namespace, reading the plan's parameters files (in order) when `params_file` and then
+    `parameters`; any other process (the gateway) gets `arguments` on its command line.
     """
 
     label: str
@@ -107,8 +131,9 @@ class Plan:
     namespace: str
     processes: tuple[Process, ...]
     autostart: bool
-    # The node's parameters file (relative to the share directory), by the controller argument.
-    params_file: str = PARAMS_FILE
+    # The node's parameters files (relative to the share directory), in the order they load:
+    # the robot's file (by the controller argument), then the model's overlays.
+    params_files: tuple[str, ...] = (PARAMS_FILE,)
 
     @property
     def gateway(self) -> Process | None:
@@ -151,6 +176,11 @@ def arguments(given: Mapping[str, str]) -> dict[str, str]:
             f"{' or '.join(PARAMS_FILES)}"
         )
     return values
+
+
+def model_robot(model: str) -> ModelRobot:
+    """The parameter files and simulator of `model` (the DROID Franka's for a model not listed)."""
+    return MODEL_ROBOTS.get(model, DROID_ROBOT)
 
 
 def node_path(namespace: str, name: str = NODE_NAME) -> str:
@@ -219,7 +249,7 @@ def plan(
                 )
             )
             node_env["SEQUENCES_API_KEY"] = key
-        simulator = MODEL_ROBOTS.get(values["model"], ("", "sim_robot"))[1]
+        simulator = model_robot(values["model"]).simulator
         processes.append(
             Process(simulator, simulator, node_name=simulator, env=dict(transport))
         )
@@ -241,5 +271,5 @@ def plan(
         namespace,
         tuple(processes),
         is_true("autostart", values["autostart"]),
-        MODEL_ROBOTS.get(values["model"], (PARAMS_FILES[values["controller"]],))[0],
+        model_robot(values["model"]).params_files(values["controller"]),
     )

@@ -3,8 +3,8 @@
     python -m sequence_ai_ros.demo.launcher sim:=true
     python -m sequence_ai_ros.demo.launcher sim:=true namespace:=robot2   # a second robot
 
-Same arguments as the launch file (model, base_url, namespace, sim, autostart, controller) plus
-`params_file` (instead of the controller's file), and the same processes: both read
+Same arguments as the launch file (model, base_url, namespace, sim, autostart, controller,
+params_file: one file instead of all the model's), and the same processes: both read
 `sequence_ai_ros.launch_plan`. Executables are the package's console-script entry points, run
 with this interpreter; the node is configured (once a local gateway serves) and activated
 through its lifecycle services when autostart is true. Ctrl+C stops every process it started,
@@ -62,6 +62,17 @@ def parse_arguments(argv: Sequence[str]) -> dict[str, str]:
     return values
 
 
+def params_files(plan: Plan, given: str = "") -> list[str]:
+    """The node's parameters files in load order: `given` (params_file:=) alone, else the plan's
+    (the robot's file, then the model's overlays), found as `default_params_file` finds them."""
+    if given:
+        return [given]
+    try:
+        return [str(launch_plan.share_file(relative)) for relative in plan.params_files]
+    except PlanError as exc:
+        raise LaunchError(str(exc)) from None
+
+
 def default_params_file(controller: str = "forward") -> Path:
     """The controller's parameters file (config/droid.yaml for forward) of this checkout when
     run from source, else the installed share/ copy."""
@@ -74,14 +85,15 @@ def default_params_file(controller: str = "forward") -> Path:
 def ros_arguments(
     name: str,
     namespace: str,
-    params_file: str | None = None,
+    params_files: Sequence[str] = (),
     overrides: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """`--ros-args` that start a node as launch_ros starts it: name, namespace, parameters."""
+    """`--ros-args` that start a node as launch_ros starts it: name, namespace, parameters (the
+    files in order, a later file's value winning, then `overrides`)."""
     arguments = ["--ros-args", "-r", f"__node:={name}"]
     if namespace.strip("/"):
         arguments += ["-r", f"__ns:=/{namespace.strip('/')}"]
-    if params_file:
+    for params_file in params_files:
         arguments += ["--params-file", params_file]
     for key, value in (overrides or {}).items():
         arguments += ["-p", f"{key}:={value}"]
@@ -109,15 +121,15 @@ class ProcessSpec:
         return [sys.executable, "-c", bootstrap, *self.arguments]
 
 
-def specs_for(plan: Plan, params_file: str) -> list[ProcessSpec]:
-    """The plan's processes as command lines, in start order."""
+def specs_for(plan: Plan, params_files: Sequence[str]) -> list[ProcessSpec]:
+    """The plan's processes as command lines, in start order; the node reads `params_files`."""
     specs = []
     for process in plan.processes:
         if process.node_name:
             arguments = ros_arguments(
                 process.node_name,
                 plan.namespace,
-                params_file if process.params_file else None,
+                params_files if process.params_file else (),
                 process.parameters,
             )
         else:
@@ -320,8 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         values = parse_arguments(arguments)
         given_file = values.pop(PARAMS_FILE_ARGUMENT)
         plan = launch_plan.plan(values)
-        params_file = given_file or str(launch_plan.share_file(plan.params_file))
-        launcher = Launcher(specs_for(plan, params_file))
+        launcher = Launcher(specs_for(plan, params_files(plan, given_file)))
     except (LaunchError, PlanError) as exc:
         print(f"launcher: {exc}", file=sys.stderr)
         return 2

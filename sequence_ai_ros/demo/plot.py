@@ -115,7 +115,7 @@ def _series(demo: Any) -> Series:
             if getattr(args, "planner", "scripted") == "vlm"
             else f"preemption after {args.preempt_after:g} s of goal 1"
         )
-        + f", cameras {robot.cameras}, {demo.params_file}"
+        + f"\ncameras {robot.cameras}, parameters {' + '.join(demo.params_files)}"
     )
     return Series(joint_t, joints, target_t, targets, goals, preempt, title, robot)
 
@@ -240,7 +240,7 @@ def _draw_matplotlib(series: Series, out: Path) -> None:
     fig.suptitle(series.title, fontsize=13)
     # Room for the legend below and the title above, the same in inches at any height.
     height = fig.get_figheight()
-    fig.tight_layout(rect=(0, 0.945 / height, 1, 1 - 0.675 / height))
+    fig.tight_layout(rect=(0, 0.945 / height, 1, 1 - 0.9 / height))
     fig.savefig(out, dpi=90)
     plt.close(fig)
 

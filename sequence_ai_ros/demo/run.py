@@ -225,11 +225,11 @@ class Recording:
             return list(self.joints[-1]) if self.joints else None
 
 
-def _params_file(model: str) -> str:
-    """The node's parameters file a sim:=true launch of `model` takes (launch_plan's choice)."""
+def _params_files(model: str) -> tuple[str, ...]:
+    """The node's parameters files a sim:=true launch of `model` takes (launch_plan's choice)."""
     from sequence_ai_ros import launch_plan
 
-    return launch_plan.plan({"model": model}).params_file
+    return launch_plan.plan({"model": model}).params_files
 
 
 def _ros2_launch_available() -> bool:
@@ -305,7 +305,7 @@ class Demo:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.robot: DemoRobot = ROBOTS[args.model]
-        self.params_file = _params_file(args.model)
+        self.params_files = _params_files(args.model)
         self.log_dir = Path(args.log_dir or tempfile.mkdtemp(prefix="sequence_ai_demo_"))
         self.recording = Recording()
         target = self.robot.instruction_target
@@ -343,9 +343,8 @@ class Demo:
             values = launcher.parse_arguments(arguments)
             given_file = values.pop(launcher.PARAMS_FILE_ARGUMENT)
             plan = launch_plan.plan(values)
-            # The model's own parameters file, as launcher.main picks it.
-            params_file = given_file or str(launch_plan.share_file(plan.params_file))
-            specs = launcher.specs_for(plan, params_file)
+            # The model's own parameters files, as launcher.main picks them.
+            specs = launcher.specs_for(plan, launcher.params_files(plan, given_file))
             self.via = f"python -m sequence_ai_ros.demo.launcher {shown} (no ros2 launch here)"
         self.launcher = launcher.Launcher(specs, log_dir=self.log_dir)
         self.launcher.start()
@@ -444,9 +443,9 @@ class Demo:
                 raise RuntimeError(f"the node refused {name}={value}: {result.reason}")
             print(f"{target}: {name.strip()} set to {value.strip()}")
         self.act.wait_for_server(BRING_UP_TIMEOUT_S)
-        from sequence_ai_ros.launch_plan import MODEL_ROBOTS
+        from sequence_ai_ros.launch_plan import model_robot
 
-        simulator = MODEL_ROBOTS.get(self.args.model, ("", "sim_robot"))[1]
+        simulator = model_robot(self.args.model).simulator
         self._wait(
             f"{self.robot.state_what} from {simulator}", lambda: bool(self.recording.joints)
         )

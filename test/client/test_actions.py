@@ -1,4 +1,4 @@
-"""prepare / to_joint_positions / gripper_dims against pi05-like and cosmos3-like rows."""
+"""prepare / to_joint_positions / gripper_dims / gripper_columns on pi05- and cosmos3-like rows."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sequence_ai.actions import gripper_dims, prepare, to_joint_positions
-from sequence_ai.catalogue import Model
+from sequence_ai.actions import gripper_columns, gripper_dims, prepare, to_joint_positions
+from sequence_ai.catalogue import Model, models
 from sequence_ai.types import ActionChunk
 
 PI05_ROW = {
@@ -84,6 +84,19 @@ def test_gripper_dims_are_the_declared_binary_dims():
     assert gripper_dims(PI05) == {7}
     assert gripper_dims(COSMOS) == set()
     assert gripper_dims(Model.from_wire({"id": "x"})) == set()
+
+
+def test_gripper_columns_are_the_declared_ones_or_the_state_layouts_gripper_share(gw):
+    served = {m.short_id: m for m in models("act", base_url=gw.url)}
+    cosmos3 = served["cosmos3-edge-policy-droid"]
+    # cosmos3 declares no gripper exception (no binarisation); its rows are its state's layout,
+    # 7 joints then the gripper.
+    assert gripper_dims(cosmos3) == set() and gripper_columns(cosmos3) == {7}
+    assert gripper_columns(served["pi05-droid"]) == {7}
+    assert gripper_columns(served["sim-bimanual-reach"]) == {12, 13}
+    # No state to read a layout from: only what the model declares.
+    assert gripper_columns(served["sim-stateless-ee-delta"]) == {6}
+    assert gripper_columns(COSMOS) == set()
 
 
 def test_joint_positions_offset_every_row_from_the_same_reference():

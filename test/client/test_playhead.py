@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Optional
 
 import pytest
 
-from sequence_ai.playhead import Playhead, Playing
+from sequence_ai.catalogue import find_model, models
+from sequence_ai.control_loop import playhead_for
+from sequence_ai.playhead import HANDOVER_BLEND, Playhead, Playing
 from sequence_ai.speed import MAX_SPEED_CHANGE
 
 PERIOD = 0.1
@@ -79,3 +82,33 @@ def test_horizon_left_counts_commands_until_the_open_loop_horizon() -> None:
     assert head.horizon_left(0.0) == 8
     position = head.played(head.next_command())
     assert head.horizon_left(position) == 7
+
+
+def test_a_hand_over_shifts_the_joints_onto_the_last_command_but_never_the_gripper(gw) -> None:
+    # cosmos3 declares no gripper exception: its gripper column (dim 7, 0 open, 1 closed) comes
+    # from its state layout. Shifted like a joint, a closed gripper (1) over a plan that starts
+    # open (0) and closes would be commanded up to 2.
+    cosmos3 = find_model(models("act", base_url=gw.url), "cosmos3-edge-policy-droid")
+    assert cosmos3 is not None
+    # What playhead_for reads of a session and a run's options: the playback speed, the seam.
+    session = SimpleNamespace(defaults=SimpleNamespace(playback_speed=1.0))
+    options = SimpleNamespace(playback_speed=None, smooth_seam=0)
+    head = playhead_for(session, options, cosmos3, PERIOD)  # type: ignore[arg-type]
+    arrived = [[0.1] * 7 + [1.0] for _ in range(16)]
+    first = Playing(number=1, sequence=0, origin=0.0, captured=0.0, horizon_end=16.0, speed=1.0,
+                    instruction="pick up the cup")
+    assert head.install(arrived, first, due=0.0, horizon=16, absolute=True, chunk_rows=16,
+                        deadline=None, at_most=100) is not None
+    head.played(head.next_command())
+    reaching = [[0.5] * 7 + [0.0 if i < 3 else 1.0] for i in range(16)]
+    second = Playing(number=2, sequence=1, origin=0.0, captured=0.0, horizon_end=16.0, speed=1.0,
+                     instruction="put the cup down")
+    installed = head.install(reaching, second, due=0.0, horizon=16, absolute=True,
+                             chunk_rows=16, deadline=None, at_most=100)
+    assert installed is not None and installed.seam_jump == pytest.approx(0.4)
+    rows = [command.row for command in head.tail]
+    # The plan's own gripper, row for row (then its rest ramp's, still closed).
+    assert [row[7] for row in rows[: len(reaching)]] == [row[7] for row in reaching]
+    assert {row[7] for row in rows} == {0.0, 1.0}
+    # The joints start from the last command and fade onto the new plan.
+    assert 0.1 < rows[0][0] < 0.5 and rows[0][0] == pytest.approx(0.1 + 0.4 / (HANDOVER_BLEND + 1))

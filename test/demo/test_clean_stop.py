@@ -43,7 +43,7 @@ def _wait_for_line(log: Path, words: str, process: subprocess.Popen[bytes]) -> N
 def group(tmp_path: Path) -> Iterator[list[tuple[str, subprocess.Popen[bytes], Path]]]:
     """The sim plan's processes in one process group, as `ros2 launch` runs them."""
     plan = launch_plan.plan({"sim": "true", "namespace": NAMESPACE})
-    specs = launcher.specs_for(plan, str(launcher.default_params_file()))
+    specs = launcher.specs_for(plan, launcher.params_files(plan))
     started: list[tuple[str, subprocess.Popen[bytes], Path]] = []
     for spec in specs:
         log = tmp_path / f"{spec.name}.log"

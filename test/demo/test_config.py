@@ -20,6 +20,7 @@ from sequence_ai_ros.demo.launcher import default_params_file  # noqa: E402
 DOMAIN_ID = domain(CONFIG_TESTS)
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "droid.yaml"
 JTC_CONFIG = CONFIG.with_name("droid_jtc.yaml")
+COSMOS3_OVERLAY = CONFIG.with_name("cosmos3-edge-policy-droid.yaml")
 
 
 def yaml_parameters(path: Path = CONFIG) -> dict[str, Any]:
@@ -49,20 +50,28 @@ def context() -> Iterator[Context]:
         rclpy.shutdown(context=context)
 
 
-@pytest.mark.parametrize("config", [CONFIG, JTC_CONFIG], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "configs",
+    [(CONFIG,), (JTC_CONFIG,), (CONFIG, COSMOS3_OVERLAY)],
+    ids=lambda files: "+".join(p.name for p in files),
+)
 @pytest.mark.parametrize("namespace", ["", "robot2"])
 def test_every_key_is_declared_by_the_node_and_takes_effect(
-    context: Context, namespace: str, config: Path
+    context: Context, namespace: str, configs: tuple[Path, ...]
 ) -> None:
     from sequence_ai_ros.node import SequenceAiNode
 
-    arguments = ["--ros-args", "--params-file", str(config)]
+    # Several files load in order, the later one's value winning (a model's overlay).
+    arguments = ["--ros-args"]
+    expected: dict[str, Any] = {}
+    for config in configs:
+        arguments += ["--params-file", str(config)]
+        expected.update(yaml_parameters(config))
     if namespace:
         arguments += ["-r", f"__ns:=/{namespace}"]
     node = SequenceAiNode(context=context, cli_args=arguments)
     try:
         declared = set(node.list_parameters([], 0).names)
-        expected = yaml_parameters(config)
         undeclared = sorted(set(expected) - declared)
         assert not undeclared, f"droid.yaml keys the node does not declare: {undeclared}"
         for name, value in expected.items():

@@ -139,13 +139,16 @@ def test_a_cartesian_robot_refuses_a_joint_space_and_a_target_that_does_not_fit(
 
 
 def test_every_model_the_launch_plan_maps_has_a_description() -> None:
-    from sequence_ai_ros.demo.run import _params_file
+    from sequence_ai_ros.demo.run import _params_files
     from sequence_ai_ros.launch_plan import ARGUMENTS, MODEL_ROBOTS
 
     assert ARGUMENTS["model"].default == robots.DEFAULT_MODEL
     assert set(MODEL_ROBOTS) <= set(ROBOTS)
-    assert _params_file("pi05-droid") == "config/droid.yaml"
-    assert _params_file("sim-bimanual-reach") == "config/sim-bimanual-reach.yaml"
+    assert _params_files("pi05-droid") == ("config/droid.yaml",)
+    assert _params_files("cosmos3-edge-policy-droid") == (
+        "config/droid.yaml", "config/cosmos3-edge-policy-droid.yaml",
+    )
+    assert _params_files("sim-bimanual-reach") == ("config/sim-bimanual-reach.yaml",)
     with pytest.raises(ValueError, match="--model sim-nothing: the demo knows"):
         robot_for("sim-nothing")
 

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from sequence_ai_gateway.catalogue import simulated_row
 from sequence_ai_ros import launch_plan
 from sequence_ai_ros.demo import launcher
 
@@ -97,7 +99,7 @@ def _of(actions: list[Any], *kinds: str) -> list[Any]:
 
 
 def _launch_processes(actions: list[Any]) -> list[tuple]:
-    """(executable, node name, namespace, params file, parameters, command args, env) per
+    """(executable, node name, namespace, params files, parameters, command args, env) per
     process the launch file starts, in order."""
     found = []
     for action in _of(actions, "ExecuteProcess", "Node", "LifecycleNode"):
@@ -105,30 +107,30 @@ def _launch_processes(actions: list[Any]) -> list[tuple]:
         if type(action).__name__ == "ExecuteProcess":
             executable, *args = kw["cmd"]
             assert executable == f"{PREFIX}/lib/sequence_ai_ros/{Path(executable).name}"
-            found.append((Path(executable).name, "", "", None, {}, tuple(args),
+            found.append((Path(executable).name, "", "", (), {}, tuple(args),
                           kw["additional_env"]))
             continue
         params = list(kw["parameters"])
-        params_file = params.pop(0) if params and isinstance(params[0], str) else None
-        overrides = params[0] if params else {}
-        found.append((kw["executable"], kw["name"], kw["namespace"], params_file, overrides, (),
+        files = tuple(p for p in params if isinstance(p, str))
+        # The files come first, then the plan's own parameters: a later entry wins.
+        assert params[: len(files)] == list(files)
+        overrides = params[len(files)] if len(params) > len(files) else {}
+        found.append((kw["executable"], kw["name"], kw["namespace"], files, overrides, (),
                       kw["additional_env"]))
     return found
 
 
-def _launcher_processes(
-    specs: list[launcher.ProcessSpec], params_file: str, shared: str
-) -> list[tuple]:
-    """The same view of what the launcher starts, read back from its command lines;
-    `params_file` is where the launcher found `shared` (relative to the share directory)."""
+def _launcher_processes(specs: list[launcher.ProcessSpec], checkout: str) -> list[tuple]:
+    """The same view of what the launcher starts, read back from its command lines; it found
+    the package's files under `checkout` where the launch file finds them under SHARE."""
     found = []
     for spec in specs:
         args = list(spec.arguments)
         if "--ros-args" not in args:
-            found.append((spec.executable, "", "", None, {}, tuple(args), spec.env))
+            found.append((spec.executable, "", "", (), {}, tuple(args), spec.env))
             continue
         name = namespace = ""
-        params = None
+        params: list[str] = []
         overrides = {}
         for flag, value in zip(args[1::2], args[2::2]):
             if flag == "-r" and value.startswith("__node:="):
@@ -136,11 +138,11 @@ def _launcher_processes(
             elif flag == "-r" and value.startswith("__ns:=/"):
                 namespace = value.split(":=/", 1)[1]
             elif flag == "--params-file":
-                params = f"{SHARE}/{shared}" if value == params_file else value
+                params.append(value.replace(checkout, SHARE, 1))
             elif flag == "-p":
                 key, _, text = value.partition(":=")
                 overrides[key] = text
-        found.append((spec.executable, name, namespace, params, overrides, (), spec.env))
+        found.append((spec.executable, name, namespace, tuple(params), overrides, (), spec.env))
     return found
 
 
@@ -153,6 +155,10 @@ CASES = [
     {"sim": "yes", "autostart": "false"},
     {"controller": "joint_trajectory"},
     {"sim": "true", "controller": "joint_trajectory"},
+    {"sim": "true", "model": "cosmos3-edge-policy-droid"},
+    {"model": "cosmos3-edge-policy-droid", "controller": "joint_trajectory"},
+    {"sim": "true", "model": "sim-bimanual-reach"},
+    {"model": "cosmos3-edge-policy-droid", "params_file": "/robot/cosmos3_recording.yaml"},
 ]
 
 
@@ -163,11 +169,11 @@ def test_launch_file_and_launcher_start_the_same_plan(
 ) -> None:
     actions = _run_launch_file(monkeypatch, **given)
     values = launcher.parse_arguments([f"{k}:={v}" for k, v in given.items()])
-    values.pop(launcher.PARAMS_FILE_ARGUMENT)
+    given_file = values.pop(launcher.PARAMS_FILE_ARGUMENT)
     plan = launch_plan.plan(values)
-    params_file = f"/checkout/{plan.params_file}"
-    specs = launcher.specs_for(plan, params_file)
-    assert _launch_processes(actions) == _launcher_processes(specs, params_file, plan.params_file)
+    files = [given_file] if given_file else [f"/checkout/{f}" for f in plan.params_files]
+    specs = launcher.specs_for(plan, files)
+    assert _launch_processes(actions) == _launcher_processes(specs, "/checkout")
     # The launcher waits for the gateway to serve before it configures; so does the launch file.
     gateways = _of(actions, "ExecuteProcess")
     assert [s.ready_prefix for s in specs if s.ready_prefix] == [
@@ -175,15 +181,34 @@ def test_launch_file_and_launcher_start_the_same_plan(
     ] * len(gateways)
 
 
-def test_a_params_file_argument_replaces_the_controllers_file(
+def test_a_params_file_argument_replaces_all_the_models_files(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # e.g. a copy of config/droid.yaml with `record: goals`.
     actions = _run_launch_file(monkeypatch, params_file="/robot/droid_recording.yaml")
     (node,) = _of(actions, "LifecycleNode")
-    assert node.kwargs["parameters"][0] == "/robot/droid_recording.yaml"
+    assert node.kwargs["parameters"] == ["/robot/droid_recording.yaml", {"model": "pi05-droid"}]
     (node,) = _of(_run_launch_file(monkeypatch), "LifecycleNode")
-    assert str(node.kwargs["parameters"][0]).endswith("config/droid.yaml")
+    assert node.kwargs["parameters"] == [f"{SHARE}/config/droid.yaml", {"model": "pi05-droid"}]
+    cosmos3 = "cosmos3-edge-policy-droid"
+    (node,) = _of(_run_launch_file(monkeypatch, model=cosmos3), "LifecycleNode")
+    assert node.kwargs["parameters"] == [
+        f"{SHARE}/config/droid.yaml", f"{SHARE}/config/{cosmos3}.yaml", {"model": cosmos3},
+    ]
+    actions = _run_launch_file(monkeypatch, model=cosmos3, params_file="/robot/cosmos3.yaml")
+    (node,) = _of(actions, "LifecycleNode")
+    assert node.kwargs["parameters"] == ["/robot/cosmos3.yaml", {"model": cosmos3}]
+
+
+def test_the_launcher_passes_every_file_in_order_or_the_given_one_alone() -> None:
+    cosmos3 = "cosmos3-edge-policy-droid"
+    plan = launch_plan.plan({"model": cosmos3})
+    node_args = launcher.specs_for(plan, launcher.params_files(plan))[-1].arguments
+    files = [v for f, v in zip(node_args, node_args[1:]) if f == "--params-file"]
+    assert files == [
+        str(ROOT / "config" / "droid.yaml"), str(ROOT / "config" / f"{cosmos3}.yaml"),
+    ]
+    assert launcher.params_files(plan, "/robot/mine.yaml") == ["/robot/mine.yaml"]
 
 
 def test_launch_file_declares_the_plans_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -263,19 +288,62 @@ def test_sim_with_a_base_url_shares_that_service() -> None:
 
 
 def test_the_controller_argument_chooses_the_nodes_parameters_file() -> None:
-    assert launch_plan.plan({}).params_file == "config/droid.yaml"
+    assert launch_plan.plan({}).params_files == ("config/droid.yaml",)
     jtc = launch_plan.plan({"controller": "joint_trajectory", "sim": "true"})
-    assert jtc.params_file == "config/droid_jtc.yaml"
+    assert jtc.params_files == ("config/droid_jtc.yaml",)
     # The same processes either way: sim_robot serves both controllers' topics.
     assert [p.label for p in jtc.processes] == ["gateway", "sim_robot", "node"]
 
 
 def test_a_model_of_another_robot_brings_its_own_file_and_simulator() -> None:
     plan = launch_plan.plan({"model": "sim-bimanual-reach", "sim": "true"})
-    assert plan.params_file == "config/sim-bimanual-reach.yaml"
+    assert plan.params_files == ("config/sim-bimanual-reach.yaml",)
     assert [p.label for p in plan.processes] == ["gateway", "sim_bimanual", "node"]
     assert plan.node.parameters["model"] == "sim-bimanual-reach"
-    assert launch_plan.share_file(plan.params_file).is_file()
+    assert launch_plan.share_file(plan.params_files[0]).is_file()
+
+
+@pytest.mark.parametrize("controller", ["forward", "joint_trajectory"])
+def test_a_droid_model_loads_its_overlay_after_the_controllers_file(controller: str) -> None:
+    base = launch_plan.PARAMS_FILES[controller]
+    plan = launch_plan.plan({"model": "cosmos3-edge-policy-droid", "controller": controller})
+    assert plan.params_files == (base, "config/cosmos3-edge-policy-droid.yaml")
+    assert all(launch_plan.share_file(f).is_file() for f in plan.params_files)
+    assert launch_plan.plan({"sim": "true", "model": "cosmos3-edge-policy-droid"}).processes[
+        1
+    ].label == "sim_robot"
+    # pi05-droid and a model the table does not know (a fine-tuned one) get the DROID file alone.
+    for model in ("pi05-droid", "accounts/sequences/models/ftjob-0123"):
+        assert launch_plan.plan({"model": model, "controller": controller}).params_files == (base,)
+
+
+def _merged(files: tuple[str, ...]) -> dict[str, Any]:
+    """The node's parameters from `files` loaded in order, as ROS merges them (a later file's
+    key wins)."""
+    merged: dict[str, Any] = {}
+    for relative in files:
+        document = yaml.safe_load(launch_plan.share_file(relative).read_text(encoding="utf-8"))
+        merged.update(document["/**/sequence_ai"]["ros__parameters"])
+    return merged
+
+
+@pytest.mark.parametrize(
+    "model", ["pi05-droid", "cosmos3-edge-policy-droid", "sim-bimanual-reach"]
+)
+def test_a_models_files_name_its_catalogue_views_on_the_simulators_topics(model: str) -> None:
+    row = simulated_row(model)
+    params = _merged(launch_plan.plan({"model": model}).params_files)
+    assert params["model"] == model
+    assert params["camera_views"] == row["camera_views"]
+    assert params["camera_topics"] == [f"cameras/{v}/image_raw" for v in row["camera_views"]]
+    assert params["camera_transports"] == ["raw"] * len(row["camera_views"])
+
+
+def test_the_cosmos3_overlay_carries_only_what_differs_from_droid_yaml() -> None:
+    droid = _merged(("config/droid.yaml",))
+    overlay = _merged(("config/cosmos3-edge-policy-droid.yaml",))
+    assert set(overlay) <= set(droid)
+    assert all(overlay[key] != droid[key] for key in overlay)
 
 
 def test_node_path_in_a_namespace() -> None:
