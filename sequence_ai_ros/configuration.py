@@ -27,7 +27,7 @@ from sequence_ai_ros.lifecycle_guard import ConfigureProbe
 from sequence_ai_ros.model_fit import fit, space_of
 from sequence_ai_ros.observations import ObservationCache
 from sequence_ai_ros.parameters import NodeConfig
-from sequence_ai_ros.pose_source import open_pose_source
+from sequence_ai_ros.pose_source import PoseSource, open_pose_source
 
 __all__ = ["ConfigureError", "Configured", "configure"]
 
@@ -53,6 +53,8 @@ class Configured:
     period_s: float
     # Closes each goal's episode file on its writer thread (`close` waits for them).
     episodes: EpisodeRecorder
+    # An ee model's measured end-effector pose (its own thread for a topic); None for joints.
+    poses: PoseSource | None
 
 
 def configure(
@@ -192,7 +194,7 @@ def configure(
         for release in reversed(built):
             release()
         raise
-    return Configured(policy, cameras, cache, joints, gate, runner, period_s, episodes)
+    return Configured(policy, cameras, cache, joints, gate, runner, period_s, episodes, poses)
 
 
 def _connect(

@@ -50,6 +50,10 @@ MODEL_ROBOTS = {
         overlays=("config/cosmos3-edge-policy-droid.yaml",)
     ),
     "sim-bimanual-reach": ModelRobot("sim_bimanual", base="config/sim-bimanual-reach.yaml"),
+    "sim-stateless-ee-delta": ModelRobot(
+        "sim_cartesian", base="config/sim-stateless-ee-delta.yaml"
+    ),
+    "sim-ee-absolute-reach": ModelRobot("sim_cartesian", base="config/sim-ee-absolute-reach.yaml"),
 }
 DROID_ROBOT = ModelRobot()
 GATEWAY_HOST = "127.0.0.1"

@@ -263,8 +263,10 @@ class SequenceAiNode(LifecycleNode):
             # The last goals' episode files, still being closed on their writer threads.
             parts.episodes.close(_STOP_TIMEOUT_S)
             parts.cameras.destroy()
-            # After the runner: a goal's last hold is checked against fresh joints.
+            # After the runner: a goal's last hold is checked against fresh joints (or pose).
             parts.joints.destroy()
+            if parts.poses is not None:
+                parts.poses.destroy()
             self._orphans.append(parts.gate.destroy)
         if destroy:
             self._destroy_orphans()

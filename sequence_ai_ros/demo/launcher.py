@@ -32,6 +32,7 @@ ENTRY_POINTS = {
     "sequence_ai_node": "sequence_ai_ros.node:main",
     "sim_robot": "sequence_ai_ros.sim.robot:main",
     "sim_bimanual": "sequence_ai_ros.sim.bimanual:main",
+    "sim_cartesian": "sequence_ai_ros.sim.cartesian:main",
     "sequence-ai-gateway": "sequence_ai_gateway.__main__:main",
 }
 # The launcher's own argument beyond the launch file's.

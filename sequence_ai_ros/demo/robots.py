@@ -268,13 +268,22 @@ def cartesian_robot(
     )
 
 
-# The models `--model` takes. The Cartesian ones join once the gateway's target function for
-# them is merged: cartesian_robot("sim-stateless-ee-delta", "ee_delta", <target>) and
-# cartesian_robot("sim-ee-absolute-reach", "ee_absolute", <target>).
+def _ee_target(instruction: str) -> list[float]:
+    # The gateway's simulated end-effector models steer the hand towards this position.
+    from sequence_ai_gateway.policies import ee_target
+
+    return ee_target(instruction)
+
+
+# The models `--model` takes.
 ROBOTS: dict[str, DemoRobot] = {
     "pi05-droid": _panda("pi05-droid"),
     "cosmos3-edge-policy-droid": _panda("cosmos3-edge-policy-droid"),
     "sim-bimanual-reach": _bimanual(),
+    "sim-stateless-ee-delta": cartesian_robot("sim-stateless-ee-delta", "ee_delta", _ee_target),
+    "sim-ee-absolute-reach": cartesian_robot(
+        "sim-ee-absolute-reach", "ee_absolute", _ee_target
+    ),
 }
 
 

@@ -25,7 +25,8 @@ PATIENCE_S = 60.0
 # here are shorter so the later signals land while the processes are still shutting down.
 # They shape the scenario and wait for nothing: any timing must end cleanly.
 FORWARD_S = 0.2
-TRACEBACK_WORDS = ("Traceback", "Exception in ASGI", "CancelledError", "KeyboardInterrupt")
+TRACEBACK_WORDS = ("Traceback", "Exception in ASGI", "CancelledError", "KeyboardInterrupt",
+                   "terminate called", "Fatal Python error")
 
 
 def _wait_for_line(log: Path, words: str, process: subprocess.Popen[bytes]) -> None:
@@ -123,14 +124,19 @@ def test_ctrl_c_twice_and_sigterm_with_no_goal(
         assert not [w for w in TRACEBACK_WORDS if w in text], f"{name}:\n{text[-3000:]}"
 
 
+@pytest.mark.parametrize(("model", "simulator"), [
+    ("pi05-droid", "sim_robot"),
+    # An ee model's node also stops its pose source's thread (it aborted at exit once).
+    ("sim-stateless-ee-delta", "sim_cartesian"),
+])
 def test_the_projects_launcher_stops_everything_cleanly_on_a_repeated_ctrl_c(
-    tmp_path: Path,
+    tmp_path: Path, model: str, simulator: str
 ) -> None:
     log = tmp_path / "launcher.log"
     with open(log, "wb") as sink:
         process = subprocess.Popen(
             [sys.executable, "-m", "sequence_ai_ros.demo.launcher", "sim:=true",
-             f"namespace:={NAMESPACE}_launcher"],
+             f"namespace:={NAMESPACE}_launcher", f"model:={model}"],
             stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
         )
@@ -144,5 +150,5 @@ def test_the_projects_launcher_stops_everything_cleanly_on_a_repeated_ctrl_c(
             process.wait()
     text = log.read_text(errors="replace")
     stopped = next(line for line in text.splitlines() if line.startswith("launcher: stopped"))
-    assert stopped == "launcher: stopped {'node': 0, 'sim_robot': 0, 'gateway': 0}", text
+    assert stopped == f"launcher: stopped {{'node': 0, '{simulator}': 0, 'gateway': 0}}", text
     assert not [w for w in TRACEBACK_WORDS if w in text], text[-3000:]

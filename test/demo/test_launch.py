@@ -158,6 +158,8 @@ CASES = [
     {"sim": "true", "model": "cosmos3-edge-policy-droid"},
     {"model": "cosmos3-edge-policy-droid", "controller": "joint_trajectory"},
     {"sim": "true", "model": "sim-bimanual-reach"},
+    {"sim": "true", "model": "sim-stateless-ee-delta"},
+    {"sim": "true", "model": "sim-ee-absolute-reach", "namespace": "cartesian"},
     {"model": "cosmos3-edge-policy-droid", "params_file": "/robot/cosmos3_recording.yaml"},
 ]
 
@@ -295,11 +297,18 @@ def test_the_controller_argument_chooses_the_nodes_parameters_file() -> None:
     assert [p.label for p in jtc.processes] == ["gateway", "sim_robot", "node"]
 
 
-def test_a_model_of_another_robot_brings_its_own_file_and_simulator() -> None:
-    plan = launch_plan.plan({"model": "sim-bimanual-reach", "sim": "true"})
-    assert plan.params_files == ("config/sim-bimanual-reach.yaml",)
-    assert [p.label for p in plan.processes] == ["gateway", "sim_bimanual", "node"]
-    assert plan.node.parameters["model"] == "sim-bimanual-reach"
+@pytest.mark.parametrize(("model", "simulator"), [
+    ("sim-bimanual-reach", "sim_bimanual"),
+    ("sim-stateless-ee-delta", "sim_cartesian"),
+    ("sim-ee-absolute-reach", "sim_cartesian"),
+])
+def test_a_model_of_another_robot_brings_its_own_file_and_simulator(
+    model: str, simulator: str
+) -> None:
+    plan = launch_plan.plan({"model": model, "sim": "true"})
+    assert plan.params_files == (f"config/{model}.yaml",)
+    assert [p.label for p in plan.processes] == ["gateway", simulator, "node"]
+    assert plan.node.parameters["model"] == model
     assert launch_plan.share_file(plan.params_files[0]).is_file()
 
 
@@ -328,7 +337,8 @@ def _merged(files: tuple[str, ...]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "model", ["pi05-droid", "cosmos3-edge-policy-droid", "sim-bimanual-reach"]
+    "model", ["pi05-droid", "cosmos3-edge-policy-droid", "sim-bimanual-reach",
+              "sim-stateless-ee-delta", "sim-ee-absolute-reach"]
 )
 def test_a_models_files_name_its_catalogue_views_on_the_simulators_topics(model: str) -> None:
     row = simulated_row(model)
