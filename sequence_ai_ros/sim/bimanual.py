@@ -13,20 +13,17 @@ is approached at most `max_velocity` rad/s, like a position controller on a real
 
 from __future__ import annotations
 
-import signal
 import threading
 
 import numpy as np
-import rclpy
 from rclpy.context import Context
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
-from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
 from sequence_ai_ros.parameters import Spec, declare_read_only
+from sequence_ai_ros.sim.process import spin_until_signal
 
 SIDES = ("left", "right")
 ARM_JOINTS = {side: tuple(f"{side}_joint{i}" for i in range(1, 7)) for side in SIDES}
@@ -143,29 +140,8 @@ def draw(view: str, positions: np.ndarray, size: tuple[int, int]) -> np.ndarray:
 
 
 def main(args: list[str] | None = None) -> None:
-    """Runs until SIGINT or SIGTERM, then ends cleanly (as sim_robot does)."""
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda _signum, _frame: stop.set())
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    node = None
-    executor = None
-    try:
-        node = SimBimanual()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        while not stop.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=0.2)
-    except ExternalShutdownException:
-        pass
-    finally:
-        if executor is not None:
-            executor.shutdown()
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_IGN)
+    """Runs until SIGINT or SIGTERM; any number of them ends it once, cleanly, with status 0."""
+    spin_until_signal(SimBimanual, args)
 
 
 if __name__ == "__main__":

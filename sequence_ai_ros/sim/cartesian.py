@@ -18,19 +18,15 @@ imports, the base_frame -> ee_frame transform.
 
 from __future__ import annotations
 
-import signal
 import threading
 from collections import deque
 from typing import Protocol
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import PoseStamped, TransformStamped, TwistStamped
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -45,6 +41,7 @@ from sequence_ai_ros.sim.cartesian_arm import (
 )
 from sequence_ai_ros.sim.cartesian_view import CartesianView
 from sequence_ai_ros.sim.panda_kinematics import READY_POSE
+from sequence_ai_ros.sim.process import spin_until_signal
 
 TWIST_TOPIC = "servo_node/delta_twist_cmds"
 TARGET_TOPIC = "cartesian_motion_controller/target_frame"
@@ -266,29 +263,8 @@ class SimCartesian(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    """Runs until SIGINT or SIGTERM, then ends cleanly (as sim_robot does)."""
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda _signum, _frame: stop.set())
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    node = None
-    executor = None
-    try:
-        node = SimCartesian()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        while not stop.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=0.2)
-    except ExternalShutdownException:
-        pass
-    finally:
-        if executor is not None:
-            executor.shutdown()
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_IGN)
+    """Runs until SIGINT or SIGTERM; any number of them ends it once, cleanly, with status 0."""
+    spin_until_signal(SimCartesian, args)
 
 
 if __name__ == "__main__":

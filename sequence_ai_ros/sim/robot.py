@@ -21,26 +21,23 @@ from __future__ import annotations
 
 import array
 import io
-import signal
 import threading
 import time
 from collections.abc import Callable
 
 import numpy as np
-import rclpy
 from builtin_interfaces.msg import Time as TimeMsg
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from sequence_ai_ros.sim.arm import GRIPPER_JOINT, JOINT_NAMES, SimArm
 from sequence_ai_ros.sim.parameters import SimConfig
+from sequence_ai_ros.sim.process import spin_until_signal
 from sequence_ai_ros.sim.render import IMAGE_SIZE, SceneRenderer
 from sequence_ai_ros.sim.trajectory import (
     Trajectory,
@@ -361,37 +358,9 @@ class SimRobot(Node):
                 raise
 
 
-# main() looks at its stop flag at least this often (a signal cannot wake rcl's wait).
-_SIGNAL_POLL_S = 0.2
-
-
 def main(args: list[str] | None = None) -> None:
-    """Runs until SIGINT or SIGTERM; any number of them (a terminal's Ctrl-C to the process
-    group, then launch's own SIGINT and SIGTERM) ends it once, cleanly, with status 0."""
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda _signum, _frame: stop.set())
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    node = None
-    executor = None
-    try:
-        node = SimRobot()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        while not stop.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=_SIGNAL_POLL_S)
-    except ExternalShutdownException:
-        pass
-    finally:
-        if executor is not None:
-            executor.shutdown()
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-        # Exiting: interpreter shutdown puts the default handlers back (a signal then kills the
-        # process, status -2 or -15) — but leaves an ignored signal ignored.
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_IGN)
+    """Runs until SIGINT or SIGTERM; any number of them ends it once, cleanly, with status 0."""
+    spin_until_signal(SimRobot, args)
 
 
 if __name__ == "__main__":
