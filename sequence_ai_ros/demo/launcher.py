@@ -337,8 +337,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (LaunchError, PlanError) as exc:
         print(f"launcher: {exc}", file=sys.stderr)
         return 2
-    # Ctrl+C and SIGTERM both end the wait below; children are then stopped in order.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # Ctrl+C and SIGTERM both end the wait below; children are then stopped in order. SIGINT
+    # too is set here: a process started in the background by a script inherits it ignored.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.default_int_handler)
     code = 0
     try:
         launcher.start()
