@@ -105,8 +105,12 @@ def test_requests_are_counted_with_their_connections_and_bytes(gw) -> None:
     # Closing joined every request: what the gateway saw is what the runs sent.
     assert gw.act_requests() == first.requests + again.requests
     assert first.requests >= first.chunks + first.discarded
-    # At most one kept-alive connection per request in flight, reused by the next run.
-    assert opened == gw.connections() <= 3 and again.connections == 0
+    # At most one kept-alive connection per request in flight, kept for the next run: over
+    # both runs (and the readiness check) no more than three are ever opened. A run counts the
+    # ones opened before it ended; the second opens one only where the first never had all
+    # three in flight at once.
+    assert opened == gw.connections() <= 3
+    assert first.connections + again.connections <= opened
     assert first.requests_per_s == pytest.approx(first.requests / first.motion_s)
     for prediction in robot.chunks:
         body = {"model": policy.model, "observation": prediction.observation.to_wire()}
