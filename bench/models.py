@@ -213,7 +213,7 @@ def _until(condition: Callable[[], bool], timeout_s: float, what: str) -> float:
 
 
 def _moving(goal: GoalRun) -> Callable[[], bool]:
-    return lambda: goal.done or any(f.actions > 0 for f in list(goal.feedback))
+    return lambda: goal.done() or any(f.actions > 0 for f in list(goal.feedback))
 
 
 def measure(ctx: Context, setup: Setup, goal_s: float, cancels: int) -> Run:
@@ -248,7 +248,7 @@ def measure(ctx: Context, setup: Setup, goal_s: float, cancels: int) -> Run:
             )
             _until(_moving(goal), 60.0, f"{setup.model}: a first step")
             time.sleep(ctx.rng.uniform(0.5, 1.5))
-            if goal.done:
+            if goal.done():
                 run.ended_first += 1
                 continue
             at = time.monotonic()
