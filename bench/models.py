@@ -55,6 +55,8 @@ AFTER_STOP_S = 1.5
 HOLD_POSE_M = 0.002
 STEP, TRAJECTORY, TWIST, POSE = "step", "trajectory", "twist", "pose"
 NODE_KEY = "/**/sequence_ai"
+# The Act result's reason for a goal its cancel ended.
+CANCELLED = "interrupted"
 
 
 # ----- analysis (pure: no ROS) -----
@@ -154,7 +156,8 @@ class Run:
     goal_sent: float = 0.0
     goal_reason: str = ""
     cancels: list[tuple[float, float]] = field(default_factory=list)  # cancel → window end
-    ended_first: int = 0  # cancelled goals that had ended before the cancel
+    # The results of cancelled goals that something else ended first.
+    ended_otherwise: list[str] = field(default_factory=list)
 
 
 def _start(ctx: Context, setup: Setup, namespace: str) -> Launcher:
@@ -248,15 +251,17 @@ def measure(ctx: Context, setup: Setup, goal_s: float, cancels: int) -> Run:
             )
             _until(_moving(goal), 60.0, f"{setup.model}: a first step")
             time.sleep(ctx.rng.uniform(0.5, 1.5))
-            if goal.done():
-                run.ended_first += 1
-                continue
             at = time.monotonic()
-            goal.cancel()
+            if not goal.done():
+                goal.cancel()
             _, result = goal.result(60.0)
             log(f"models: {setup.model}: cancel {trial + 1}: {result.reason}")
             time.sleep(AFTER_STOP_S)
-            run.cancels.append((at, time.monotonic()))
+            # Only the goals the cancel ended (one can end otherwise first: a refusal, say).
+            if result.reason == CANCELLED:
+                run.cancels.append((at, time.monotonic()))
+            else:
+                run.ended_otherwise.append(str(result.reason))
     finally:
         if timer is not None:
             run.arm = [ArmMessage.of(r) for r in stop_command_timer(*timer)]
@@ -523,8 +528,8 @@ def run(ctx: Context) -> Section:
     for model in models:
         measured = measure(ctx, setups[model], goal_s, cancels)
         rows.append(model_row(ctx, measured))
-        if measured.ended_first:
-            ended.append(f"{model}: {measured.ended_first}")
+        if measured.ended_otherwise:
+            ended.append(f"{model}: {', '.join(measured.ended_otherwise)}")
     loads.append(load_average())
     command = ctx.command("models")
     steps = ctx.pick(3000, 300)
@@ -561,7 +566,8 @@ def run(ctx: Context) -> Section:
                     f"position is within {HOLD_POSE_M * 1e3:g} mm of the newest measured "
                     "`ee_pose` at its arrival. sim_robot runs as the light camera feed "
                     f"(premade frames, {SIM_ROBOT_FPS:g} Hz); sim_bimanual and sim_cartesian "
-                    "render their own. Goals that ended before their cancel, left out: "
+                    "render their own. Cancelled goals that ended otherwise first (their result), "
+                    "left out: "
                     f"{', '.join(ended) or 'none'}. Load average (1, 5, 15 min) at the start: "
                     f"{loads[0]}; after the runs: {loads[1]}."
                 ),
