@@ -155,6 +155,7 @@ class Run:
     goal: tuple[float, float] = (0.0, 0.0)  # first step → result
     goal_sent: float = 0.0
     goal_reason: str = ""
+    goal_message: str = ""  # why the goal stopped early, if it did
     cancels: list[tuple[float, float]] = field(default_factory=list)  # cancel → window end
     # The results of cancelled goals that something else ended first.
     ended_otherwise: list[str] = field(default_factory=list)
@@ -243,7 +244,10 @@ def measure(ctx: Context, setup: Setup, goal_s: float, cancels: int) -> Run:
             raise RuntimeError(f"{setup.model}: the goal was rejected (see the node's log)")
         moved = _until(_moving(goal), 60.0, f"{setup.model}: a first step")
         _, result = goal.result(goal_s + 60.0)
-        run.goal, run.goal_reason = (moved, time.monotonic()), str(result.reason)
+        run.goal = (moved, time.monotonic())
+        run.goal_reason = f"{result.reason} ({result.elapsed_s:.1f} s, {result.actions} steps)"
+        if result.stopped_early:
+            run.goal_message = str(result.message)
         for trial in range(cancels):
             time.sleep(1.0)
             goal = probe.send_goal(
@@ -524,10 +528,12 @@ def run(ctx: Context) -> Section:
         raise RuntimeError(f"the gateway's catalogue lacks {missing}")
     setups = {m: setup_of(ctx, m, robot_for(m)) for m in MODELS}
     ctx.latency(LATENCY_MS)
-    rows, ended = [], []
+    rows, ended, stopped = [], [], []
     for model in models:
         measured = measure(ctx, setups[model], goal_s, cancels)
         rows.append(model_row(ctx, measured))
+        if measured.goal_message:
+            stopped.append(f"{model}: {measured.goal_message}")
         if measured.ended_otherwise:
             ended.append(f"{model}: {', '.join(measured.ended_otherwise)}")
     loads.append(load_average())
@@ -566,8 +572,9 @@ def run(ctx: Context) -> Section:
                     f"position is within {HOLD_POSE_M * 1e3:g} mm of the newest measured "
                     "`ee_pose` at its arrival. sim_robot runs as the light camera feed "
                     f"(premade frames, {SIM_ROBOT_FPS:g} Hz); sim_bimanual and sim_cartesian "
-                    "render their own. Cancelled goals that ended otherwise first (their result), "
-                    "left out: "
+                    "render their own. The goal's result: its reason (elapsed, steps sent); "
+                    f"those that stopped early: {'; '.join(stopped) or 'none'}. Cancelled "
+                    "goals that ended otherwise first (their result), left out: "
                     f"{', '.join(ended) or 'none'}. Load average (1, 5, 15 min) at the start: "
                     f"{loads[0]}; after the runs: {loads[1]}."
                 ),
