@@ -49,6 +49,8 @@ INSTRUCTIONS = ("pick up the cup", "put the cup in the sink", "open the drawer",
 LATENCY_MS = 200.0
 # sim_robot as the light camera feed (premade frames); the other simulators render their own.
 SIM_ROBOT_FPS = 15.0
+# From the first measured state to the first goal.
+SETTLE_S = 3.0
 # After a cancel's result: the hold, and its idle republish (1 Hz).
 AFTER_STOP_S = 1.5
 # An ee_absolute hold is the measured pose: its position within this of the newest ee_pose.
@@ -57,6 +59,8 @@ STEP, TRAJECTORY, TWIST, POSE = "step", "trajectory", "twist", "pose"
 NODE_KEY = "/**/sequence_ai"
 # The Act result's reason for a goal its cancel ended.
 CANCELLED = "interrupted"
+# Results of a goal that ran its course: the policy finished, its condition or its time ran out.
+RAN_OUT = ("completed", "until", "timeout")
 
 
 # ----- analysis (pure: no ROS) -----
@@ -236,7 +240,9 @@ def measure(ctx: Context, setup: Setup, goal_s: float, cancels: int) -> Run:
         _record_states(probe, robot, f"/{namespace}/{robot.state_topic}", run.states)
         timer = start_command_timer(ctx, namespace, setup.topic, setup.kind)
         _until(lambda: bool(run.states), 30.0, f"{robot.state_what} of {setup.model}")
-        time.sleep(2.0)  # the timer's subscription matches the node's publisher
+        # The timer's subscription and the probe's action client match the node's endpoints
+        # (discovery is slow on a loaded machine: a goal response was once lost to it).
+        time.sleep(SETTLE_S)
         log(f"models: {setup.model}: a {goal_s:g} s goal")
         run.goal_sent = time.monotonic()
         goal = probe.send_goal(_Robot(namespace), INSTRUCTIONS[0], goal_s)
@@ -246,8 +252,8 @@ def measure(ctx: Context, setup: Setup, goal_s: float, cancels: int) -> Run:
         _, result = goal.result(goal_s + 60.0)
         run.goal = (moved, time.monotonic())
         run.goal_reason = f"{result.reason} ({result.elapsed_s:.1f} s, {result.actions} steps)"
-        if result.stopped_early:
-            run.goal_message = str(result.message)
+        if result.reason not in RAN_OUT:
+            run.goal_message = f"{result.reason}: {result.message}"
         for trial in range(cancels):
             time.sleep(1.0)
             goal = probe.send_goal(
@@ -573,7 +579,7 @@ def run(ctx: Context) -> Section:
                     "`ee_pose` at its arrival. sim_robot runs as the light camera feed "
                     f"(premade frames, {SIM_ROBOT_FPS:g} Hz); sim_bimanual and sim_cartesian "
                     "render their own. The goal's result: its reason (elapsed, steps sent); "
-                    f"those that stopped early: {'; '.join(stopped) or 'none'}. Cancelled "
+                    f"those that ended otherwise: {'; '.join(stopped) or 'none'}. Cancelled "
                     "goals that ended otherwise first (their result), left out: "
                     f"{', '.join(ended) or 'none'}. Load average (1, 5, 15 min) at the start: "
                     f"{loads[0]}; after the runs: {loads[1]}."
