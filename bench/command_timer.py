@@ -1,15 +1,18 @@
 """When the arm's commands arrive, timed by a receiver that does nothing else.
 
-    python bench/command_timer.py TIMES.json NAMESPACE TOPIC {step,trajectory}
+    python bench/command_timer.py TIMES.json NAMESPACE TOPIC {step,trajectory,twist,pose}
 
 One node on a `SingleThreadedExecutor` with a single reliable subscription to TOPIC (a
-`std_msgs/Float64MultiArray` for `step`, a `trajectory_msgs/JointTrajectory` for `trajectory`):
+`std_msgs/Float64MultiArray` for `step`, a `trajectory_msgs/JointTrajectory` for `trajectory`,
+a `geometry_msgs/TwistStamped` for `twist`, a `geometry_msgs/PoseStamped` for `pose`):
 the role of a controller's command subscriber, in a process of its own so that the bench
 process's own work (its gateway, its planner, its diagnostics) does not add to the times.
 Stops on SIGINT/SIGTERM and writes one record per message to TIMES.json: "t" (monotonic
 arrival), "values" (step: the targets; trajectory: every point's positions, then every
-velocity), "trajectory", "still" (a trajectory at one position with zero velocity) and
-"first_point" (a timed trajectory's first point's due time, monotonic; NaN otherwise).
+velocity), "trajectory", "still" (a trajectory at one position with zero velocity; a zero twist) and
+"first_point" (a timed trajectory's first point's due time, monotonic; NaN otherwise). A twist's
+values are linear x, y, z then angular x, y, z; a pose's position x, y, z then its quaternion
+x, y, z, w.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from types import FrameType
 
 def main() -> int:
     import rclpy
+    from geometry_msgs.msg import PoseStamped, TwistStamped
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from rclpy.signals import SignalHandlerOptions
@@ -68,11 +72,24 @@ def main() -> int:
             "first_point": first_point,
         })
 
+    def on_twist(msg: TwistStamped) -> None:
+        at = time.monotonic()
+        linear, angular = msg.twist.linear, msg.twist.angular
+        values = [linear.x, linear.y, linear.z, angular.x, angular.y, angular.z]
+        records.append({"t": at, "values": values, "still": not any(values)})
+
+    def on_pose(msg: PoseStamped) -> None:
+        at = time.monotonic()
+        p, q = msg.pose.position, msg.pose.orientation
+        records.append({"t": at, "values": [p.x, p.y, p.z, q.x, q.y, q.z, q.w]})
+
+    callbacks = {"trajectory": (JointTrajectory, on_trajectory), "twist": (TwistStamped, on_twist),
+                 "pose": (PoseStamped, on_pose), "step": (Float64MultiArray, on_step)}
+    if kind not in callbacks:
+        raise SystemExit(f"kind {kind!r}: expected one of {', '.join(callbacks)}")
+    message, callback = callbacks[kind]
     qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
-    if kind == "trajectory":
-        node.create_subscription(JointTrajectory, topic, on_trajectory, qos)
-    else:
-        node.create_subscription(Float64MultiArray, topic, on_step, qos)
+    node.create_subscription(message, topic, callback, qos)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     print("command timer: ready", flush=True)

@@ -189,8 +189,9 @@ class RosProbe:
 def start_command_timer(
     ctx: Context, namespace: str, topic: str, kind: str = "step"
 ) -> tuple[subprocess.Popen, Path]:
-    """bench/command_timer.py on `topic` of `namespace` (`kind`: step or trajectory): (its
-    process, the JSON it writes on SIGINT — one record per command, see that script)."""
+    """bench/command_timer.py on `topic` of `namespace` (`kind`: step, trajectory, twist or
+    pose): (its process, the JSON it writes on SIGINT — one record per command, see that
+    script)."""
     times = ctx.log_dir / f"{namespace}-command-times.json"
     log_file = (ctx.log_dir / f"{namespace}-command-timer.log").open("w")
     process = subprocess.Popen(

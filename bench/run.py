@@ -40,6 +40,7 @@ SECTIONS = (
     "bringup",
     "reliability",
     "handover",
+    "models",
 )
 
 
