@@ -12,13 +12,17 @@ from .errors import InvalidResponse
 from .types import ActionChunk
 
 __all__ = [
-    "GRIPPER_BINARY", "conversion_problem", "gripper_columns", "gripper_dims", "prepare",
-    "to_joint_positions",
+    "GRIPPER_BINARY", "angle_columns", "conversion_problem", "gripper_columns", "gripper_dims",
+    "prepare", "to_joint_positions",
 ]
 
 GRIPPER_BINARY = "gripper_binary"
 STATE_AT_REQUEST = "state_at_request"
 DEFAULT_THRESHOLD = 0.5
+# ee_absolute rows are [x, y, z, roll, pitch, yaw, gripper...]: dims 3..5 are angles (ee_delta's
+# are angular velocities, which add and scale like any other value).
+EE_ABSOLUTE = "ee_absolute"
+EE_ANGLE_DIMS = (3, 4, 5)
 
 
 def _semantics(model: Model) -> Mapping[str, Any]:
@@ -77,6 +81,17 @@ def gripper_columns(model: Model) -> set[int]:
         joints, grippers = split
         dims |= set(range(joints, joints + grippers))
     return dims
+
+
+def angle_columns(model: Model) -> set[int]:
+    """Dims of a row that are angles (blended, shifted and measured by the shortest arc: a hand
+    pointing down sits at roll pi or -pi, whichever the model wrote): ee_absolute's roll,
+    pitch and yaw."""
+    grippers = gripper_dims(model)
+    width = model.action_dim
+    if model.action_space != EE_ABSOLUTE or (width is not None and width < 6):
+        return set()
+    return set(EE_ANGLE_DIMS) - grippers
 
 
 def prepare(chunk: ActionChunk, model: Model, index: int) -> list[float]:

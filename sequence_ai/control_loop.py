@@ -13,7 +13,7 @@ import time
 import warnings
 from typing import Callable, Optional
 
-from .actions import gripper_columns
+from .actions import angle_columns, gripper_columns
 from .calls import CallEnded, CallHandle, Wake
 from .capture import Captures
 from .catalogue import Model
@@ -116,7 +116,8 @@ def playhead_for(
     speed = options.playback_speed if options.playback_speed is not None else (
         session.defaults.playback_speed)
     grippers = sorted(gripper_columns(model)) if model is not None else []
-    return Playhead(period_s, speed, grippers, options.smooth_seam)
+    angles = sorted(angle_columns(model)) if model is not None else []
+    return Playhead(period_s, speed, grippers, options.smooth_seam, angles)
 
 
 def rows_to_play(

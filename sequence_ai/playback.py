@@ -9,9 +9,9 @@ the last row instead of stopping dead. A newer chunk usually replaces the comman
 ramp is reached; when none has arrived, the ramp is what the arm does.
 
 Rows that are targets (absolute spaces, ``controller="joint_position"``) are interpolated
-between neighbours; other rows (deltas, velocities) are held and scaled by the advance, which
-is their commanded velocity at that speed, down to zero. Declared gripper dims are never
-interpolated or scaled.
+between neighbours (angle dims by the shortest arc); other rows (deltas, velocities) are held
+and scaled by the advance, which is their commanded velocity at that speed, down to zero.
+Declared gripper dims are never interpolated or scaled.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
+
+from .angles import mix
 
 __all__ = ["RAMP_S", "RAMP_SHARE", "Command", "InstalledRows", "commands_for", "ramp_rows_for"]
 
@@ -99,7 +101,8 @@ def _positions(
 
 
 def _row_at(
-    rows: Sequence[Row], position: float, advance: float, absolute: bool, skip: set[int]
+    rows: Sequence[Row], position: float, advance: float, absolute: bool, skip: set[int],
+    angles: set[int],
 ) -> Row:
     low = min(len(rows) - 1, int(math.floor(position + _EPS)))
     row = rows[low]
@@ -110,7 +113,7 @@ def _row_at(
             return list(row)
         other = rows[high]
         return [
-            value if d in skip else (1.0 - w) * value + w * other[d]
+            value if d in skip else mix(value, other[d], w, d in angles)
             for d, value in enumerate(row)
         ]
     if abs(advance - 1.0) <= _EPS:
@@ -129,11 +132,13 @@ def commands_for(
     ramp_rows: int,
     rest_within: Optional[int] = None,
     at_most: Optional[int] = None,
+    angle_dims: Sequence[int] = (),
 ) -> list[Command]:
     """The commands of ``rows`` from chunk position ``start`` (the due row) at ``speed``.
 
     ``rest_within``: come to rest within that many commands (the run's deadline).
     ``at_most``: stop listing after that many (what ``max_actions`` still allows; no ramp).
+    ``angle_dims``: target angles, interpolated by the shortest arc.
     """
     if not rows:
         return []
@@ -143,11 +148,11 @@ def commands_for(
     advances = [b - a for a, b in zip(positions, positions[1:])] + [0.0]
     if at_most is not None:
         positions = positions[: max(0, at_most)]
-    skip = set(gripper_dims)
+    skip, angles = set(gripper_dims), set(angle_dims)
     horizon_end = start + horizon
     return [
         Command(
-            row=_row_at(rows, position, advance, absolute, skip),
+            row=_row_at(rows, position, advance, absolute, skip, angles),
             position=position,
             advance=advance,
             beyond_horizon=position >= horizon_end - _EPS,

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 from .events import ChunkInstalled, InstructionHandedOver, RunEvent, SpeedChanged
 from .pacing import Pacer
 from .playback import Command, InstalledRows, commands_for, ramp_rows_for
-from .seam import blend_seam, seam_jump, shift_seam
+from .seam import seam_jump, shift_seam
 from .speed import PlaybackSpeed, auto_speed, next_speed
 from .types import Prediction
 
@@ -60,11 +60,13 @@ class Playhead:
 
     def __init__(
         self, period_s: float, speed_setting: PlaybackSpeed, gripper_dims: Sequence[int],
-        smooth_seam: int,
+        smooth_seam: int, angle_dims: Sequence[int] = (),
     ) -> None:
         self.period = period_s
         self.speed_setting = speed_setting
         self.gripper_dims = list(gripper_dims)
+        # Target angles (ee_absolute's roll, pitch, yaw): by the shortest arc at every seam.
+        self.angle_dims = list(angle_dims)
         self.smooth_seam = smooth_seam
         # A hand-over happened in this run: seams are shifted, not blended (install).
         self.shifting = False
@@ -131,7 +133,7 @@ class Playhead:
         commands = commands_for(
             rows, due, speed=speed, horizon=horizon, absolute=absolute,
             gripper_dims=self.gripper_dims, ramp_rows=ramp_rows,
-            rest_within=rest_within, at_most=at_most,
+            rest_within=rest_within, at_most=at_most, angle_dims=self.angle_dims,
         )
         if not commands:
             return None
@@ -156,16 +158,19 @@ class Playhead:
         # Measured on the rows act will receive, before any blending can hide the jump.
         if self.last_row is None:
             return None
-        return seam_jump(commands[0].row, self.last_row, self.gripper_dims)
+        return seam_jump(commands[0].row, self.last_row, self.gripper_dims, self.angle_dims)
 
     def _blend(self, commands: list[Command], absolute: bool, handover: bool) -> list[Command]:
-        """Blend the seam away over ``smooth_seam`` commands where the rows are targets (a
-        hand-over's: shifted, at least over HANDOVER_BLEND)."""
+        """Blend the seam away over ``smooth_seam`` commands where the rows are targets: the
+        new plan starts where the old one would have gone next (its first unplayed command,
+        else the last one) and the offset fades, the plan's own speed kept (a hand-over's:
+        from the last command, at least over HANDOVER_BLEND)."""
         n = max(self.smooth_seam, HANDOVER_BLEND) if handover else self.smooth_seam
         if self.last_row is None or n <= 0 or not absolute:
             return commands
+        anchor = self.last_row if handover or not self.tail else self.tail[0].row
         blended = [list(command.row) for command in commands]
-        (shift_seam if handover else blend_seam)(blended, self.last_row, n, self.gripper_dims)
+        shift_seam(blended, anchor, n, self.gripper_dims, self.angle_dims)
         return [dataclasses.replace(command, row=row) for command, row in zip(commands, blended)]
 
     def next_command(self) -> Command:

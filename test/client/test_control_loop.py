@@ -8,7 +8,7 @@ from sequence_ai.catalogue import Model
 from sequence_ai.control_loop import playback_hz
 from sequence_ai.controllers import is_absolute_space
 from sequence_ai.pacing import Pacer
-from sequence_ai.seam import blend_seam, seam_jump
+from sequence_ai.seam import seam_jump, shift_seam
 from sequence_ai.session import Session
 from sequence_ai.transport import Transport
 
@@ -65,7 +65,7 @@ def test_seam_jump_is_the_largest_per_dimension_change() -> None:
 
 def test_blend_ramps_the_first_rows_and_skips_declared_dims() -> None:
     rows = [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]
-    blend_seam(rows, [0.0, 0.0], 3, skip_dims=[1])
+    shift_seam(rows, [0.0, 0.0], 3, skip_dims=[1])
     assert [row[0] for row in rows] == [0.25, 0.5, 0.75, 1.0]
     assert [row[1] for row in rows] == [1.0, 1.0, 1.0, 1.0]
 
