@@ -53,11 +53,13 @@ def _start(arm: ArmHarness) -> Any:
 
 def _assert_held_after(arm: ArmHarness, index: int, steps: int = 1) -> None:
     """After `index` commands, at most `steps` steps already on their way, then the hold,
-    then nothing."""
+    then nothing but that hold again (the idle republish, hold_republish_hz)."""
     wait_for(lambda: arm.holds(index), what="the hold")
     after = arm.commands_since(index)
     hold_at = next(i for i, c in enumerate(after) if c in arm.holds(index))
-    assert hold_at <= steps and after[hold_at + 1:] == [], after
+    hold = after[hold_at].values
+    assert hold_at <= steps, after
+    assert all(c.values == hold for c in after[hold_at + 1:]), after
 
 
 def test_disabling_stops_the_goal_held_and_goals_are_rejected_until_enabled(
