@@ -211,7 +211,8 @@ class _LockedActionClient(ActionClient):
     request racing the spinning threads can leave its future never completed, and a response
     handled before its request is recorded is dropped as "unexpected" (both seen under load).
     One re-entrant lock around every use of the handle and around handling responses closes
-    both; re-entrant so a feedback callback may send.
+    both; re-entrant so a feedback callback may send. `ActClient` calls feedback callbacks
+    synchronously, so `execute` never suspends while it holds the lock.
     """
 
     def __init__(self, node: Node, name: str) -> None:
