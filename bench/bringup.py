@@ -16,12 +16,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from bench.command_modes import ArmMessage, stop_command
-from bench.common import PI05, Context, droid_parameters, log
+from bench.common import PI05, Context, NullOutput, droid_parameters, log
 from bench.report import Section, Table
 from bench.stats import Summary, fmt
 
@@ -41,34 +41,6 @@ AFTER_STOP_S = 1.5
 
 
 # ----- the gate's cost (no ROS) -----
-
-
-class _Output:
-    """A CommandOutput that keeps nothing: the gate's own cost is what is timed."""
-
-    def __init__(self) -> None:
-        from sequence_ai_ros.commands import Interface
-
-        self._interface = Interface.POSITION
-
-    @property
-    def interface(self) -> Any:
-        return self._interface
-
-    def publish_arm(self, values: Sequence[float]) -> None:
-        pass
-
-    def publish_trajectory(self, plan: Any) -> None:
-        pass
-
-    def publish_gripper(self, values: Sequence[float]) -> None:
-        pass
-
-    def command_rate_hz(self) -> float:
-        return 0.0
-
-    def destroy(self) -> None:
-        pass
 
 
 class _Arm:
@@ -107,11 +79,11 @@ def _rules(limits_on: bool) -> Any:
 def _gate_cost(limits_on: bool, mode: str, steps: int) -> Summary:
     """Microseconds per row through the gate (check + publish, or one chunk's trajectory)."""
     from sequence_ai_ros.arm import ArmGate
-    from sequence_ai_ros.commands import CommandMode
+    from sequence_ai_ros.commands import CommandMode, Interface
 
     now = [1000.0]
     arm = _Arm()
-    gate = ArmGate(_Output(), arm, joints=7, period_s=PERIOD_S, log=_Quiet(),
+    gate = ArmGate(NullOutput(Interface.POSITION), arm, joints=7, period_s=PERIOD_S, log=_Quiet(),
                    mode=CommandMode(mode), clock=lambda: now[0])
     gate.begin_goal(_rules(limits_on))
     samples = []

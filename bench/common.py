@@ -68,6 +68,28 @@ def droid_parameters() -> dict[str, Any]:
     return dict(document["/**/sequence_ai"]["ros__parameters"])
 
 
+class NullOutput:
+    """A CommandOutput that keeps nothing: the gate's own cost is what is timed."""
+
+    def __init__(self, interface: Any) -> None:
+        self.interface = interface
+
+    def publish_arm(self, values: list[float]) -> None:
+        pass
+
+    def publish_trajectory(self, plan: Any) -> None:
+        pass
+
+    def publish_gripper(self, values: list[float]) -> None:
+        pass
+
+    def command_rate_hz(self) -> float:
+        return 0.0
+
+    def destroy(self) -> None:
+        pass
+
+
 def log(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
 

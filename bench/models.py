@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.command_modes import ArmMessage, intervals, rate_per_s, stop_command
-from bench.common import ROOT, Context, log
+from bench.common import ROOT, Context, NullOutput, log
 from bench.report import Section, Table, load_average
 from bench.stats import Summary, fmt
 
@@ -294,28 +294,6 @@ class _Robot:
 # ----- the gate's cost per step (no ROS transport) -----
 
 
-class _Output:
-    """A CommandOutput that keeps nothing: the gate's own cost is what is timed."""
-
-    def __init__(self, interface: Any) -> None:
-        self.interface = interface
-
-    def publish_arm(self, values: Sequence[float]) -> None:
-        pass
-
-    def publish_trajectory(self, plan: Any) -> None:
-        pass
-
-    def publish_gripper(self, values: Sequence[float]) -> None:
-        pass
-
-    def command_rate_hz(self) -> float:
-        return 0.0
-
-    def destroy(self) -> None:
-        pass
-
-
 class _Inputs:
     """Joints where the loop puts them (none for an ee model) and fresh cameras."""
 
@@ -409,7 +387,7 @@ def cartesian_gate_cost(setup: Setup, hz: float, steps: int) -> GateCost:
     space = CartesianSpace(setup.space, poses, 1.0 / hz)
     interface = Interface.VELOCITY if setup.space == "ee_delta" else Interface.POSITION
     max_age = float(setup.parameters["max_pose_age_s"])
-    gate = ArmGate(_Output(interface), _Inputs(setup.parameters["camera_views"]), joints=0,
+    gate = ArmGate(NullOutput(interface), _Inputs(setup.parameters["camera_views"]), joints=0,
                    period_s=1.0 / hz, log=_Quiet(), clock=clock, space=space)
     gate.begin_goal(_cartesian_rules(setup))
     cost = GateCost()
@@ -440,7 +418,7 @@ def joint_gate_cost(steps: int) -> GateCost:
 
     now = [1000.0]
     inputs = _Inputs(VIEWS, _sway(0))
-    gate = ArmGate(_Output(Interface.POSITION), inputs, joints=7, period_s=PERIOD_S,
+    gate = ArmGate(NullOutput(Interface.POSITION), inputs, joints=7, period_s=PERIOD_S,
                    log=_Quiet(), clock=lambda: now[0])
     gate.begin_goal(_rules(True))
     cost = GateCost()
