@@ -122,6 +122,41 @@ class MotionRules:
         )
 
 
+@dataclass(frozen=True)
+class _Sent:
+    """A position command the arm was sent, and when (the gate's clock)."""
+
+    positions: list[float]
+    at_s: float
+
+
+class _CameraWatch:
+    """When the cameras' ages must be looked at next: only once the oldest camera's newest
+    frame may have crossed max_image_age_s, so a step mostly just compares the clock."""
+
+    def __init__(self, measurements: Measurements, clock: Callable[[], float]) -> None:
+        self._measurements = measurements
+        self._clock = clock
+        self._due_s = -math.inf
+
+    def reset(self) -> None:
+        self._due_s = -math.inf
+
+    def check(self, rules: MotionRules) -> None:
+        """Raise StaleObservation once a camera's newest frame is older than max_image_age_s."""
+        now = self._clock()
+        if now < self._due_s:
+            return
+        ages = self._measurements.ages()
+        due = math.inf
+        for view in rules.camera_views:
+            age = ages.get(view)
+            check_camera_age(view, age, rules.max_image_age_s)
+            assert age is not None
+            due = min(due, now + rules.max_image_age_s - age)
+        self._due_s = due
+
+
 class ArmGate:
     """Checks each arm command against fresh measurements and the rules in force, then
     publishes or refuses it.
@@ -164,8 +199,8 @@ class ArmGate:
         self._lock = threading.Lock()
         # The running goal's rules; None while no goal runs.
         self._rules: MotionRules | None = None
-        # Position interface, step mode: the target the arm was last commanded to.
-        self._target: list[float] | None = None
+        # Position interface, step mode: the target the arm was last commanded to, and when.
+        self._target: _Sent | None = None
         # Chunk mode: the last trajectory published (a chunk's, or a hold's): what the arm is
         # commanded to at any time from its stamp on.
         self._trajectory: TrajectoryPlan | None = None
@@ -175,8 +210,7 @@ class ArmGate:
         # The joint velocities the last arm command implies (rad/s): what the next one's
         # acceleration is checked from; None when not known (a start, a wait, a hold).
         self._velocity: list[float] | None = None
-        # Monotonic time at which the oldest camera's newest frame crosses max_image_age_s.
-        self._cameras_due_s = -math.inf
+        self._cameras = _CameraWatch(measurements, clock)
         # The last arm command was a hold: what an idle node republishes.
         self._held = False
 
@@ -204,7 +238,7 @@ class ArmGate:
         with self._lock:
             self._rules = rules
             self._continuous = False
-            self._cameras_due_s = -math.inf
+            self._cameras.reset()
             if self.interface is Interface.POSITION:
                 self._velocity = None
 
@@ -230,8 +264,8 @@ class ArmGate:
                 self._velocity = velocity
             if len(row) > self._joints:
                 self._output.publish_gripper(row[self._joints:])
-            if self.interface is Interface.POSITION:
-                self._target = arm
+            if self._mode is CommandMode.STEP and self.interface is Interface.POSITION:
+                self._target = _Sent(arm, self._clock())
             self._continuous = True
             self._held = False
 
@@ -248,7 +282,7 @@ class ArmGate:
             limits = rules.limits
             n = len(limits.joint_names)
             measured = self._measurements.joints(rules.max_state_age_s).positions
-            self._check_cameras(rules)
+            self._cameras.check(rules)
             for k, row in enumerate(rows):
                 # Every row, sent or not: within limits and finite (no step: the points'
                 # steps are checked below), its gripper value in range.
@@ -347,9 +381,9 @@ class ArmGate:
         limits = rules.limits
         n = len(limits.joint_names)
         measured = self._measurements.joints(rules.max_state_age_s).positions
-        self._check_cameras(rules)
+        self._cameras.check(rules)
         if self._space is not None and rules.cartesian is not None:
-            previous = self._target if self._continuous else None
+            previous = self._target.positions if self._continuous and self._target else None
             return (*self._space.verdict(rules.cartesian, row, previous, rules.gripper), None)
         if self._mode is CommandMode.CHUNK:
             # The row's arm targets were checked with its chunk's trajectory.
@@ -369,43 +403,25 @@ class ArmGate:
                     reason = check_acceleration(arm, self._velocity, self._period_s, rules.rates)
         else:
             arm = [float(v) for v in row[:n]]
-            reference = (
-                self._target if self._continuous and self._target is not None else measured
-            )
+            reference, *unseen = self._references(rules, measured)
             reason = safety.check_position_target(arm, reference, limits)
             velocity = None
             if reason is None and rules.rates is not None:
                 reason, velocity = check_move(
                     arm, reference, before, self._period_s, rules.rates
                 )
+            if reason is None and unseen:
+                reason = safety.check_position_target(arm, unseen[0], limits)
+                reason = reason and f"from the last command sent: {reason}"
         if reason is None and rules.gripper and len(row) > n:
             reason = safety.check_grippers(row[n:])
         return reason, arm, velocity
-
-    def _check_cameras(self, rules: MotionRules) -> None:
-        """Raise StaleObservation once a camera's newest frame is older than max_image_age_s.
-
-        Only ages are read, never an image, and only when the moment computed at the last look
-        has passed (about once per max_image_age_s while frames arrive); every step in between
-        just compares the clock with that moment.
-        """
-        now = self._clock()
-        if now < self._cameras_due_s:
-            return
-        ages = self._measurements.ages()
-        due = math.inf
-        for view in rules.camera_views:
-            age = ages.get(view)
-            check_camera_age(view, age, rules.max_image_age_s)
-            assert age is not None
-            due = min(due, now + rules.max_image_age_s - age)
-        self._cameras_due_s = due
 
     def _hold_position(self, rules: MotionRules) -> str | None:
         """Publish a provably still position command — the fresh measurement, else the last
         target — that passes the same checks as a step; or say why there is none."""
         if self._space is not None and rules.cartesian is not None:
-            previous = self._target if self._continuous else None
+            previous = self._target.positions if self._continuous and self._target else None
             still, problem = self._space.still(rules.cartesian, previous)
             if still is not None:
                 self._send_still(still)
@@ -440,11 +456,24 @@ class ArmGate:
             return f"no fresh joint state to check it against: {stale}"
         return _still_problem(rules, target, measured, self._period_s)
 
+    def _references(self, rules: MotionRules, measured: list[float]) -> list[list[float]]:
+        """Where the arm may be as a step arrives: the last target while the motion is
+        continuous; else the measurement, and for max_state_age_s after it left the last
+        command (a measurement that old may predate it: the arm is between the two)."""
+        sent = self._target
+        if sent is None:
+            return [measured]
+        if self._continuous:
+            return [sent.positions]
+        if self._clock() - sent.at_s <= rules.max_state_age_s:
+            return [measured, sent.positions]
+        return [measured]
+
     def _last_target(self) -> list[float] | None:
         """Position interface: what the arm is commanded to now (None before any command)."""
         if self._trajectory is not None:
             return self._trajectory.position_at(self._clock())
-        return self._target
+        return self._target.positions if self._target is not None else None
 
     def _send_still(self, positions: Sequence[float]) -> None:
         """A position command that stays at `positions`: in chunk mode a trajectory holding
@@ -454,7 +483,7 @@ class ArmGate:
             self._output.publish_trajectory(self._trajectory)
         else:
             self._output.publish_arm(positions)
-            self._target = list(positions)
+            self._target = _Sent(list(positions), self._clock())
 
     def _fresh_joints(self, rules: MotionRules) -> tuple[list[float] | None, str]:
         """(positions, "") when the joints are fresh, else (None, why not)."""

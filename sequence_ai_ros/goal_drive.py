@@ -14,7 +14,6 @@ from rclpy.impl.rcutils_logger import RcutilsLogger
 import sequence_ai
 from sequence_ai import RunStatus
 from sequence_ai.controllers import Controller
-from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.arm import MotionRules
 from sequence_ai_ros.commands import CommandMode
 from sequence_ai_ros.diagnostics import HealthRecord
@@ -23,7 +22,7 @@ from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.frame_service import LastFrames
 from sequence_ai_ros.goal_feedback import GoalFeedback
 from sequence_ai_ros.goal_handover import RunBaton, handed_over_outcome, own_outcome
-from sequence_ai_ros.goal_results import GoalResults
+from sequence_ai_ros.goal_results import GoalEnd, GoalResults
 from sequence_ai_ros.goal_state import GoalPhase, GoalRun
 from sequence_ai_ros.goal_text import shown
 from sequence_ai_ros.observations import ObservationCache, StaleObservation
@@ -90,7 +89,7 @@ class GoalDriver:
         """The run under way (read under cond)."""
         return self._baton
 
-    def run(self, run: GoalRun, config: NodeConfig) -> Act.Result:
+    def run(self, run: GoalRun, config: NodeConfig) -> GoalEnd:
         """Drive the goal's run to its end, hold the arm as the stop policy says, end it."""
         goal = run.handle.request
         self._episodes.goal_started(bytes(run.handle.goal_id.uuid), goal, config)
@@ -167,7 +166,7 @@ class GoalDriver:
             outcome = own_outcome(holder.feedback, outcome, error)
         return self._results.end(holder, outcome, error, ran=True)
 
-    def hand_over(self, previous: GoalRun, run: GoalRun, config: NodeConfig) -> Act.Result:
+    def hand_over(self, previous: GoalRun, run: GoalRun, config: NodeConfig) -> GoalEnd:
         """The run under way goes on for `run`, which took it over from `previous`
         (`goal_handover.take_over`, under cond); the result of `previous`, handed over."""
         goal = run.handle.request

@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 import threading
 import time
+from dataclasses import dataclass
 
+from rclpy.action.server import ServerGoalHandle
 from rclpy.impl.rcutils_logger import RcutilsLogger
 
 import sequence_ai
@@ -18,11 +20,31 @@ from sequence_ai_ros.goal_state import GoalRun
 from sequence_ai_ros.goal_text import shown
 from sequence_ai_ros.stop_policy import NEVER_STARTED, ResultReason, Terminal, goal_ending
 
-__all__ = ["GoalResults", "continuity_into", "crashed_result"]
+__all__ = ["GoalEnd", "GoalResults", "continuity_into", "crashed_result"]
 
-# rclpy records a cancel (CANCELING) right after the cancel callback returns; a run stopped by
-# that callback waits at most this long for the record before it can end canceled.
-_CANCEL_STATE_WAIT_S = 2.0
+
+@dataclass(frozen=True)
+class GoalEnd:
+    """A goal's terminal status and its result, as its `execute` hands them to rclpy."""
+
+    terminal: Terminal
+    result: Act.Result
+
+    def conclude(self, handle: ServerGoalHandle) -> Act.Result:
+        """Set the terminal status; on the executor's thread only. rclpy 7.1.5 publishes the
+        goal statuses from the calling thread without the server's lock, while the executor's
+        thread accepts and expires goals in the same rcl goal array (ros2/rclpy#1236)."""
+        if not handle.is_active:
+            return self.result
+        if self.terminal is Terminal.SUCCEEDED:
+            handle.succeed()
+        elif self.terminal is Terminal.CANCELED and handle.is_cancel_requested:
+            # Only the cancel callback stops a run as canceled, and rclpy records the cancel
+            # in the same executor step, before this `execute` resumes.
+            handle.canceled()
+        else:
+            handle.abort()
+        return self.result
 
 
 class GoalResults:
@@ -46,8 +68,8 @@ class GoalResults:
         error: Exception | None,
         *,
         ran: bool,
-    ) -> Act.Result:
-        """Set the goal's terminal state and build its result from its `GoalEnding` row."""
+    ) -> GoalEnd:
+        """The goal's terminal state and result, from its `GoalEnding` row."""
         detail = self._detail(run, outcome, error) if ran else NEVER_STARTED
         if outcome is not None:
             run_ending = outcome.ending
@@ -90,13 +112,12 @@ class GoalResults:
             bytes(run.handle.goal_id.uuid), run.handle.request, result, outcome,
             row.terminal.value,
         )
-        self._set_terminal(run, row.terminal)
         self._health.end_goal(f"{result.reason}: {result.message}", ran=ran)
         self._log.info(
             f"goal {shown(run.handle.request.instruction)} ended {result.reason}: "
             f"{result.message}"
         )
-        return result
+        return GoalEnd(row.terminal, result)
 
     def _detail(
         self, run: GoalRun, outcome: sequence_ai.RunOutcome | None, error: Exception | None
@@ -109,41 +130,18 @@ class GoalResults:
                 return run.validate_reason
         return repr(outcome)
 
-    def crashed(self, run: GoalRun, exc: Exception) -> Act.Result:
-        """`crashed_result`, and the goal's episode closed with it."""
-        result = crashed_result(run, exc)
+    def crashed(self, run: GoalRun, exc: Exception) -> GoalEnd:
+        """`crashed_result`, aborted, and the goal's episode closed with it."""
+        result = crashed_result(exc)
         self._episodes.goal_ended(
             bytes(run.handle.goal_id.uuid), run.handle.request, result, None,
             Terminal.ABORTED.value,
         )
-        return result
-
-    def _set_terminal(self, run: GoalRun, terminal: Terminal) -> None:
-        handle = run.handle
-        if terminal is Terminal.SUCCEEDED:
-            handle.succeed()
-        elif terminal is Terminal.ABORTED:
-            handle.abort()
-        else:
-            # The cancel callback stops the run before rclpy records the cancel; canceling
-            # before that record would be an invalid goal transition.
-            with self._cond:
-                recorded = self._cond.wait_for(
-                    lambda: handle.is_cancel_requested, _CANCEL_STATE_WAIT_S
-                )
-            if recorded:
-                handle.canceled()
-            else:
-                handle.abort()
+        return GoalEnd(Terminal.ABORTED, result)
 
 
-def crashed_result(run: GoalRun, exc: Exception) -> Act.Result:
+def crashed_result(exc: Exception) -> Act.Result:
     """The result of a goal the node failed to end normally (a bug): aborted, raised."""
-    if run.handle.is_active:
-        try:
-            run.handle.abort()
-        except Exception:  # noqa: BLE001 - rclpy aborts an unfinished goal itself
-            pass
     return Act.Result(
         reason=f"{ResultReason.RAISED.value}:{type(exc).__name__}",
         stopped_early=True,

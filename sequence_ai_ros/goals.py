@@ -21,7 +21,7 @@ from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.frame_service import LastFrames
 from sequence_ai_ros.goal_drive import GoalDriver, GoalParts
 from sequence_ai_ros.goal_handover import handover_problem, take_over
-from sequence_ai_ros.goal_results import GoalResults
+from sequence_ai_ros.goal_results import GoalEnd, GoalResults
 from sequence_ai_ros.goal_state import GoalPhase, GoalRun, goal_problem
 from sequence_ai_ros.goal_text import shown
 from sequence_ai_ros.parameters import NodeConfig
@@ -148,7 +148,8 @@ class GoalRunner:
         return current if problem is None else None
 
     def result_of(self, handle: ServerGoalHandle) -> Future:
-        """The future the driving thread completes with the goal's result (`execute` awaits it)."""
+        """The future the driving thread completes with the goal's `GoalEnd` (`execute` awaits
+        it and concludes the goal on the executor's thread)."""
         with self._cond:
             run = self._goals.get(bytes(handle.goal_id.uuid))
             if run is None:
@@ -167,11 +168,6 @@ class GoalRunner:
             self._cond.notify_all()
         if run is not None and interrupt:
             run.call.interrupt()
-
-    def goal_states_changed(self) -> None:
-        """The action server published goal statuses: a goal may have been marked CANCELING."""
-        with self._cond:
-            self._cond.notify_all()
 
     def stop_all(self, cause: StopCause, timeout_s: float) -> bool:
         """End every goal (deactivate / shutdown); True when none is left.
@@ -275,7 +271,7 @@ class GoalRunner:
             result = self._results.crashed(run, exc)
         self._finish(run, result)
 
-    def _finish(self, run: GoalRun, result: Act.Result) -> None:
+    def _finish(self, run: GoalRun, result: GoalEnd) -> None:
         """The goal is over: forget it, answer its `execute`, wake the executor."""
         with self._cond:
             run.phase = GoalPhase.ENDED

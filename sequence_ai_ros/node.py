@@ -14,7 +14,6 @@ from typing import Any
 
 import rclpy
 import rclpy.logging
-from action_msgs.msg import GoalStatusArray
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -24,7 +23,6 @@ from rclpy.qos import (
     HistoryPolicy,
     QoSProfile,
     ReliabilityPolicy,
-    qos_profile_action_status_default,
 )
 from rclpy.signals import SignalHandlerOptions
 
@@ -115,14 +113,6 @@ class SequenceAiNode(LifecycleNode):
             goal_service_qos_profile=ACTION_SERVICE_QOS,
             result_service_qos_profile=ACTION_SERVICE_QOS,
             cancel_service_qos_profile=ACTION_SERVICE_QOS,
-        )
-        # rclpy marks a goal CANCELING after the cancel callback returns and tells no one but
-        # this topic; the runner waits for that mark before it ends a goal canceled.
-        self._goal_statuses = self.create_subscription(
-            GoalStatusArray,
-            "act/_action/status",
-            self._on_goal_statuses,
-            qos_profile_action_status_default,
         )
         serve_current_frames(self, lambda: None if (r := self._runner()) is None else r.frames)
         # ~/enable and the heartbeat deadman: a running goal stops held when motion is blocked.
@@ -324,7 +314,8 @@ class SequenceAiNode(LifecycleNode):
                 message="the node stopped being active before the goal started",
             )
         try:
-            return await runner.result_of(handle)
+            ended = await runner.result_of(handle)
+            return ended.conclude(handle)
         finally:
             with self._lock:
                 self._open_executes -= 1
@@ -334,11 +325,6 @@ class SequenceAiNode(LifecycleNode):
         if runner is not None:
             runner.cancel(handle)
         return CancelResponse.ACCEPT
-
-    def _on_goal_statuses(self, _msg: GoalStatusArray) -> None:
-        runner = self._runner()
-        if runner is not None:
-            runner.goal_states_changed()
 
     def _stop_goals(self, cause: StopCause) -> None:
         with self._lock:

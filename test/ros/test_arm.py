@@ -161,6 +161,8 @@ def test_the_first_step_of_a_goal_is_checked_against_the_arm_not_the_last_target
     gate.end_goal()
     # Between goals the arm was pushed 0.6 rad: a step near the old target is a jump now.
     arm.positions = [0.6, 0.0]
+    arm.now += 1.0
+    arm.frames["front"] = arm.now
     gate.begin_goal(RULES)
     reason = gate.check([0.05, 0.0])
     assert reason is not None and "joint a" in reason and "max_step" in reason
@@ -187,8 +189,27 @@ def test_the_first_step_after_a_wait_is_checked_against_a_fresh_measurement() ->
     _play(gate, [0.1, 0.0])
     gate.pause()
     arm.positions = [0.7, 0.0]
+    arm.now += 1.0
+    arm.frames["front"] = arm.now
     assert "max_step" in (gate.check([0.2, 0.0]) or "")
     assert gate.check([0.72, 0.0]) is None
+
+
+def test_a_first_step_soon_after_a_command_is_checked_against_that_command_too() -> None:
+    gate, output, arm, _ = _gate()
+    gate.begin_goal(RULES)
+    _play(gate, [0.2, 0.0])
+    gate.end_goal()
+    # Preempted at once: the joint state the next goal starts from predates the last step.
+    arm.now += 0.05
+    gate.begin_goal(RULES)
+    reason = gate.check([-0.1, 0.0])
+    assert reason is not None and "last command sent" in reason and "joint a" in reason
+    assert gate.check([0.1, 0.0]) is None
+    # Once max_state_age_s has passed, a measurement shows the arm wherever it went.
+    arm.now += RULES.max_state_age_s
+    assert gate.check([-0.1, 0.0]) is None
+    assert output.arm == [[0.2, 0.0]]
 
 
 def test_a_stale_joint_state_stops_any_step() -> None:
@@ -318,6 +339,8 @@ def test_an_idle_gate_republishes_only_a_hold_that_still_passes() -> None:
     assert len(output.arm) == 4
     assert len(log.warnings) == 2  # once per distinct reason
     # A goal that ended without a hold leaves nothing to republish.
+    arm.now += 1.0
+    arm.frames["front"] = arm.now
     gate.begin_goal(RULES)
     _play(gate, [0.9, 0.0])
     gate.end_goal()

@@ -12,7 +12,10 @@ from typing import Any
 import pytest
 from action_msgs.msg import GoalStatus
 from lifecycle_msgs.msg import Transition
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import JointState
 from support.node_harness import TRAJECTORY_TOPIC, ArmHarness, node_parameters
+from support.sim_process import simulator
 from support.waiting import wait_for
 
 from sequence_ai_ros.episodes import reader
@@ -74,6 +77,10 @@ def _check_file(path: Path, key: str, status: int, result: Any) -> reader.Episod
     assert episode.on("goal")[0].message.instruction == episode.instruction
     assert "api_key" not in episode.episode["parameters"].lower().replace("api_key_file", "")
     return episode
+
+
+def _stamp_ns(stamp: Any) -> int:
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
 
 
 def _fields(message: Any) -> dict[str, Any]:
@@ -144,16 +151,33 @@ def test_a_completed_goal_records_what_was_sent_received_and_commanded(
 def test_a_chunk_mode_goal_records_each_trajectory_and_decimated_camera_frames(
     ros_system: Any, gateway: Any, key_file: str, tmp_path: Path
 ) -> None:
-    _, arm = _recording(
-        ros_system, gateway, key_file, tmp_path, command_topic=TRAJECTORY_TOPIC,
+    folder = tmp_path / "episodes"
+    node, arm = _recording(
+        ros_system, gateway, key_file, folder, command_topic=TRAJECTORY_TOPIC,
         command_type="trajectory_msgs/msg/JointTrajectory", command_mode="chunk",
         record_cameras_hz=5.0,
     )
-    arm.configure_and_activate()
-    handle, _ = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=30)
-    status, result = arm.result(handle)
+    # sim_robot plays the trajectories and is the cameras, in a process of its own
+    # (support/sim_process.py says why); the test arm only listens.
+    arm.publish_joints = False
+    arm.paused_views.update(("exterior_1", "exterior_2", "wrist_left"))
+    quiet_ns = arm.get_clock().now().nanoseconds
+    states: list[JointState] = []
+    arm.create_subscription(JointState, "joint_states", states.append, qos_profile_sensor_data)
+
+    def from_the_simulator() -> bool:
+        return any(_stamp_ns(m.header.stamp) > quiet_ns for m in list(states))
+
+    feed = {"views": "[exterior_1,wrist_left]", "camera_frames": "premade",
+            "image_width": "320", "image_height": "180"}
+    with simulator("sequence_ai_ros.sim.robot", node.get_namespace(),
+                   tmp_path / "sim_robot.log", feed):
+        wait_for(from_the_simulator, what="sim_robot's joint states")
+        arm.configure_and_activate()
+        handle, _ = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=30)
+        status, result = arm.result(handle)
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
-    episode = _check_file(_one_file(tmp_path), gateway.api_key, status, result)
+    episode = _check_file(_one_file(folder), gateway.api_key, status, result)
     sent = [m.message for m in episode.on("command")]
     assert sent and all(len(t.points) >= 1 for t in sent)
     # The raw frames as the cameras published them, at most 5 a second of goal.

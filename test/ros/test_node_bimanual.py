@@ -1,15 +1,10 @@
 """sim-bimanual-reach end to end: config/sim-bimanual-reach.yaml, the node, the local gateway
 and sim_bimanual — two arms and two grippers, each on its own controller, every tick.
 
-sim_bimanual runs in a process of its own, as a robot's controllers do: in the test's process it
-shared the interpreter with the node and fell behind the commands, and a chunk planned from the
-lagging arm then seamed back by more than max_step (the gate refused it, rightly)."""
+sim_bimanual runs in a process of its own (support/sim_process.py says why)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,6 +15,7 @@ from action_msgs.msg import GoalStatus
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+from support.sim_process import simulator
 from support.waiting import wait_for
 
 from sequence_ai_ros.sim.bimanual import GRIPPERS, JOINT_NAMES
@@ -44,12 +40,6 @@ def test_the_bimanual_model_drives_both_arms_and_grippers_to_completion(
     ros_system: Any, gateway: Any, key_file: str, tmp_path: Path
 ) -> None:
     node, arm = ros_system(**_parameters(gateway.url, key_file))
-    log = (tmp_path / "sim_bimanual.log").open("wb")
-    sim = subprocess.Popen(
-        [sys.executable, "-c", "from sequence_ai_ros.sim.bimanual import main; main()",
-         "--ros-args", "-r", f"__ns:={node.get_namespace()}"],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=dict(os.environ),
-    )
     received: dict[str, list[list[float]]] = {topic: [] for topic in TOPICS}
     for topic, kept in received.items():
         arm.create_subscription(
@@ -71,7 +61,8 @@ def test_the_bimanual_model_drives_both_arms_and_grippers_to_completion(
         with lock:
             return latest[0].copy() if latest else np.array([])
 
-    try:
+    with simulator("sequence_ai_ros.sim.bimanual", node.get_namespace(),
+                   tmp_path / "sim_bimanual.log"):
         wait_for(lambda: positions().size == len(names), what="sim_bimanual's joint states")
         arm.configure_and_activate()
         start = positions()
@@ -87,7 +78,3 @@ def test_the_bimanual_model_drives_both_arms_and_grippers_to_completion(
         # The arms followed the rows: both moved.
         moved = positions() - start
         assert abs(moved[:6]).max() > 0.01 and abs(moved[6:12]).max() > 0.01
-    finally:
-        sim.terminate()
-        sim.wait(timeout=20)
-        log.close()

@@ -25,10 +25,11 @@ def active(ros_system: Any, gateway: Any, key_file: str) -> tuple[Any, ArmHarnes
 
 
 def _start(arm: ArmHarness) -> Any:
-    before = arm.command_count()
-    handle, _ = arm.send_goal(FIRST, max_seconds=30.0)
+    handle, feedback = arm.send_goal(FIRST, max_seconds=30.0)
     assert handle.accepted
-    wait_for(lambda: arm.command_count() >= before + 5, what="the first goal's commands")
+    # Counted as its result counts them: from its run's events, which trail the commands.
+    wait_for(lambda: any(f.actions >= 5 for f in list(feedback)),
+             what="the first goal's feedback after 5 steps")
     return handle
 
 

@@ -195,6 +195,9 @@ class ArmHarness(Node):
             self.commands.append(Command(time.monotonic(), tuple(msg.data), measured))
             self.positions = [v + SAG for v in msg.data]
             self._states.append(tuple(self.positions))
+        # At once, as a real arm's state at hundreds of Hz would: a node that checks its next
+        # first step against a state from before this command is then the rare case.
+        self._publish_joint_state()
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
