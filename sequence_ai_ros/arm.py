@@ -380,7 +380,8 @@ class ArmGate:
             return "no goal is running", [], None
         limits = rules.limits
         n = len(limits.joint_names)
-        measured = self._measurements.joints(rules.max_state_age_s).positions
+        snapshot = self._measurements.joints(rules.max_state_age_s)
+        measured = snapshot.positions
         self._cameras.check(rules)
         if self._space is not None and rules.cartesian is not None:
             previous = self._target.positions if self._continuous and self._target else None
@@ -403,7 +404,7 @@ class ArmGate:
                     reason = check_acceleration(arm, self._velocity, self._period_s, rules.rates)
         else:
             arm = [float(v) for v in row[:n]]
-            reference, *unseen = self._references(rules, measured)
+            reference, *unseen = self._references(snapshot)
             reason = safety.check_position_target(arm, reference, limits)
             velocity = None
             if reason is None and rules.rates is not None:
@@ -456,18 +457,20 @@ class ArmGate:
             return f"no fresh joint state to check it against: {stale}"
         return _still_problem(rules, target, measured, self._period_s)
 
-    def _references(self, rules: MotionRules, measured: list[float]) -> list[list[float]]:
+    def _references(self, snapshot: JointSnapshot) -> list[list[float]]:
         """Where the arm may be as a step arrives: the last target while the motion is
-        continuous; else the measurement, and for max_state_age_s after it left the last
-        command (a measurement that old may predate it: the arm is between the two)."""
+        continuous; else the measurement — and the last command too, when the measurement
+        arrived less than a control period after it left (a step is reached within a period:
+        before that, the measurement may predate it and the arm be anywhere between)."""
         sent = self._target
         if sent is None:
-            return [measured]
+            return [snapshot.positions]
         if self._continuous:
             return [sent.positions]
-        if self._clock() - sent.at_s <= rules.max_state_age_s:
-            return [measured, sent.positions]
-        return [measured]
+        received_s = self._clock() - snapshot.age_s
+        if received_s - sent.at_s < self._period_s:
+            return [snapshot.positions, sent.positions]
+        return [snapshot.positions]
 
     def _last_target(self) -> list[float] | None:
         """Position interface: what the arm is commanded to now (None before any command)."""

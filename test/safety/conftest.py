@@ -46,6 +46,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         "node act goal": shared | {
             cell.name for cell in safety_support.NODE_FAULT_CELLS + safety_support.NODE_CELLS
         },
+        safety_support.LIFECYCLE_SIDE: {cell.name for cell in safety_support.LIFECYCLE_CELLS},
     }
     complete = all(
         names <= {row["cell"] for row in rows if row["side"] == side}

@@ -3,7 +3,8 @@ an invalid ChangeState is refused while a goal runs on, a readiness check that n
 is a WARN and leaks nothing over activate/deactivate cycles, long and invisible instructions
 are rejected and never logged whole, a frame past any camera's size is a StaleObservation.
 Configure against a catalogue that never answers is in test_reliability_process.py (main()'s
-executor). The matrix cells are in test_fault_matrix_node.py."""
+executor). The cells of a goal's run are in test_fault_matrix_node.py; the lifecycle cells
+(LIFECYCLE_CELLS) are here, each recorded as a row of the fault matrix."""
 
 from __future__ import annotations
 
@@ -21,9 +22,17 @@ from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState
 from sensor_msgs.msg import CompressedImage
 from support.gateway_fixture import run_gateway
-from support.node_harness import ArmHarness, node_parameters
-from support.ros_support import NodeSystem, key_file_for
-from support.safety_support import new_threads
+from support.node_harness import SAG, ArmHarness, node_parameters
+from support.ros_support import NodeSystem, holds_until_next_goal, key_file_for
+from support.safety_support import (
+    LIFECYCLE_CELLS,
+    LIFECYCLE_SIDE,
+    MatrixRow,
+    invalid_arm_commands,
+    jumps,
+    new_threads,
+    record,
+)
 from support.waiting import wait_for
 
 import sequence_ai
@@ -36,6 +45,8 @@ from sequence_ai_ros.parameters import PANDA_LOWER, PANDA_UPPER
 GOAL_S = 30.0
 # The readiness watch's thread (sequence_ai_ros/readiness.py).
 READINESS_THREAD = "sequence_ai-readiness"
+NEXT_GOAL_ACTIONS = 16
+MAX_STEP = 0.25
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +68,50 @@ def _node(context: Any, gw: Any, directory: Any, prefix: str, **changes: Any
         gw.clear_faults()
 
 
+class _Row:
+    """One lifecycle cell's matrix row, from before its fault to the goal after it."""
+
+    def __init__(self, name: str, arm: ArmHarness, nodes: NodeSystem) -> None:
+        (cell,) = [c for c in LIFECYCLE_CELLS if c.name == name]
+        self.row: MatrixRow = record(LIFECYCLE_SIDE, cell, cell.expected)
+        self._arm, self._nodes = arm, nodes
+        self._threads = threading.enumerate()
+        self._start = arm.command_count()
+
+    def settle(self, *, goal_ran: bool = False) -> None:
+        """Fill in the row: steps published since the fault, holds (the cell's goal's, or every
+        command when no goal may move), threads left, and a goal on the node made active; then
+        assert it."""
+        arm, row = self._arm, self._row_checked()
+        ignore = self._nodes.pool_prefixes()
+        wait_for(lambda: not new_threads(self._threads, ignore), what="the cell's threads to end")
+        row.leaked = len(new_threads(self._threads, ignore))
+        state = arm.state()
+        if state == "unconfigured":
+            arm.configure_and_activate()
+        elif state == "inactive":
+            arm.activate()
+        next_start = arm.command_count()
+        if not goal_ran:
+            row.holds = next_start - self._start
+        handle, _ = arm.send_goal("the goal after the fault", GOAL_S, NEXT_GOAL_ACTIONS)
+        status, result = arm.result(handle)
+        row.next_run = result.reason
+        if goal_ran:
+            row.holds = holds_until_next_goal(arm, self._start, next_start)
+        assert row.observed == row.expected
+        assert row.holds == row.expected_holds and row.invalid_steps == 0 and row.leaked == 0
+        assert status == GoalStatus.STATUS_SUCCEEDED and row.next_run == "completed"
+
+    def _row_checked(self) -> MatrixRow:
+        commands = self._arm.commands_since(self._start)
+        self.row.invalid_steps = (
+            len(invalid_arm_commands([c.values for c in commands]))
+            + len(jumps(commands, MAX_STEP, SAG))
+        )
+        return self.row
+
+
 def _status(arm: ArmHarness) -> DiagnosticStatus | None:
     for array in reversed(list(arm.diagnostics)):
         for status in array.status:
@@ -72,14 +127,16 @@ def test_a_catalogue_rate_above_max_control_hz_fails_configure_naming_both(
     safety_ros_context: Any, gw: Any, tmp_path: Any
 ) -> None:
     gw.inject("catalogue_fields", model="pi05-droid", fields={"control_hz": 1000.0}, count=10)
-    with _node(safety_ros_context, gw, tmp_path, "rate_bound") as (_, arm, _nodes):
+    with _node(safety_ros_context, gw, tmp_path, "rate_bound") as (_, arm, nodes):
+        cell = _Row("catalogue_rate", arm, nodes)
         assert not arm.transition(Transition.TRANSITION_CONFIGURE)
         assert arm.state() == "unconfigured"
         text = wait_for(lambda: "max_control_hz" in arm.log_text() and arm.log_text(),
                         what="the configure error")
         assert "1000 Hz" in text and "max_control_hz = 50 Hz" in text
+        cell.row.observed = "configure failed naming 1000 Hz and max_control_hz 50 Hz"
         gw.clear_faults()
-        assert arm.transition(Transition.TRANSITION_CONFIGURE)
+        cell.settle()
 
 
 def test_a_velocity_command_beyond_max_joint_velocity_is_refused() -> None:
@@ -100,8 +157,10 @@ def test_a_silent_readiness_check_is_a_warning_and_cycles_leak_nothing(
 ) -> None:
     with _node(safety_ros_context, gw, tmp_path, "silent_ready") as (_, arm, nodes):
         assert arm.transition(Transition.TRANSITION_CONFIGURE), arm.log_text()
+        cell = _Row("readiness_silent", arm, nodes)
         before = threading.enumerate()
         gw.inject("ready_stall", seconds=None, count=1000)
+        warned = ""
         for cycle in range(3):
             assert arm.transition(Transition.TRANSITION_ACTIVATE)
             if cycle == 0:
@@ -109,11 +168,15 @@ def test_a_silent_readiness_check_is_a_warning_and_cycles_leak_nothing(
                     lambda: (s := _status(arm)) is not None and s.level == DiagnosticStatus.WARN
                     and "readiness" in s.message and s, what="a readiness WARN")
                 assert "timed out" in status.message
+                warned = "WARN timed out"
             assert arm.transition(Transition.TRANSITION_DEACTIVATE)
             # The check in flight ends with the deactivate, well before its own deadline.
             leaked = [t for t in new_threads(before, nodes.pool_prefixes())
                       if t.name == READINESS_THREAD]
             assert not leaked
+        cell.row.observed = f"{warned}; no readiness thread left"
+        gw.clear_faults()
+        cell.settle()
 
 
 # ----- 7. an invalid ChangeState -----
@@ -122,20 +185,25 @@ def test_a_silent_readiness_check_is_a_warning_and_cycles_leak_nothing(
 def test_an_unavailable_transition_is_refused_and_the_goal_gets_its_result(
     safety_ros_context: Any, gw: Any, tmp_path: Any
 ) -> None:
-    with _node(safety_ros_context, gw, tmp_path, "bad_transition") as (node, arm, _nodes):
+    with _node(safety_ros_context, gw, tmp_path, "bad_transition") as (node, arm, nodes):
         arm.configure_and_activate()
         client = arm.create_client(ChangeState, f"{arm.lifecycle.target}/change_state")
+        cell = _Row("bad_transition", arm, nodes)
         handle, _ = arm.send_goal("keep going", GOAL_S, 45)
         assert handle.accepted
+        refused = 0
         for transition in (Transition.TRANSITION_CLEANUP, 99, Transition.TRANSITION_CONFIGURE):
             future = client.call_async(ChangeState.Request(transition=Transition(id=transition)))
             reply = wait_for(lambda f=future: f.done() and f.result(), what="ChangeState reply")
             assert reply.success is False
+            refused += 1
         status, result = arm.result(handle)
         assert status == GoalStatus.STATUS_SUCCEEDED and result.reason == "completed"
+        cell.row.observed = f"{refused} refused; goal {result.reason}"
         assert arm.state() == "active"
         assert "ChangeState refused: transition id 99" in wait_for(arm.log_text, what="log")
         arm.destroy_client(client)
+        cell.settle(goal_ran=True)
 
 
 # ----- 9. instructions -----
@@ -145,16 +213,21 @@ def test_long_and_invisible_instructions_are_rejected_and_never_logged_whole(
     safety_ros_context: Any, gw: Any, tmp_path: Any
 ) -> None:
     long_text = "pick up the cup " * 4000  # 64 000 characters
-    with _node(safety_ros_context, gw, tmp_path, "instructions") as (_, arm, _nodes):
+    with _node(safety_ros_context, gw, tmp_path, "instructions") as (_, arm, nodes):
         arm.configure_and_activate()
+        cell = _Row("long_instruction", arm, nodes)
+        rejected = 0
         for text in (long_text, "\u200b\u2060\ufeff"):
             handle, _ = arm.send_goal(text, GOAL_S, 5)
             assert not handle.accepted
+            rejected += 1
         wanted = f"instruction is {len(long_text)} characters long; expected at most " \
                  "max_instruction_chars = 1000"
         log = wait_for(lambda: wanted in arm.log_text() and "invisible" in arm.log_text()
                        and arm.log_text(), what="both rejections in the log")
         assert "pick up the cup " * 10 not in log
+        cell.row.observed = f"{rejected} rejected; neither logged whole"
+        cell.settle()
         accepted = "place the cup " * 70  # 980 characters: accepted, shown cut
         handle, _ = arm.send_goal(accepted, GOAL_S)
         assert handle.accepted
@@ -227,7 +300,8 @@ def test_a_two_line_key_file_fails_configure_without_the_key_anywhere(
     key_file.write_text(f"{first}\n{second}\n", encoding="utf-8")
     key_file.chmod(0o600)
     with _node(safety_ros_context, gw, tmp_path, "two_line_key",
-               api_key_file=str(key_file)) as (_, arm, _nodes):
+               api_key_file=str(key_file)) as (_, arm, nodes):
+        cell = _Row("two_line_key", arm, nodes)
         assert not arm.transition(Transition.TRANSITION_CONFIGURE)
         log = wait_for(lambda: "API key has a newline" in arm.log_text() and arm.log_text(),
                        what="the configure error")
@@ -236,6 +310,10 @@ def test_a_two_line_key_file_fails_configure_without_the_key_anywhere(
         shown = log + status.message + " ".join(kv.value for kv in status.values)
         for part in (first, second, "firstline", "secondline"):
             assert part not in shown
+        cell.row.observed = "configure failed; the key nowhere"
+        good = key_file_for(tmp_path, gw.api_key)
+        assert all(r.successful for r in arm.set_parameters(api_key_file=good))
+        cell.settle()
 
 
 def test_the_refused_idle_hold_is_logged_once_while_its_age_grows(

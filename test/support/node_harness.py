@@ -195,9 +195,6 @@ class ArmHarness(Node):
             self.commands.append(Command(time.monotonic(), tuple(msg.data), measured))
             self.positions = [v + SAG for v in msg.data]
             self._states.append(tuple(self.positions))
-        # At once, as a real arm's state at hundreds of Hz would: a node that checks its next
-        # first step against a state from before this command is then the rare case.
-        self._publish_joint_state()
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
@@ -304,6 +301,10 @@ class ArmHarness(Node):
     def configure_and_activate(self) -> None:
         """Configure and activate, then wait until diagnostics show a ready model and inputs."""
         assert self.transition(Transition.TRANSITION_CONFIGURE), self.log_text()
+        self.activate()
+
+    def activate(self) -> None:
+        """Activate a configured node, then wait for a ready model and fresh inputs."""
         assert self.transition(Transition.TRANSITION_ACTIVATE)
         try:
             wait_for(self._ready_with_inputs, what="a ready model and fresh inputs")

@@ -25,8 +25,10 @@ from sequence_ai_gateway.catalogue import PANDA_LOWER, PANDA_UPPER
 
 # Generous bound for waiting on a condition: a hang guard, never a measurement.
 PATIENCE_S = 30.0
-# Longer than a pi05 chunk's runway at either rate the matrices play (8 steps at 15 or 60 Hz).
-STALL_BEYOND_RUNWAY_S = 1.0
+# Longer than a whole pi05 chunk at either rate the matrices play (15 rows: 1.0 s at 15 Hz):
+# the loop plays rows past the open-loop horizon while it waits, and after a slow first request
+# the next one is sent as its chunk is installed, so at 1.0 s the stall could end just in time.
+STALL_BEYOND_RUNWAY_S = 1.5
 # A body sent one byte per this many seconds never completes within a cell's run.
 TRICKLE_BYTE_S = 0.5
 # The stacked_encoding cell's decoded size: far past the body cap, small enough that a client
@@ -169,6 +171,23 @@ NODE_CELLS: tuple[NodeCell, ...] = (
              "all within max_step", "validate"),
     NodeCell("velocity_preempted", "velocity arm, hold_between_goals false: goal preempted, the "
              "new goal cancelled in its first request", "preempted, then interrupted", holds=2),
+)
+
+# The node's rows outside a goal's run: its lifecycle and what reaches it before a goal moves.
+# Holds count the hold commands of the cell's goal (0 where no goal may move the arm: nothing
+# at all may be published while the fault lasts).
+LIFECYCLE_SIDE = "node lifecycle"
+LIFECYCLE_CELLS: tuple[NodeCell, ...] = (
+    NodeCell("catalogue_rate", "catalogue says control_hz 1000 (max_control_hz 50)",
+             "configure failed naming 1000 Hz and max_control_hz 50 Hz", holds=0),
+    NodeCell("readiness_silent", "readiness check never answers; 3 activate/deactivate cycles",
+             "WARN timed out; no readiness thread left", holds=0),
+    NodeCell("bad_transition", "cleanup, id 99 and configure sent to the node while a goal "
+             "runs", "3 refused; goal completed", holds=1),
+    NodeCell("long_instruction", "a 64 000-character goal, then one of invisible characters",
+             "2 rejected; neither logged whole", holds=0),
+    NodeCell("two_line_key", "API key file of two lines", "configure failed; the key nowhere",
+             holds=0),
 )
 
 
