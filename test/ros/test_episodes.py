@@ -176,8 +176,12 @@ def test_a_chunk_mode_goal_records_each_trajectory_and_decimated_camera_frames(
         arm.configure_and_activate()
         handle, _ = arm.send_goal(INSTRUCTION, max_seconds=30.0, max_actions=30)
         status, result = arm.result(handle)
-    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    # The recording is under test. On a loaded machine the arm may fall behind its trajectory
+    # and the next chunk's seam be refused: then the file holds that refusal too.
+    assert result.reason in ("completed", "validate"), result.message
     episode = _check_file(_one_file(folder), gateway.api_key, status, result)
+    if result.reason == "validate":
+        assert episode.on("refusal"), "the refusal is not in the episode"
     sent = [m.message for m in episode.on("command")]
     assert sent and all(len(t.points) >= 1 for t in sent)
     # The raw frames as the cameras published them, at most 5 a second of goal.

@@ -26,6 +26,7 @@ from sequence_ai_ros.sim.trajectory import (
     Trajectory,
     TrajectoryController,
     TrajectoryPoint,
+    TrajectoryRejected,
 )
 from support.waiting import wait_for
 
@@ -100,6 +101,8 @@ class ArmHarness(Node):
         self.gripper = 0.0
         self.commands: list[Command] = []
         self.trajectories: list[ReceivedTrajectory] = []
+        # Trajectories the controller refused, why.
+        self.rejected: list[str] = []
         # The joint_trajectory_controller on the trajectory topic, as Humble's plays it.
         self._controller = TrajectoryController(JOINTS, replacement=Replacement.RESTART)
         self.gripper_commands: list[float] = []
@@ -212,13 +215,19 @@ class ArmHarness(Node):
             now = self._now_s()
             playing = self._controller.sample(now)
             velocity = playing.velocities if playing is not None else np.zeros(len(JOINTS))
-            self._controller.receive(
-                Trajectory(JOINTS, stamp, [
-                    TrajectoryPoint(t, list(q), list(v))
-                    for t, q, v in zip(times, positions, velocities)
-                ]),
-                now, np.array(measured), velocity,
-            )
+            try:
+                self._controller.receive(
+                    Trajectory(JOINTS, stamp, [
+                        TrajectoryPoint(t, list(q), list(v))
+                        for t, q, v in zip(times, positions, velocities)
+                    ]),
+                    now, np.array(measured), velocity,
+                )
+            except TrajectoryRejected as exc:
+                # As joint_trajectory_controller does (a trajectory delivered after its last
+                # point, on a loaded machine): refused, the running one goes on. Raised here it
+                # would end this arm's executor, and every reply it was to deliver with it.
+                self.rejected.append(str(exc))
 
     def _on_gripper(self, msg: Float64MultiArray) -> None:
         with self._lock:

@@ -190,6 +190,18 @@ LIFECYCLE_CELLS: tuple[NodeCell, ...] = (
              holds=0),
 )
 
+# The rows of an end-effector model (sim-stateless-ee-delta: unitless twists to Servo): the
+# shared cells whose fault is not about pi05-droid's rate, horizon or runway, and these. A hold
+# is a zero twist; a preempted goal's and its successor's make two.
+CARTESIAN_SIDE = "node ee_delta goal"
+CARTESIAN_SHARED = ("stall_forever", "reset", "status_500", "status_503", "malformed", "nan",
+                    "inf", "wrong_dim", "empty", "status_401", "wrong_model", "huge_int")
+CARTESIAN_CELLS: tuple[NodeCell, ...] = (
+    NodeCell("pose_stops", "ee_pose stops while twists play", "stale_input"),
+    NodeCell("canceled", "cancel while twists play", "interrupted"),
+    NodeCell("preempted", "a new goal while twists play; it completes", "preempted", holds=2),
+)
+
 
 # ----- leak checks -----
 
