@@ -188,6 +188,9 @@ LIFECYCLE_CELLS: tuple[NodeCell, ...] = (
              "2 rejected; neither logged whole", holds=0),
     NodeCell("two_line_key", "API key file of two lines", "configure failed; the key nowhere",
              holds=0),
+    NodeCell("catalogue_silent", "catalogue never answers (the node's own process): get_state "
+             "and SIGTERM while configure waits", "configure failed within configure_timeout_s; "
+             "get_state answered configuring; exit 0", holds=0),
 )
 
 # The rows of an end-effector model (sim-stateless-ee-delta: unitless twists to Servo): the
