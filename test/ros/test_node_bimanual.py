@@ -10,17 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from action_msgs.msg import GoalStatus
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+from support.config_files import config_parameters
 from support.sim_process import simulator
 from support.waiting import wait_for
 
 from sequence_ai_ros.sim.bimanual import GRIPPERS, JOINT_NAMES
 
-CONFIG = Path(__file__).resolve().parents[2] / "config" / "sim-bimanual-reach.yaml"
 TOPICS = (
     "left_arm_controller/commands", "right_arm_controller/commands",
     "left_gripper_controller/commands", "right_gripper_controller/commands",
@@ -28,12 +27,9 @@ TOPICS = (
 
 
 def _parameters(base_url: str, key_file: str) -> dict[str, Any]:
-    document = yaml.safe_load(CONFIG.read_text(encoding="utf-8"))
-    values = dict(document["/**/sequence_ai"]["ros__parameters"])
     # As every node test's harness does: the shared machine may delay a frame.
-    values.update(base_url=base_url, api_key_file=key_file, max_state_age_s=1.0,
-                  max_image_age_s=1.0)
-    return values
+    return config_parameters("sim-bimanual-reach", base_url=base_url, api_key_file=key_file,
+                             max_state_age_s=1.0, max_image_age_s=1.0)
 
 
 def test_the_bimanual_model_drives_both_arms_and_grippers_to_completion(

@@ -14,13 +14,12 @@ import math
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from action_msgs.msg import GoalStatus
 from rclpy.executors import SingleThreadedExecutor
+from support.config_files import config_parameters
 from support.ee_harness import BASE_FRAME, EeArm, Twist
 from support.gateway_fixture import run_gateway
 from support.node_harness import ArmHarness
@@ -38,7 +37,6 @@ from support.safety_support import (
 )
 from support.waiting import wait_for
 
-CONFIG = Path(__file__).resolve().parents[2] / "config" / "sim-stateless-ee-delta.yaml"
 GOAL_GUARD_S = 60.0
 DEADLINE_GOAL_S = 2.0
 NEXT_GOAL_ACTIONS = 16
@@ -53,12 +51,9 @@ class EeSystem:
 
 
 def _parameters(base_url: str, key_file: str) -> dict[str, Any]:
-    document = yaml.safe_load(CONFIG.read_text(encoding="utf-8"))
-    values = dict(document["/**/sequence_ai"]["ros__parameters"])
     # As every node test's harness does: the shared machine may delay a frame.
-    values.update(base_url=base_url, api_key_file=key_file, max_image_age_s=1.0,
-                  max_pose_age_s=1.0)
-    return values
+    return config_parameters("sim-stateless-ee-delta", base_url=base_url, api_key_file=key_file,
+                             max_image_age_s=1.0, max_pose_age_s=1.0)
 
 
 @pytest.fixture(scope="module")
