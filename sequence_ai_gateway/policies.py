@@ -83,15 +83,38 @@ def _clip(value: float, lo: float, hi: float) -> float:
 
 
 def reach_path(
-    start: Sequence[float], goal: Sequence[float], n_steps: int, max_step: float
+    start: Sequence[float],
+    goal: Sequence[float],
+    n_steps: int,
+    max_step: float,
+    brake: float = math.inf,
 ) -> Rows:
-    """Positions after each of ``n_steps`` steps moving toward ``goal`` by at most ``max_step``."""
+    """Positions after each of ``n_steps`` steps moving toward ``goal`` by at most ``max_step``.
+
+    With a finite ``brake`` (rad per step, per step) each joint slows down before its goal so
+    that its step shrinks by at most ``brake`` from one step to the next and it stops there:
+    the step is a function of the distance left, so chunks planned from any point of the way
+    agree on the speed.
+    """
     path = []
     position = list(start)
     for _ in range(n_steps):
-        position = [p + _clip(g - p, -max_step, max_step) for p, g in zip(position, goal)]
+        position = [_toward(p, g, max_step, brake) for p, g in zip(position, goal)]
         path.append(list(position))
     return path
+
+
+def _toward(position: float, goal: float, max_step: float, brake: float) -> float:
+    step = min(max_step, _braking_step(abs(goal - position), brake))
+    return position + _clip(goal - position, -step, step)
+
+
+def _braking_step(distance: float, brake: float) -> float:
+    """The largest step after which steps shrinking by ``brake`` each still stop within
+    ``distance``: s + (s - b) + … ≈ s (s + b) / 2b ≤ distance."""
+    if math.isinf(brake):
+        return math.inf
+    return (math.sqrt(brake * brake + 8.0 * brake * distance) - brake) / 2.0
 
 
 def _near(position: Sequence[float], target: Sequence[float], tolerance: float) -> bool:
@@ -104,10 +127,14 @@ class DroidJointDeltaReach:
     ``q_reference + row[:7]`` is the joint target of each step (the row's verified conversion).
     DROID allows up to 0.2 rad per step; this policy moves 0.06 rad per step (0.9 rad/s at
     15 Hz) so that all 15 rows stay inside the [-1, 1] clip and every row of a chunk, not
-    only the first eight, is a consistent plan.
+    only the first eight, is a consistent plan. It brakes into its target at 4 rad/s² and its
+    error is a per-chunk offset, as a learned policy's mostly is: its rows stay within the
+    Panda's speed and acceleration limits (config/droid.yaml), seams aside.
     """
 
     max_step = 0.06
+    # 4 rad/s² at 15 Hz, in rad per step per step: below the Panda's lowest limit (7.5).
+    brake = 4.0 / 15.0**2
     noise_rad = 0.002
     gripper_tolerance = 0.05
 
@@ -122,12 +149,11 @@ class DroidJointDeltaReach:
         # Displacements are clipped to [-1, 1]; the chunk aims at the reachable part of the way.
         goal = [q + _clip(t - q, -1.0, 1.0) for q, t in zip(q_ref, target)]
         rng = _rng(observation)
+        offset = [rng.gauss(0.0, self.noise_rad) for _ in q_ref]
+        path = reach_path(q_ref, goal, self.row["action_horizon"], self.max_step, self.brake)
         rows = []
-        for position in reach_path(q_ref, goal, self.row["action_horizon"], self.max_step):
-            delta = [
-                _clip(p - q + rng.gauss(0.0, self.noise_rad), -1.0, 1.0)
-                for p, q in zip(position, q_ref)
-            ]
+        for position in path:
+            delta = [_clip(p - q + e, -1.0, 1.0) for p, q, e in zip(position, q_ref, offset)]
             closed = _near(position, target, self.gripper_tolerance)
             rows.append(delta + [1.0 if closed else 0.0])
         return rows

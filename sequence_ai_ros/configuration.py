@@ -16,6 +16,7 @@ from sequence_ai_ros.api_key import ApiKeyError, read_api_key
 from sequence_ai_ros.arm import ArmGate
 from sequence_ai_ros.cameras import Cameras
 from sequence_ai_ros.cartesian_space import EE_SPACES, CartesianSpace
+from sequence_ai_ros.command_frame import command_frame
 from sequence_ai_ros.command_groups import command_output
 from sequence_ai_ros.diagnostics import HealthRecord
 from sequence_ai_ros.dry_run import GateSwitch, gate_switch
@@ -27,7 +28,7 @@ from sequence_ai_ros.lifecycle_guard import ConfigureProbe
 from sequence_ai_ros.model_fit import fit, space_of
 from sequence_ai_ros.observations import ObservationCache
 from sequence_ai_ros.parameters import NodeConfig
-from sequence_ai_ros.pose_source import PoseSource, open_pose_source
+from sequence_ai_ros.pose_source import PoseSource, TfPoses, open_pose_source
 
 __all__ = ["ConfigureError", "Configured", "configure"]
 
@@ -164,7 +165,11 @@ def configure(
             frames=cache.newest_frames,
         )
         # An ee model's commands go through the same gate, with the Cartesian rules.
-        cartesian = CartesianSpace(space, poses, period_s) if poses is not None else None
+        cartesian = None
+        if poses is not None:
+            frame = command_frame(config, poses.buffer if isinstance(poses, TfPoses) else None)
+            health.update(command_frame_source=frame.source)
+            cartesian = CartesianSpace(space, poses, period_s, frame)
         arm_gate = ArmGate(
             command_output(
                 node, config, groups, period_s, episodes.command_published,

@@ -51,6 +51,8 @@ class Health:
     dry_run: bool = False
     # An ee model's end-effector pose source: "tf2" or "topic" (pose_source.py); "" none.
     pose_source: str = ""
+    # Where an ee model's commands get their frame (command_frame.py); "" none.
+    command_frame_source: str = ""
 
 
 class HealthRecord:
@@ -151,6 +153,8 @@ def build_array(
     }
     if health.pose_source:
         values["pose_source"] = health.pose_source
+    if health.command_frame_source:
+        values["command_frame_source"] = health.command_frame_source
     for source, age in ages.items():
         key = "joint_state_age_s" if source == "joint_states" else f"camera_{source}_age_s"
         key = "ee_pose_age_s" if source == "ee_pose" else key

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from sequence_ai import Model
 from sequence_ai.controllers import Controller, joint_position_problem
+from sequence_ai_ros import command_frame
 from sequence_ai_ros.cartesian_space import EE_SPACES
 from sequence_ai_ros.commands import CommandMode, Interface
 from sequence_ai_ros.parameters import NodeConfig
@@ -31,12 +32,9 @@ def cartesian_problems(config: NodeConfig, model: Model) -> list[str]:
             f"action_space {space} is commanded on "
             f"{'twist_topic' if space == 'ee_delta' else 'pose_target_topic'}, expected []"
         )
-    if config.command_frame and config.command_frame != config.base_frame:
-        # The gate checks the measured pose (base_frame) against the workspace: one frame.
-        problems.append(
-            f"command_frame {config.command_frame!r} differs from base_frame "
-            f"{config.base_frame!r}; expected the same frame (or empty) for model {name}"
-        )
+    frame = command_frame.problem(config, name, command_frame.tf2_imports())
+    if frame is not None:
+        problems.append(frame)
     if model.action_dim is not None and model.action_dim < 6:
         problems.append(
             f"model {name} action_dim is {model.action_dim}; an {space} row needs 6 values "

@@ -183,6 +183,12 @@ SPECS: dict[str, Spec] = {
         "", "header.frame_id of TwistStamped / PoseStamped commands and the frame of "
         "workspace_min/max; empty = base_frame (ee models)", at_configure=True,
     ),
+    "command_frame_transform": Spec(
+        [], "base_frame's pose in command_frame [x, y, z, roll, pitch, yaw] (m, rad), as "
+        "static_transform_publisher --frame-id <command_frame> --child-frame-id <base_frame> "
+        "takes it; empty = looked up with tf2 (ee models, when command_frame differs)",
+        at_configure=True, kind=Parameter.Type.DOUBLE_ARRAY,
+    ),
     "ee_pose_topic": Spec(
         "ee_pose", "geometry_msgs/PoseStamped of the end effector in base_frame, used where "
         "tf2_ros does not import (ee models)", at_configure=True,
@@ -428,6 +434,7 @@ class NodeConfig:
     base_frame: str = "panda_link0"
     ee_frame: str = "panda_hand_tcp"
     command_frame: str = ""
+    command_frame_transform: tuple[float, ...] = ()
     ee_pose_topic: str = "ee_pose"
     twist_topic: str = "servo_node/delta_twist_cmds"
     pose_target_topic: str = "cartesian_motion_controller/target_frame"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 Quaternion = tuple[float, float, float, float]
 Position = tuple[float, float, float]
@@ -100,3 +101,49 @@ def quaternion_to_matrix(q: Sequence[float]) -> list[list[float]]:
         [2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w)],
         [2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y)],
     ]
+
+
+Matrix = tuple[Position, Position, Position]
+
+
+@dataclass(frozen=True)
+class Transform:
+    """A rigid transform: a point p maps to rotation · p + translation (rotation as rows)."""
+
+    rotation: Matrix = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+    translation: Position = (0.0, 0.0, 0.0)
+
+    @classmethod
+    def of_pose(cls, position: Sequence[float], quaternion: Sequence[float]) -> Transform:
+        """The transform that a frame's pose (in another frame) is: its points to the other's."""
+        rows = quaternion_to_matrix(quaternion)
+        x, y, z = (float(v) for v in position)
+        return cls(_matrix(rows), (x, y, z))
+
+    def vector(self, v: Sequence[float]) -> Position:
+        """A free vector (a velocity, an angular velocity): rotated only."""
+        return _rows_times(self.rotation, v)
+
+    def point(self, p: Sequence[float]) -> Position:
+        x, y, z = _rows_times(self.rotation, p)
+        tx, ty, tz = self.translation
+        return (x + tx, y + ty, z + tz)
+
+    def pose_vector(self, vector: Sequence[float]) -> list[float]:
+        """A pose vector [x, y, z, roll, pitch, yaw] expressed in the target frame."""
+        position, quaternion = pose_vector_to_pose(vector)
+        rows = quaternion_to_matrix(quaternion)
+        turned = [[sum(self.rotation[i][k] * rows[k][j] for k in range(3)) for j in range(3)]
+                  for i in range(3)]
+        return pose_to_vector(self.point(position), matrix_to_quaternion(turned))
+
+
+def _rows_times(rows: Matrix, v: Sequence[float]) -> Position:
+    a, b, c = (float(x) for x in v)
+    x, y, z = (r[0] * a + r[1] * b + r[2] * c for r in rows)
+    return (x, y, z)
+
+
+def _matrix(rows: Sequence[Sequence[float]]) -> Matrix:
+    first, second, third = ((float(r[0]), float(r[1]), float(r[2])) for r in rows[:3])
+    return (first, second, third)

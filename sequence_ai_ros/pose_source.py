@@ -179,6 +179,10 @@ class TfPoses:
     def name(self) -> str:
         return TF2
 
+    @property
+    def buffer(self) -> TransformLookup:
+        return self._buffer
+
     def _lookup(self) -> tuple[TransformStamped, float]:
         what = f"tf {self._base_frame} -> {self._ee_frame}"
         try:

@@ -12,6 +12,7 @@ from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
 
 from sequence_ai_ros.cartesian_space import EE_DELTA
+from sequence_ai_ros.command_frame import command_frame
 from sequence_ai_ros.observations import StaleObservation
 from sequence_ai_ros.parameters import NodeConfig
 from sequence_ai_ros.pose_source import MeasuredPose, TfPoses, measured, tf_buffer
@@ -68,13 +69,20 @@ def pose_problem(
         f"{what}: at [{x:.3f}, {y:.3f}, {z:.3f}] m in {config.base_frame}, "
         f"{pose.age_s:.3f} s old"
     )
+    # The workspace is in command_frame.
+    try:
+        to = command_frame(config, probe.tf.buffer if probe.tf is not None else None)
+        here = to.transform().point((x, y, z))
+    except (ValueError, StaleObservation) as exc:
+        return f"{where}: no transform into command_frame: {exc}", where
     inside = all(
-        lo <= v <= hi for v, lo, hi in zip((x, y, z), config.workspace_min, config.workspace_max)
+        lo <= v <= hi for v, lo, hi in zip(here, config.workspace_min, config.workspace_max)
     )
     if not inside:
+        shown = ", ".join(f"{v:.3f}" for v in here)
         return (
-            f"{where}: outside workspace_min {list(config.workspace_min)} / workspace_max "
-            f"{list(config.workspace_max)}"
+            f"{where}: at [{shown}] m in command_frame, outside workspace_min "
+            f"{list(config.workspace_min)} / workspace_max {list(config.workspace_max)}"
         ), where
     return None, where
 

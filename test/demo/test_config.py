@@ -3,6 +3,7 @@ reach the node; the two describe one robot and differ only in how the arm is com
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -122,14 +123,16 @@ def test_the_yaml_carries_the_pandas_published_joint_limits() -> None:
     assert [(lim.min_position, lim.max_position) for lim in limits] == list(
         zip(params["joint_lower_limits"], params["joint_upper_limits"])
     )
-    # Franka's Panda datasheet: dq_max and ddq_max per joint, written and (the file says why)
-    # switched off.
+    # Franka's Panda datasheet: dq_max and ddq_max per joint; the velocity limits on, the
+    # acceleration limits written and (the file says why) switched off.
     joints = params["joint_names"]
     velocities = [params[f"joint_limits.{j}.max_velocity"] for j in joints]
     accelerations = [params[f"joint_limits.{j}.max_acceleration"] for j in joints]
     assert velocities == [2.175] * 4 + [2.61] * 3
     assert accelerations == [15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0]
-    assert not RateLimits.of(limits).active
+    rates = RateLimits.of(limits)
+    assert rates.max_velocity == tuple(velocities)
+    assert all(math.isinf(a) for a in rates.max_acceleration)
     assert all(not limit.problems() for limit in limits)
 
 

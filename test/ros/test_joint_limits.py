@@ -177,6 +177,21 @@ def test_a_chunk_point_too_fast_for_the_joint_refuses_the_chunk() -> None:
     assert gate.publish_chunk(_rows(0.0, 0.05, 10), arm.now + DUE_S) is None
 
 
+def test_a_first_chunk_is_held_to_the_speeds_of_its_points_not_of_its_skipped_rows() -> None:
+    gate, output, arm, _ = _chunk_gate()
+    gate.begin_goal(LIMITED)
+    # Due now: the rows due within the lead are skipped, so the first row sent is 0.12 rad from
+    # the arm at rest (1.8 rad/s were it one step), within max_step; the blend takes it up
+    # over several points, each within joint a's 1.5 rad/s.
+    rows = _rows(0.0, 0.04, 12)
+    assert gate.publish_chunk(rows, arm.now) is None
+    (plan,) = output.trajectories
+    assert plan.first_row[0] == pytest.approx(0.12)
+    speeds = [abs(b[0] - a[0]) / PERIOD_S
+              for a, b in zip((plan.seam, *plan.positions), plan.positions)]
+    assert max(speeds) <= 1.5
+
+
 def test_a_chunk_that_changes_speed_too_fast_between_points_is_refused() -> None:
     gate, output, arm, _ = _chunk_gate()
     gate.begin_goal(LIMITED)

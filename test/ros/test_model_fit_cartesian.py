@@ -1,14 +1,16 @@
 """Configure-time fit of ee models (issue 21): ee_delta and ee_absolute rows play raw through
-the Cartesian gate, in step mode, on one frame; every refusal names the parameter and the model
+the Cartesian gate, in step mode, in command_frame; every refusal names the parameter and the model
 field. Joint-space models fit exactly as before."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from sequence_ai import Model
 from sequence_ai.controllers import Controller
-from sequence_ai_ros import parameters
+from sequence_ai_ros import command_frame, parameters
 from sequence_ai_ros.model_fit import controller_for, fit, fit_problems
 from sequence_ai_ros.parameters import NodeConfig
 
@@ -65,10 +67,16 @@ def test_chunk_mode_is_refused_for_ee_models_naming_both_sides() -> None:
         ), problems
 
 
-def test_other_refusals_name_the_parameter_and_the_model_field() -> None:
+def test_other_refusals_name_the_parameter_and_the_model_field(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Without tf2_ros another command frame needs its transform as a parameter.
+    monkeypatch.setattr(command_frame, "tf2_imports", lambda: False)
     problems = fit_problems(_config(command_frame="world"), EE_DELTA)
     assert any("command_frame 'world'" in p and "base_frame 'panda_link0'" in p
-               for p in problems)
+               and "command_frame_transform" in p for p in problems)
+    given = _config(command_frame="world", command_frame_transform=[0.0, 0.0, 0.1, 0, 0, 0])
+    assert fit_problems(given, EE_DELTA) == []
     problems = fit_problems(_config(command_groups=["arm"]), EE_DELTA)
     assert any("command_groups ['arm']" in p and "twist_topic" in p for p in problems)
     # As for joints, an empty gripper_command_topic leaves the gripper uncommanded.

@@ -82,6 +82,27 @@ def test_ee_delta_sends_unitless_twists_in_command_frame_and_ends_in_a_zero_twis
     assert (arm.node_status() or {}).get("ee_pose_age_s", "never received") != "never received"
 
 
+def test_twists_go_out_in_another_command_frame_through_its_transform(
+    ee_system: Any, gateway: Any, key_file: str
+) -> None:
+    # base_frame turned a quarter about z in "world": the arm at base (0.5, 0, 0.4) is at
+    # world (0, 0.5, 0.4), inside a workspace written in world.
+    arm, ee = ee_system(**_parameters(
+        "sim-stateless-ee-delta", gateway.url, key_file, command_frame="world",
+        command_frame_transform=[0.0, 0.0, 0.0, 0.0, 0.0, math.pi / 2],
+        workspace_min=[-0.3, 0.2, 0.05], workspace_max=[0.3, 0.8, 0.8],
+    ))
+    arm.configure_and_activate()
+    handle, _ = arm.send_goal("push the block left", max_seconds=30.0, max_actions=10)
+    status, result = arm.result(handle)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    wait_for(lambda: len(ee.twists_seen()) >= 11 and ee.twists_seen()[-1].is_zero,
+             what="the steps and the hold")
+    assert {t.frame_id for t in ee.twists_seen()} == {"world"}
+    wait_for(lambda: (arm.node_status() or {}).get("command_frame_source")
+             == "command_frame_transform", what="/diagnostics naming the command frame's source")
+
+
 def test_a_stale_pose_stops_the_goal_with_a_zero_twist(
     ee_system: Any, gateway: Any, key_file: str
 ) -> None:

@@ -47,8 +47,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             cell.name for cell in safety_support.NODE_FAULT_CELLS + safety_support.NODE_CELLS
         },
         safety_support.LIFECYCLE_SIDE: {cell.name for cell in safety_support.LIFECYCLE_CELLS},
-        safety_support.CARTESIAN_SIDE: set(safety_support.CARTESIAN_SHARED) | {
-            cell.name for cell in safety_support.CARTESIAN_CELLS
+        **{
+            side: set(safety_support.CARTESIAN_SHARED)
+            | {cell.name for cell in safety_support.CARTESIAN_CELLS}
+            for side in safety_support.CARTESIAN_SIDES.values()
         },
     }
     complete = all(

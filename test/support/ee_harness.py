@@ -47,14 +47,20 @@ class EeArm(Node):
     """The robot side of an ee model: pose out, twists or pose targets in."""
 
     def __init__(self, namespace: str, context: Context, *, period_s: float = 1 / 25,
-                 linear_scale: float = 0.4) -> None:
+                 linear_scale: float = 0.4, sag_m: float = 0.0) -> None:
         super().__init__("test_ee_arm", namespace=namespace, context=context)
         self._lock = threading.Lock()
         self._period_s = period_s
         self._scale = linear_scale
+        # Like node_harness's SAG: settling this far below each pose target (gravity) makes a
+        # hold at the measured pose differ from every target the policy sent.
+        self._sag_m = sag_m
         self.position = list(START)
+        self.settled: list[tuple[float, float, float]] = [START]
         self.orientation = DOWN
         self.publish_pose = True
+        # False: commands are recorded but the arm stays where it is (a hung driver).
+        self.follow = True
         self.twists: list[Twist] = []
         self.targets: list[Target] = []
         self.gripper: list[list[float]] = []
@@ -79,6 +85,8 @@ class EeArm(Node):
             kept.append(item)
 
     def _publish_state(self) -> None:
+        # The gripper's joint state goes on when the pose stops: only the pose is the fault.
+        self._joints.publish(JointState(name=["panda_finger_joint1"], position=[0.0]))
         with self._lock:
             if not self.publish_pose:
                 return
@@ -90,7 +98,6 @@ class EeArm(Node):
         q = msg.pose.orientation
         q.x, q.y, q.z, q.w = orientation
         self._pose_pub.publish(msg)
-        self._joints.publish(JointState(name=["panda_finger_joint1"], position=[0.0]))
 
     def _publish_frame(self) -> None:
         self._frame.header.stamp = self.get_clock().now().to_msg()
@@ -102,6 +109,8 @@ class EeArm(Node):
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         with self._lock:
             self.twists.append(Twist(msg.header.frame_id, stamp, values))
+            if not self.follow:
+                return
             # Like Servo with unitless commands: one period of the scaled twist.
             self.position = [
                 p + v * self._scale * self._period_s for p, v in zip(self.position, values[:3])
@@ -113,9 +122,12 @@ class EeArm(Node):
         vector = pose_math.pose_to_vector((p.x, p.y, p.z), quaternion)
         with self._lock:
             self.targets.append(Target(msg.header.frame_id, tuple(vector), quaternion))
-            # A stiff Cartesian controller: at the target by the next pose.
-            self.position = [p.x, p.y, p.z]
+            if not self.follow:
+                return
+            # A stiff Cartesian controller: at the target by the next pose (less the sag).
+            self.position = [p.x, p.y, p.z - self._sag_m]
             self.orientation = quaternion
+            self.settled.append((p.x, p.y, p.z - self._sag_m))
 
     def twists_seen(self) -> list[Twist]:
         with self._lock:
@@ -124,6 +136,13 @@ class EeArm(Node):
     def targets_seen(self) -> list[Target]:
         with self._lock:
             return list(self.targets)
+
+    def is_hold(self, target: Target) -> bool:
+        """A pose target at a pose the arm settled at: the node's hold (with a sag, no policy
+        target is one)."""
+        with self._lock:
+            settled = list(self.settled)
+        return any(math.dist(target.vector[:3], pose) < 1e-6 for pose in settled)
 
     def moved_m(self) -> float:
         with self._lock:

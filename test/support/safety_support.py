@@ -196,13 +196,16 @@ LIFECYCLE_CELLS: tuple[NodeCell, ...] = (
 # The rows of an end-effector model (sim-stateless-ee-delta: unitless twists to Servo): the
 # shared cells whose fault is not about pi05-droid's rate, horizon or runway, and these. A hold
 # is a zero twist; a preempted goal's and its successor's make two.
-CARTESIAN_SIDE = "node ee_delta goal"
+# The end-effector spaces' sides (test_fault_matrix_cartesian.py), each the shared cells and
+# its own.
+CARTESIAN_SIDES = {"ee_delta": "node ee_delta goal", "ee_absolute": "node ee_absolute goal"}
 CARTESIAN_SHARED = ("stall_forever", "reset", "status_500", "status_503", "malformed", "nan",
                     "inf", "wrong_dim", "empty", "status_401", "wrong_model", "huge_int")
 CARTESIAN_CELLS: tuple[NodeCell, ...] = (
-    NodeCell("pose_stops", "ee_pose stops while twists play", "stale_input"),
-    NodeCell("canceled", "cancel while twists play", "interrupted"),
-    NodeCell("preempted", "a new goal while twists play; it completes", "preempted", holds=2),
+    NodeCell("pose_stops", "ee_pose stops while commands play", "stale_input"),
+    NodeCell("canceled", "cancel while commands play", "interrupted"),
+    NodeCell("preempted", "a new goal while commands play; it completes", "preempted",
+             holds=2),
 )
 
 
