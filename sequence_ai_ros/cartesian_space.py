@@ -133,7 +133,9 @@ class CartesianSpace:
         reason, linear, angular = cartesian_gate.twist_speeds(
             row, rules.command_type, rules.linear_scale, rules.rotational_scale
         )
-        linear, angular = list(to.vector(linear)), list(to.vector(angular))
+        same = to == _SAME_FRAME
+        if not same:
+            linear, angular = list(to.vector(linear)), list(to.vector(angular))
         if reason is None:
             reason = cartesian_gate.check_twist(
                 linear, angular, pose, self._period_s, rules.limits
@@ -142,6 +144,8 @@ class CartesianSpace:
             return reason, [*linear, *angular]
         # Servo scales a unitless twist itself: the row goes as is, turned into command_frame,
         # where it must still be within [-1, 1] (a turn can lengthen one component).
+        if same:
+            return reason, [float(v) for v in row[:WIDTH]]
         turned = [*to.vector(row[:3]), *to.vector(row[3:WIDTH])]
         if reason is None:
             reason = _unitless_problem(turned)
