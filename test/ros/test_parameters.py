@@ -59,7 +59,8 @@ def test_every_contract_parameter_is_declared_with_a_description(node: Node) -> 
         "configure_timeout_s", "max_control_hz", "max_joint_velocity", "max_instruction_chars",
         "gripper_joints", "command_groups",
         # End-effector models (issue 21).
-        "base_frame", "ee_frame", "command_frame", "ee_pose_topic", "twist_topic",
+        "base_frame", "ee_frame", "command_frame", "command_frame_transform",
+        "ee_pose_topic", "twist_topic",
         "pose_target_topic", "servo_command_type", "linear_scale", "rotational_scale",
         "workspace_min", "workspace_max", "max_linear_speed", "max_angular_speed",
         "max_pose_age_s",

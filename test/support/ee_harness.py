@@ -124,10 +124,12 @@ class EeArm(Node):
             self.targets.append(Target(msg.header.frame_id, tuple(vector), quaternion))
             if not self.follow:
                 return
-            # A stiff Cartesian controller: at the target by the next pose (less the sag).
+            # A stiff Cartesian controller: at the target at once (less the sag)...
             self.position = [p.x, p.y, p.z - self._sag_m]
             self.orientation = quaternion
             self.settled.append((p.x, p.y, p.z - self._sag_m))
+        # ... and its state broadcaster says so then, not up to a pose period later.
+        self._publish_state()
 
     def twists_seen(self) -> list[Twist]:
         with self._lock:
