@@ -89,6 +89,25 @@ def test_arm_following_pi05_joint_position_conversion_converges():
     assert gripper == [1.0]
 
 
+def test_pi05_brakes_into_its_target_within_the_pandas_accelerations():
+    # An arm playing 8 rows of each chunk, as above, from home to a target: within a chunk the
+    # speed of each joint (rad/s at 15 Hz) never changes faster than 5 rad/s² (the 4 rad/s²
+    # brake, rounded to steps, and the chunk's offset), from full speed to a stop included;
+    # joint 2's limit is 7.5 (config/droid.yaml).
+    instruction = "stack the blocks"
+    q = list(HOME)
+    for _ in range(40):
+        rows = PI05.steps(observe(q, [0.0], instruction))
+        q_reference = list(q)
+        chunk = [q_reference] + [[r + d for r, d in zip(q_reference, row[:7])] for row in rows]
+        speeds = [[(b - a) * 15.0 for a, b in zip(p, n)] for p, n in zip(chunk, chunk[1:])]
+        changes = [abs(b - a) * 15.0 for v, w in zip(speeds, speeds[1:]) for a, b in zip(v, w)]
+        assert max(changes) <= 5.0
+        q = chunk[8]
+    assert max(abs(a - b) for a, b in zip(q, instruction_target(
+        instruction, PANDA_LOWER, PANDA_UPPER))) < 0.05
+
+
 def test_arm_following_cosmos3_absolute_rows_converges():
     instruction = "Put the banana in the bowl"
     target = instruction_target(instruction, PANDA_LOWER, PANDA_UPPER)
