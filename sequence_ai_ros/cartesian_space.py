@@ -93,10 +93,6 @@ class CartesianSpace:
     def poses(self) -> PoseSource:
         return self._poses
 
-    @property
-    def frame(self) -> CommandFrame:
-        return self._frame
-
     def measured(self, rules: CartesianRules) -> MeasuredPose:
         """The fresh measured pose (base_frame), or StaleObservation."""
         return self._poses.pose(rules.max_pose_age_s)

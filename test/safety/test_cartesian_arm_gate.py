@@ -17,6 +17,7 @@ import sequence_ai_ros
 from sequence_ai_ros import pose_math
 from sequence_ai_ros.arm import ArmGate, CommandRefused, MotionRules
 from sequence_ai_ros.cartesian_space import EE_ABSOLUTE, EE_DELTA, CartesianRules, CartesianSpace
+from sequence_ai_ros.command_frame import CommandFrame
 from sequence_ai_ros.commands import Interface
 from sequence_ai_ros.observations import JointSnapshot, StaleObservation
 from sequence_ai_ros.parameters import SPECS, NodeConfig
@@ -98,7 +99,7 @@ def _pose_msg(position: Sequence[float], orientation: Sequence[float] = DOWN,
     return msg
 
 
-def _gate(space: str, *, rules: MotionRules = RULES):
+def _gate(space: str, *, rules: MotionRules = RULES, frame: CommandFrame | None = None):
     clock = _Clock()
     poses = TopicPoses("panda_link0", "ee_pose", clock=clock)
     poses.store(_pose_msg((0.5, 0.0, 0.4)))
@@ -106,7 +107,7 @@ def _gate(space: str, *, rules: MotionRules = RULES):
     log = _Log()
     gate = ArmGate(
         output, _Inputs(clock), joints=0, period_s=PERIOD_S, log=log, clock=clock,
-        space=CartesianSpace(space, poses, PERIOD_S),
+        space=CartesianSpace(space, poses, PERIOD_S, frame),
     )
     gate.begin_goal(rules)
     return gate, output, poses, clock, log

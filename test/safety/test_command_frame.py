@@ -11,25 +11,18 @@ import pytest
 from geometry_msgs.msg import TransformStamped
 from safety.test_cartesian_arm_gate import (
     EE_RULES,
-    PERIOD_S,
     RULES,
     _Buffer,
-    _Clock,
-    _Inputs,
-    _Log,
-    _Output,
     _play,
     _pose_msg,
 )
+from safety.test_cartesian_arm_gate import _gate as _cartesian_gate
 
 from sequence_ai_ros import command_frame as frames
 from sequence_ai_ros import pose_math
-from sequence_ai_ros.arm import ArmGate
-from sequence_ai_ros.cartesian_space import EE_ABSOLUTE, EE_DELTA, CartesianSpace
-from sequence_ai_ros.commands import Interface
+from sequence_ai_ros.cartesian_space import EE_ABSOLUTE, EE_DELTA
 from sequence_ai_ros.observations import StaleObservation
 from sequence_ai_ros.parameters import SPECS, NodeConfig
-from sequence_ai_ros.pose_source import TopicPoses
 from sequence_ai_ros.preflight_cartesian import PoseProbe, pose_problem
 
 # base_frame (panda_link0) seen from a command frame turned a quarter left about z and 1 m
@@ -49,19 +42,14 @@ def _frame() -> frames.CommandFrame:
 
 
 def _gate(space: str, workspace: tuple[tuple[float, ...], tuple[float, ...]] | None = None):
-    clock = _Clock()
-    poses = TopicPoses("panda_link0", "ee_pose", clock=clock)
-    poses.store(_pose_msg((0.5, 0.0, 0.4)))
+    """(gate, output, poses): the Cartesian gate's helper, with base_frame turned QUARTER."""
     cartesian = EE_RULES
     if workspace is not None:
         limits = replace(EE_RULES.limits, workspace_min=workspace[0], workspace_max=workspace[1])
         cartesian = replace(EE_RULES, limits=limits)
-    output = _Output(Interface.VELOCITY if space == EE_DELTA else Interface.POSITION)
-    gate = ArmGate(
-        output, _Inputs(clock), joints=0, period_s=PERIOD_S, log=_Log(), clock=clock,
-        space=CartesianSpace(space, poses, PERIOD_S, _frame()),
+    gate, output, poses, _, _ = _cartesian_gate(
+        space, rules=replace(RULES, cartesian=cartesian), frame=_frame()
     )
-    gate.begin_goal(replace(RULES, cartesian=cartesian))
     return gate, output, poses
 
 
@@ -113,16 +101,10 @@ def test_a_twist_is_turned_into_command_frame() -> None:
 
 
 def test_a_unitless_twist_turned_beyond_one_is_refused_not_rescaled() -> None:
-    clock = _Clock()
-    poses = TopicPoses("panda_link0", "ee_pose", clock=clock)
-    poses.store(_pose_msg((0.5, 0.0, 0.4)))
     eighth = frames.command_frame(
         _Config(command_frame_transform=(0.0, 0.0, 0.0, 0.0, 0.0, math.pi / 4)), None
     )
-    output = _Output(Interface.VELOCITY)
-    gate = ArmGate(output, _Inputs(clock), joints=0, period_s=PERIOD_S, log=_Log(),
-                   clock=clock, space=CartesianSpace(EE_DELTA, poses, PERIOD_S, eighth))
-    gate.begin_goal(RULES)
+    gate, output, _, _, _ = _cartesian_gate(EE_DELTA, frame=eighth)
     # (0.6, 0.6) turned an eighth is (0, 0.85): within one; (0.85, 0.85) is 1.2 on y (0.48 m/s,
     # within max_linear_speed).
     assert gate.check([0.6, 0.6, 0, 0, 0, 0, 0.0]) is None

@@ -24,6 +24,7 @@ import math
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import pytest
@@ -62,7 +63,12 @@ class Space:
 
     name: str
     config: str
-    workspace: tuple[tuple[float, float, float], tuple[float, float, float]]
+
+    @cached_property
+    def workspace(self) -> tuple[list[float], list[float]]:
+        """The box its config/ file commands the end effector within."""
+        values = config_parameters(self.config)
+        return values["workspace_min"], values["workspace_max"]
 
     @property
     def side(self) -> str:
@@ -99,8 +105,8 @@ class Space:
 
 
 SPACES = (
-    Space("ee_delta", "sim-stateless-ee-delta", ((0.2, -0.45, 0.05), (0.8, 0.45, 0.8))),
-    Space("ee_absolute", "sim-ee-absolute-reach", ((0.2, -0.45, 0.05), (0.8, 0.45, 0.8))),
+    Space("ee_delta", "sim-stateless-ee-delta"),
+    Space("ee_absolute", "sim-ee-absolute-reach"),
 )
 
 
