@@ -1,0 +1,46 @@
+"""Layouts of the table drawn from a seed: where the cup and the block start (no ROS, no MuJoCo)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+# The distribution of docs/sim.md ("Layouts"): centres uniform over this patch of the table in
+# front of the robot (within the arm's comfortable reach), yaw uniform, centres apart enough that
+# the hand fits between the cup and the block.
+X_RANGE = (0.40, 0.65)
+Y_RANGE = (-0.25, 0.25)
+MIN_SEPARATION = 0.12
+# Rejection sampling draws again while the two are too close; this many tries is never needed
+# (about one draw in twelve is refused) but bounds the loop.
+_MAX_DRAWS = 1000
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One trial's start: (x, y, yaw) of the cup and of the block in the base frame."""
+
+    seed: int
+    cup: tuple[float, float, float]
+    block: tuple[float, float, float]
+
+
+def layout(seed: int) -> Layout:
+    """The layout of `seed`: the same seed gives the same layout on every machine."""
+    if seed < 0:
+        raise ValueError(f"layout_seed: got {seed}, expected an integer >= 0")
+    rng = np.random.Generator(np.random.PCG64(seed))
+    for _ in range(_MAX_DRAWS):
+        cup, block = (
+            (
+                float(rng.uniform(*X_RANGE)),
+                float(rng.uniform(*Y_RANGE)),
+                float(rng.uniform(-math.pi, math.pi)),
+            )
+            for _ in range(2)
+        )
+        if math.hypot(cup[0] - block[0], cup[1] - block[1]) >= MIN_SEPARATION:
+            return Layout(seed, cup, block)
+    raise RuntimeError(f"layout {seed}: no draw kept the cup and block {MIN_SEPARATION} m apart")
