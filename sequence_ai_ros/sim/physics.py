@@ -14,12 +14,9 @@ import mujoco
 import numpy as np
 
 from sequence_ai_ros.sim.arm import HOME
+from sequence_ai_ros.sim.scene import BLOCK_HALF, CUP_HEIGHT, CUP_RADIUS
 
-# The objects of the contract (docs/sim.md, "The world").
-CUP_RADIUS = 0.03
-CUP_HEIGHT = 0.09
 CUP_MASS = 0.12  # kg: a ceramic espresso cup's weight, light enough for the hand's grip
-BLOCK_HALF = np.array([0.045, 0.045, 0.025])
 BLOCK_MASS = 0.25
 TABLE_HALF = np.array([0.6, 0.7, 0.02])
 TABLE_CENTRE = np.array([0.35, 0.0, -TABLE_HALF[2]])  # top at z = 0, the robot's base frame

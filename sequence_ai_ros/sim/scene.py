@@ -7,6 +7,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# The objects (docs/sim.md, "The world"): a red cup and a blue block, sizes in metres.
+CUP_RADIUS = 0.03
+CUP_HEIGHT = 0.09
+BLOCK_HALF = np.array([0.045, 0.045, 0.025])  # half sizes: a 9 x 9 x 5 cm block
+# Where the kinematic arm's scene (no physics) draws them, as 4x4 poses of their centres.
+FIXED_CUP_POSE = np.eye(4)
+FIXED_CUP_POSE[:3, 3] = (0.55, 0.18, CUP_HEIGHT / 2)
+FIXED_BLOCK_POSE = np.eye(4)
+FIXED_BLOCK_POSE[:3, 3] = (0.5, -0.22, BLOCK_HALF[2])
+
 # The distribution of docs/sim.md ("Layouts"): centres uniform over this patch of the table in
 # front of the robot (within the arm's comfortable reach), yaw uniform, centres apart enough that
 # the hand fits between the cup and the block.

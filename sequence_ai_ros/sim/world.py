@@ -16,7 +16,7 @@ from enum import Enum
 import numpy as np
 
 from sequence_ai_ros.sim.arm import HOME, SimArm
-from sequence_ai_ros.sim.scene import Layout, layout
+from sequence_ai_ros.sim.scene import BLOCK_HALF, CUP_HEIGHT, Layout, layout
 from sequence_ai_ros.sim.task import PICK, TASKS, Measurement, TaskJudge
 
 # Objects placed by a reset or a perturbation fall 2 mm and settle for this long (world time not
@@ -218,8 +218,6 @@ class World:
         """The scene's quantities now (MuJoCo physics only)."""
         if self.physics is None:
             raise ValueError("measure: the kinematic arm has no objects (physics: kinematic)")
-        from sequence_ai_ros.sim.physics import BLOCK_HALF, CUP_HEIGHT
-
         cup, block = self.physics.pose("cup"), self.physics.pose("block")
         axis = cup[:3, 2]
         # The lower end of the cup's axis: its bottom when upright, the lower rim's centre if not.

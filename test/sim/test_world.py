@@ -12,8 +12,14 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 from sequence_ai_ros.sim.arm import HOME  # noqa: E402
-from sequence_ai_ros.sim.physics import BLOCK_HALF, CUP_HEIGHT  # noqa: E402
-from sequence_ai_ros.sim.scene import MIN_SEPARATION, X_RANGE, Y_RANGE, layout  # noqa: E402
+from sequence_ai_ros.sim.scene import (  # noqa: E402
+    BLOCK_HALF,
+    CUP_HEIGHT,
+    MIN_SEPARATION,
+    X_RANGE,
+    Y_RANGE,
+    layout,
+)
 from sequence_ai_ros.sim.task import HOLD_S, LIFT_M, PICK, PLACE  # noqa: E402
 from sequence_ai_ros.sim.world import (  # noqa: E402
     PhysicsMode,
