@@ -14,6 +14,7 @@ import mujoco
 import numpy as np
 
 from sequence_ai_ros.sim.arm import HOME
+from sequence_ai_ros.sim.render import IMAGE_SIZE, VIEWS, calibration
 from sequence_ai_ros.sim.scene import BLOCK_HALF, CUP_HEIGHT, CUP_RADIUS
 
 CUP_MASS = 0.12  # kg: a ceramic espresso cup's weight, light enough for the hand's grip
@@ -135,6 +136,7 @@ def build_model(timestep: float) -> tuple[mujoco.MjModel, Indices]:
         friction=list(FRICTION),
         condim=4,
     )
+    _add_cameras(arm)
     model = arm.compile()
 
     def joint(name: str) -> int:
@@ -166,6 +168,27 @@ def build_model(timestep: float) -> tuple[mujoco.MjModel, Indices]:
         cup_geom=mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, "cup"),
     )
     return model, indices
+
+
+def _add_cameras(spec: mujoco.MjSpec) -> None:
+    """The three DROID views at the numpy renderer's poses, for MuJoCo's own renderer."""
+    spec.visual.global_.offwidth = IMAGE_SIZE[0]
+    spec.visual.global_.offheight = IMAGE_SIZE[1]
+    for view in VIEWS:
+        cal = calibration(view)
+        # MuJoCo's cameras look along their -z with y up; the optical frame looks along z, y down.
+        axes = cal.pose[:3, :3] @ np.diag([1.0, -1.0, -1.0])
+        quat = np.zeros(4)
+        mujoco.mju_mat2Quat(quat, axes.flatten())
+        # The flange (panda_link8) is link7's frame moved 0.107 m along its z axis.
+        parent = spec.worldbody if cal.parent == "panda_link0" else spec.body("link7")
+        offset = np.zeros(3) if cal.parent == "panda_link0" else np.array([0.0, 0.0, 0.107])
+        parent.add_camera(
+            name=view,
+            pos=(cal.pose[:3, 3] + offset).tolist(),
+            quat=quat.tolist(),
+            fovy=float(np.degrees(2.0 * np.arctan(cal.height / 2.0 / cal.fy))),
+        )
 
 
 class Physics:
