@@ -57,7 +57,7 @@ class BimanualArms:
         if not np.all(np.isfinite(span)) or np.any(np.abs(span) > LIMIT_RAD):
             return False
         with self._lock:
-            self._targets[first : first + len(span)] = span
+            self._targets[first: first + len(span)] = span
         return True
 
     def step(self, dt_s: float) -> np.ndarray:
@@ -87,8 +87,7 @@ class SimBimanual(Node):
         }
         for topic, (first, width) in firsts.items():
             self.create_subscription(
-                Float64MultiArray,
-                topic,
+                Float64MultiArray, topic,
                 lambda msg, first=first, width=width, topic=topic: self._command(
                     topic, first, width, list(msg.data)
                 ),
@@ -101,7 +100,8 @@ class SimBimanual(Node):
     def _command(self, topic: str, first: int, width: int, values: list[float]) -> None:
         if len(values) != width or not self.arms.command(first, values):
             self.get_logger().warning(
-                f"{topic}: ignored {values}; expected {width} finite values within ±{LIMIT_RAD} rad"
+                f"{topic}: ignored {values}; expected {width} finite values within "
+                f"±{LIMIT_RAD} rad"
             )
 
     def _tick(self) -> None:

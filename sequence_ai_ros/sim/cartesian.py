@@ -52,9 +52,8 @@ TRAIL_LENGTH = 150
 _DEFAULTS = ServoSettings()
 
 SPECS: dict[str, Spec] = {
-    "rate_hz": Spec(
-        100.0, "ee_pose, joint_states and integration rate (Hz)", float_range=(1.0, 1000.0)
-    ),
+    "rate_hz": Spec(100.0, "ee_pose, joint_states and integration rate (Hz)",
+                    float_range=(1.0, 1000.0)),
     "fps": Spec(15.0, "front camera frame rate (Hz)", float_range=(0.1, 60.0)),
     "image_width": Spec(256, "camera image width (px)", int_range=(16, 1920)),
     "image_height": Spec(256, "camera image height (px)", int_range=(16, 1080)),
@@ -63,38 +62,27 @@ SPECS: dict[str, Spec] = {
         "unitless (twist components in [-1, 1], scaled) | speed_units (m/s, rad/s as sent)",
         choices=tuple(t.value for t in ServoCommandType),
     ),
-    "linear_scale": Spec(
-        _DEFAULTS.linear_scale,
-        "m/s at a unitless 1 (Servo's scale.linear)",
-        float_range=(0.001, 2.0),
-    ),
-    "rotational_scale": Spec(
-        _DEFAULTS.rotational_scale,
-        "rad/s at a unitless 1 (Servo's scale.rotational)",
-        float_range=(0.001, 6.0),
-    ),
+    "linear_scale": Spec(_DEFAULTS.linear_scale, "m/s at a unitless 1 (Servo's scale.linear)",
+                         float_range=(0.001, 2.0)),
+    "rotational_scale": Spec(_DEFAULTS.rotational_scale,
+                             "rad/s at a unitless 1 (Servo's scale.rotational)",
+                             float_range=(0.001, 6.0)),
     "incoming_command_timeout": Spec(
-        _DEFAULTS.command_timeout_s,
-        "a command this old (s) stops the arm (Servo's name)",
+        _DEFAULTS.command_timeout_s, "a command this old (s) stops the arm (Servo's name)",
         float_range=(0.001, 10.0),
     ),
-    "target_linear_speed": Spec(
-        _DEFAULTS.target_linear_speed, "speed towards a pose target (m/s)", float_range=(0.001, 2.0)
-    ),
-    "target_angular_speed": Spec(
-        _DEFAULTS.target_angular_speed,
-        "turn rate towards a pose target (rad/s)",
-        float_range=(0.001, 6.0),
-    ),
+    "target_linear_speed": Spec(_DEFAULTS.target_linear_speed,
+                                "speed towards a pose target (m/s)", float_range=(0.001, 2.0)),
+    "target_angular_speed": Spec(_DEFAULTS.target_angular_speed,
+                                 "turn rate towards a pose target (rad/s)",
+                                 float_range=(0.001, 6.0)),
     "base_frame": Spec("panda_link0", "frame of commands and of ee_pose"),
     "ee_frame": Spec("panda_hand_tcp", "the end effector's frame (ee_pose's child, tf)"),
     "initial_positions": Spec(READY_POSE.tolist(), "start pose, 7 joints (rad)"),
     "initial_gripper": Spec(0.0, "start gripper, 0 open .. 1 closed", float_range=(0.0, 1.0)),
     "target_marker": Spec(
-        [],
-        "a point [x, y, z] (m, base_frame) marked in the frames until a pose target comes; "
-        "[] = none",
-        kind=Parameter.Type.DOUBLE_ARRAY,
+        [], "a point [x, y, z] (m, base_frame) marked in the frames until a pose target comes; "
+        "[] = none", kind=Parameter.Type.DOUBLE_ARRAY,
     ),
 }
 
@@ -160,11 +148,8 @@ class SimCartesian(Node):
             f"simulated Cartesian Panda up: {values['servo_command_type']} twists, ee_pose and "
             f"joint_states at {values['rate_hz']:g} Hz, front camera "
             f"{values['image_width']}x{values['image_height']} at {values['fps']:g} Hz; "
-            + (
-                f"tf2_ros imports: {pose} also on tf"
-                if self._tf is not None
-                else f"tf2_ros does not import here: no tf, {pose} on ee_pose only"
-            )
+            + (f"tf2_ros imports: {pose} also on tf" if self._tf is not None
+               else f"tf2_ros does not import here: no tf, {pose} on ee_pose only")
         )
 
     def _now_s(self) -> float:
@@ -183,9 +168,9 @@ class SimCartesian(Node):
         if frame_id in ("", self._frames[0]):
             return True
         with self._lock:
-            err = self.arm.refuse(
-                CommandRefused(f"frame_id {frame_id!r}, expected {self._frames[0]!r} (or empty)")
-            )
+            err = self.arm.refuse(CommandRefused(
+                f"frame_id {frame_id!r}, expected {self._frames[0]!r} (or empty)"
+            ))
         self._refused(topic, str(err))
         return False
 
@@ -196,8 +181,7 @@ class SimCartesian(Node):
         try:
             with self._lock:
                 self.arm.command_twist(
-                    [t.linear.x, t.linear.y, t.linear.z],
-                    [t.angular.x, t.angular.y, t.angular.z],
+                    [t.linear.x, t.linear.y, t.linear.z], [t.angular.x, t.angular.y, t.angular.z],
                     self._now_s(),
                 )
         except CommandRefused as err:
@@ -221,7 +205,9 @@ class SimCartesian(Node):
         try:
             with self._lock:
                 if len(msg.data) != 1:
-                    raise self.arm.refuse(CommandRefused(f"got {len(msg.data)} values, expected 1"))
+                    raise self.arm.refuse(
+                        CommandRefused(f"got {len(msg.data)} values, expected 1")
+                    )
                 self.arm.command_gripper(float(msg.data[0]))
         except CommandRefused as err:
             self._refused(GRIPPER_TOPIC, str(err))

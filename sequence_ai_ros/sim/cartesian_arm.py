@@ -97,11 +97,9 @@ class CartesianArm:
         s = self.settings
         if s.command_type is ServoCommandType.UNITLESS:
             if np.any(np.abs(twist) > 1.0):
-                raise self.refuse(
-                    CommandRefused(
-                        f"twist: got {twist.tolist()}, expected unitless components in [-1, 1]"
-                    )
-                )
+                raise self.refuse(CommandRefused(
+                    f"twist: got {twist.tolist()}, expected unitless components in [-1, 1]"
+                ))
             twist = twist * np.repeat([s.linear_scale, s.rotational_scale], 3)
         self._velocity, self._target, self._received_s = twist, None, now_s
 
@@ -118,9 +116,9 @@ class CartesianArm:
     def command_gripper(self, value: float) -> None:
         """0 = open .. 1 = closed (clamped); CommandRefused if not finite."""
         if not math.isfinite(value):
-            raise self.refuse(
-                CommandRefused(f"gripper command: got {value}, expected a finite value in [0, 1]")
-            )
+            raise self.refuse(CommandRefused(
+                f"gripper command: got {value}, expected a finite value in [0, 1]"
+            ))
         self._gripper_target = min(1.0, max(0.0, value))
 
     def moving(self, now_s: float) -> bool:
@@ -141,12 +139,10 @@ class CartesianArm:
         elif dt > 0.0 and target is not None:
             error = kin.pose_error(self.tcp(), *target)
             s = self.settings
-            displacement = np.concatenate(
-                [
-                    _bounded(error[:3], s.target_linear_speed * dt),
-                    _bounded(error[3:], s.target_angular_speed * dt),
-                ]
-            )
+            displacement = np.concatenate([
+                _bounded(error[:3], s.target_linear_speed * dt),
+                _bounded(error[3:], s.target_angular_speed * dt),
+            ])
             self.q = kin.ik_step(self.q, displacement, dt)
         gripper_move = self.gripper_speed * dt
         delta = self._gripper_target - self.gripper

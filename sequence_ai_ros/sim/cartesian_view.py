@@ -47,22 +47,18 @@ class CartesianView:
     def _top(self, point: np.ndarray) -> np.ndarray:
         """Top view (left half): forward is up, the robot's left is left."""
         k = self._scale()
-        return np.array(
-            [
-                self._half / 2 - k * (point[1] - (_Y_RANGE[0] + _Y_RANGE[1]) / 2),
-                self.canvas.height / 2 - k * (point[0] - (_X_RANGE[0] + _X_RANGE[1]) / 2),
-            ]
-        )
+        return np.array([
+            self._half / 2 - k * (point[1] - (_Y_RANGE[0] + _Y_RANGE[1]) / 2),
+            self.canvas.height / 2 - k * (point[0] - (_X_RANGE[0] + _X_RANGE[1]) / 2),
+        ])
 
     def _side(self, point: np.ndarray) -> np.ndarray:
         """Side view (right half), seen from the robot's right: forward is right, up is up."""
         k = self._scale()
-        return np.array(
-            [
-                self._half + self._half / 2 + k * (point[0] - (_X_RANGE[0] + _X_RANGE[1]) / 2),
-                self.canvas.height / 2 - k * (point[2] - (_Z_RANGE[0] + _Z_RANGE[1]) / 2),
-            ]
-        )
+        return np.array([
+            self._half + self._half / 2 + k * (point[0] - (_X_RANGE[0] + _X_RANGE[1]) / 2),
+            self.canvas.height / 2 - k * (point[2] - (_Z_RANGE[0] + _Z_RANGE[1]) / 2),
+        ])
 
     def _rectangle(self, corners: list[np.ndarray], color: tuple[int, int, int]) -> None:
         self.canvas.fill_convex(np.array(corners), color)
@@ -71,30 +67,12 @@ class CartesianView:
         canvas = self.canvas
         canvas.pixels[:] = _BACKGROUND
         lo, hi = WORKSPACE_MIN, WORKSPACE_MAX
-        self._rectangle(
-            [
-                self._top(np.array(p))
-                for p in (
-                    (lo[0], lo[1], 0.0),
-                    (hi[0], lo[1], 0.0),
-                    (hi[0], hi[1], 0.0),
-                    (lo[0], hi[1], 0.0),
-                )
-            ],
-            _WORKSPACE,
-        )
-        self._rectangle(
-            [
-                self._side(np.array(p))
-                for p in (
-                    (lo[0], 0.0, lo[2]),
-                    (hi[0], 0.0, lo[2]),
-                    (hi[0], 0.0, hi[2]),
-                    (lo[0], 0.0, hi[2]),
-                )
-            ],
-            _WORKSPACE,
-        )
+        self._rectangle([self._top(np.array(p)) for p in (
+            (lo[0], lo[1], 0.0), (hi[0], lo[1], 0.0), (hi[0], hi[1], 0.0), (lo[0], hi[1], 0.0)
+        )], _WORKSPACE)
+        self._rectangle([self._side(np.array(p)) for p in (
+            (lo[0], 0.0, lo[2]), (hi[0], 0.0, lo[2]), (hi[0], 0.0, hi[2]), (lo[0], 0.0, hi[2])
+        )], _WORKSPACE)
         # The table top the robot stands on, in the side view.
         a, b = self._side(np.array([_X_RANGE[0], 0, 0])), self._side(np.array([_X_RANGE[1], 0, 0]))
         canvas.capsule(a, b, 1.5, _TABLE)

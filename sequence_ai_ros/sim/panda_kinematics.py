@@ -43,13 +43,11 @@ def jacobian(q: np.ndarray) -> np.ndarray:
 
 def rotation_vector(rotation: np.ndarray) -> np.ndarray:
     """Axis times angle (rad, in [0, pi]) of a 3x3 rotation matrix."""
-    skew = np.array(
-        [
-            rotation[2, 1] - rotation[1, 2],
-            rotation[0, 2] - rotation[2, 0],
-            rotation[1, 0] - rotation[0, 1],
-        ]
-    )
+    skew = np.array([
+        rotation[2, 1] - rotation[1, 2],
+        rotation[0, 2] - rotation[2, 0],
+        rotation[1, 0] - rotation[0, 1],
+    ])
     sine = 0.5 * float(np.linalg.norm(skew))
     # atan2 of sine and cosine keeps small angles exact, where acos of the trace would not.
     angle = math.atan2(sine, (float(np.trace(rotation)) - 1.0) / 2.0)
@@ -108,3 +106,4 @@ def ik_step(
             break
         free &= ~crossing
     return np.clip(q + dq, LOWER_LIMITS, UPPER_LIMITS)
+

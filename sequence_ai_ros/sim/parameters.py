@@ -32,13 +32,19 @@ SPECS: dict[str, Spec] = {
         "rendered (from the arm's state) | premade (drawn once: a light feed for benchmarks)",
         choices=CAMERA_FRAMES,
     ),
-    "initial_positions": Spec(HOME.tolist(), f"start pose, {len(JOINT_NAMES)} joints (rad)"),
-    "initial_gripper": Spec(0.0, "start gripper, 0 open .. 1 closed", float_range=(0.0, 1.0)),
+    "initial_positions": Spec(
+        HOME.tolist(), f"start pose, {len(JOINT_NAMES)} joints (rad)"
+    ),
+    "initial_gripper": Spec(
+        0.0, "start gripper, 0 open .. 1 closed", float_range=(0.0, 1.0)
+    ),
     "velocity_timeout_s": Spec(
         0.2, "hold once velocities are this old (s)", float_range=(0.0, 60.0)
     ),
     "jpeg_quality": Spec(90, "quality of the compressed images", int_range=(1, 100)),
-    "render_scale": Spec(4, "render at 1/scale of the image size, then upscale", int_range=(1, 64)),
+    "render_scale": Spec(
+        4, "render at 1/scale of the image size, then upscale", int_range=(1, 64)
+    ),
     "trajectory_replacement": Spec(
         Replacement.RESTART.value,
         "restart (Humble's joint_trajectory_controller: a new trajectory takes over at once, "

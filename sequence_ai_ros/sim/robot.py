@@ -173,11 +173,7 @@ class SimRobot(Node):
         self._reference_pub = self.create_publisher(JointState, REFERENCE_TOPIC, 10)
         self._cameras = [
             _CameraOutput(
-                self,
-                view,
-                config.image_width,
-                config.image_height,
-                config.image_transport,
+                self, view, config.image_width, config.image_height, config.image_transport,
                 config.render_scale,
             )
             for view in config.views

@@ -224,15 +224,8 @@ class TrajectoryController:
             elif segment.t0 < t:
                 cut = segment.at(t)
                 kept.append(
-                    _Segment(
-                        segment.t0,
-                        t,
-                        segment.q0,
-                        cut.positions,
-                        segment.v0,
-                        cut.velocities,
-                        segment.cubic,
-                    )
+                    _Segment(segment.t0, t, segment.q0, cut.positions, segment.v0,
+                             cut.velocities, segment.cubic)
                 )
         end = kept[-1].t1 if kept else now_s
         if end < t:
