@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 import numpy as np
@@ -185,6 +185,10 @@ class World:
         """A command arrived: a frozen world advances one control period, a realtime one waits."""
         if self.options.time_mode is TimeMode.FROZEN:
             self.advance(self.options.control_period_s, drive)
+
+    def set_time_mode(self, mode: TimeMode) -> None:
+        """Realtime or frozen from now on (the world's time and state carry over)."""
+        self.options = replace(self.options, time_mode=mode)
 
     def _apply_due_perturbations(self) -> None:
         if not self._pending or self.physics is None:
