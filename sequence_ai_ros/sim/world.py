@@ -99,8 +99,13 @@ class World:
         self.physics = None
         if options.physics is PhysicsMode.MUJOCO:
             # MuJoCo only when asked: the kinematic arm runs without it.
-            from sequence_ai_ros.sim.physics import Physics
-
+            try:
+                from sequence_ai_ros.sim.physics import Physics
+            except ModuleNotFoundError as err:
+                raise ModuleNotFoundError(
+                    f"physics='mujoco' needs {err.name}: pip install 'mujoco>=3.17' (setup.py's "
+                    "`sim` extra), or run with physics 'kinematic'"
+                ) from err
             self.physics = Physics(1.0 / options.physics_hz)
         self.time_s = 0.0  # world time: trials, perturbations and frozen time count in it
         self.trial = 0
