@@ -106,10 +106,14 @@ def run_vlm(demo: Any, new_goal: Callable[[int, str], Any], grace_s: float) -> i
 
 
 def vlm_ok(demo: Any) -> bool:
-    """The model said done after at least two steps, each handed over to the next."""
+    """The planner ran at least two steps, each handed over to the next, and the last ended.
+
+    Whether the task was done is not the demo's exit status: in sim_robot's physics world a
+    model can fail it (the run prints the world's verdict and the planner's word on it).
+    """
     goals = demo.goals
     return (
-        demo.planned == 0
+        demo.planned is not None
         and len(goals) >= 2
         and all(g.result is not None for g in goals)
         and all(g.result.reason == "handed_over" for g in goals[:-1])

@@ -73,3 +73,25 @@ def test_the_wrist_camera_rides_on_the_flange() -> None:
     u, v = pixel("wrist_left", cup[:3, 3] + [0.0, 0.0, CUP_HEIGHT / 2 - 0.005], flange)
     assert 0 <= u < WIDTH and 0 <= v < HEIGHT
     assert frame[v, u][0] > 90 and frame[v, u][1] < 60  # the cup's rim or opening, red
+
+
+def test_mujocos_cameras_sit_where_the_calibration_says() -> None:
+    mujoco = pytest.importorskip("mujoco")
+    from sequence_ai_ros.sim.physics import Physics
+
+    physics = Physics(0.002)
+    q = HOME + np.array([0.3, -0.2, 0.1, 0.2, 0.5, -0.3, 0.4])
+    physics.data.qpos[physics.index.arm_qpos] = q
+    mujoco.mj_forward(physics.model, physics.data)
+    flange = forward_kinematics(q)[8]
+    for view in ("exterior_1", "exterior_2", "wrist_left"):
+        cal = calibration(view)
+        expected = cal.pose if cal.parent == "panda_link0" else flange @ cal.pose
+        camera = physics.model.camera(view).id
+        np.testing.assert_allclose(physics.data.cam_xpos[camera], expected[:3, 3], atol=1e-3)
+        # MuJoCo's camera looks along its -z with y up: the optical frame's z and -y.
+        axes = physics.data.cam_xmat[camera].reshape(3, 3)
+        np.testing.assert_allclose(axes[:, 2], -expected[:3, 2], atol=1e-3)
+        np.testing.assert_allclose(axes[:, 1], -expected[:3, 1], atol=1e-3)
+        fovy = np.degrees(2 * np.arctan(cal.height / 2 / cal.fy))
+        assert physics.model.cam_fovy[camera] == pytest.approx(fovy)
