@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 from builtin_interfaces.msg import Time as TimeMsg
@@ -52,6 +53,7 @@ from sequence_ai_ros.sim.parameters import SimConfig, check_live, declare_live
 from sequence_ai_ros.sim.process import spin_until_signal
 from sequence_ai_ros.sim.render import IMAGE_SIZE, SceneRenderer
 from sequence_ai_ros.sim.trajectory import (
+    Setpoint,
     Trajectory,
     TrajectoryController,
     TrajectoryPoint,
@@ -93,6 +95,14 @@ def light_feed_overrides(
         # The premade frames show no objects: the kinematic arm is all the feed needs.
         "physics": PhysicsMode.KINEMATIC.value,
     }
+
+
+class MujocoViewLike(Protocol):
+    """What the camera thread needs of sim/render_mujoco.py's MujocoView (imported lazily)."""
+
+    def render(self, qpos: np.ndarray, out: np.ndarray) -> np.ndarray: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -178,16 +188,6 @@ class _CameraOutput:
         self.encoded = True
 
 
-class MujocoViewLike:
-    """What the camera thread needs of sim/render_mujoco.py's MujocoView (imported lazily)."""
-
-    def render(self, qpos: np.ndarray, out: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        raise NotImplementedError
-
-
 class SimRobot(Node):
     """Runs the world at `rate_hz`, publishes joint states and the task, renders at `fps`.
 
@@ -227,7 +227,7 @@ class SimRobot(Node):
         )
         self.world.arm.gripper = config.initial_gripper
         self.world.arm.command_gripper(config.initial_gripper)
-        self._desired: object | None = None  # the trajectory's setpoint of the current tick
+        self._desired: Setpoint | None = None  # the trajectory's setpoint of the current tick
         self.add_on_set_parameters_callback(self._on_parameters)
         self._trajectory = TrajectoryController(
             JOINT_NAMES,
