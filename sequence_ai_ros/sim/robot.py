@@ -237,7 +237,7 @@ class SimRobot(Node):
         self._premade = config.camera_frames == "premade"
         self._render_scale, self._fps = config.render_scale, config.fps
         self._renderers_chosen = False  # by the camera thread, at its first frame
-        self._last_step = self._now_s()
+        self._last_step = self._now_s()  # the ROS time the world's time was last brought to
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         # Reliable, like ros2_control's joint_state_broadcaster; best-effort readers still match.
         self._joint_pub = self.create_publisher(JointState, "joint_states", 10)
@@ -393,10 +393,11 @@ class SimRobot(Node):
         )  # fmt: skip
         try:
             with self._lock:
-                # Trajectories are played in world time: the stamp keeps its offset from now.
+                # Trajectories are played in world time. The world is at the last tick's
+                # stamp: the start keeps its offset from that stamp.
                 now_world = self.world.time_s
                 if trajectory.start_s != 0.0:
-                    start_s = trajectory.start_s - self._now_s() + now_world
+                    start_s = trajectory.start_s - self._last_step + now_world
                     trajectory = replace(trajectory, start_s=start_s)
                 # From the commanded state, as JTC's open_loop_control does (Humble's default).
                 arm = self.world.arm
@@ -459,9 +460,10 @@ class SimRobot(Node):
         # Run the world over the elapsed time on the clock of the stamps (capped; 0 if the
         # clock stepped back), so a late tick does not slow the arm: the world keeps to the
         # wall clock (a frozen one waits for commands instead).
-        dt = min(0.1, max(0.0, now - self._last_step))
-        self._last_step = now
         with self._lock:
+            # Under the lock: a trajectory's receipt maps its stamp through this pair.
+            dt = min(0.1, max(0.0, now - self._last_step))
+            self._last_step = now
             self._desired = None
             # The trajectory is sampled in here, at the world's own pace, whatever its sender's.
             self.world.tick(dt, self._drive)

@@ -28,8 +28,9 @@ ROSDEP_KEYS = {
 # episode recorder (record: goals) and its tools: setup.py's `episodes` extra, from pip (no
 # jammy package); the node runs without them and says so when asked to record.
 # `export-lerobot` runs in an environment of its own (make lerobot-venv): lerobot, and rosbags
-# to decode the messages where rclpy is missing.
-OPTIONAL = {"trustme", "mcap", "matplotlib", "lerobot", "rosbags"}
+# to decode the messages where rclpy is missing. sim_robot's physics world: MuJoCo (setup.py's
+# `sim` extra, pip only, no rosdep key; physics:=kinematic runs without it).
+OPTIONAL = {"trustme", "mcap", "matplotlib", "lerobot", "rosbags", "mujoco"}
 
 
 def _keys(which: Callable[[str], bool]) -> set[str]:
