@@ -114,6 +114,16 @@ def build_model(timestep: float) -> tuple[mujoco.MjModel, Indices]:
         rgba=[0.69, 0.54, 0.38, 1.0],
         friction=list(FRICTION),
     )
+    # The floor under the table, for the cameras only (the numpy renderer draws it too).
+    world.add_geom(
+        name="floor",
+        type=mujoco.mjtGeom.mjGEOM_PLANE,
+        size=[3.0, 3.0, 0.1],
+        pos=[0.0, 0.0, -0.75],
+        rgba=[0.36, 0.36, 0.38, 1.0],
+        contype=0,
+        conaffinity=0,
+    )
     cup = world.add_body(name="cup", pos=[0.5, 0.2, CUP_HEIGHT / 2])
     cup.add_freejoint(name="cup_free")
     cup.add_geom(
