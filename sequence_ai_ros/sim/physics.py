@@ -23,15 +23,17 @@ TABLE_HALF = np.array([0.6, 0.7, 0.02])
 TABLE_CENTRE = np.array([0.35, 0.0, -TABLE_HALF[2]])  # top at z = 0, the robot's base frame
 FRICTION = (1.0, 0.005, 0.0001)  # sliding, torsional, rolling: wood and ceramic, roughly
 
-# Joint impedance of the DROID Franka: Polymetis' default gains (franka_hardware.yaml's
-# default_Kq / default_Kqd), the ones DROID's joint-position controller runs under. On a Franka the
-# torque interface compensates gravity itself, so the links here are gravity-compensated too
-# (`gravcomp`) and only these springs pull the arm towards its target: it lags as a real one does.
+# Joint impedance of the DROID Franka: Polymetis' default stiffness (franka_hardware.yaml's
+# default_Kq), the controller DROID's arm runs under. On a Franka the torque interface
+# compensates gravity itself, so the links here are gravity-compensated too (`gravcomp`) and only
+# these springs pull the arm towards its target: it lags as a real one does. Polymetis' default
+# damping (default_Kqd: 4, 6, 5, 5, 3, 2, 1) would leave this model ringing (damping ratios
+# 0.3-0.5 on its inertia at home, which lacks the real joints' friction): Kqd is set for a ratio
+# of 0.8 instead, from the joint-space inertia at home (docs/sim.md, "The world").
 KQ = np.array([40.0, 30.0, 50.0, 25.0, 35.0, 25.0, 10.0])  # N·m/rad
-KQD = np.array([15.0, 15.0, 16.0, 11.0, 7.5, 5.5, 3.0])  # N·m·s/rad
-# Robosuite's link inertias are rough boxes; the rotor inertia a real joint adds (armature) keeps
-# the low-gain loop from ringing on the light distal links.
-ARMATURE = np.array([0.3, 0.3, 0.3, 0.3, 0.1, 0.1, 0.1])
+KQD = np.array([8.5, 11.0, 11.5, 8.5, 5.0, 4.5, 2.5])  # N·m·s/rad
+# The rotor inertia a geared joint adds (MuJoCo's armature), the usual 0.1 kg·m² of Panda models.
+ARMATURE = np.full(7, 0.1)
 ARM_TORQUE_LIMITS = np.array([87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0])  # the Panda's
 FINGER_STROKE = 0.04  # m per finger: the hand opens 8 cm
 FINGER_FORCE = 70.0  # N: the Franka hand's continuous grasping force
@@ -71,6 +73,7 @@ def build_model(timestep: float) -> tuple[mujoco.MjModel, Indices]:
     """Compile the scene at `timestep` seconds per physics step."""
     assets = robosuite_assets()
     arm = mujoco.MjSpec.from_file(str(assets / "robots" / "panda" / "robot.xml"))
+    _mesh_inertias(arm, assets / "robots" / "panda" / "robot.xml")
     hand = mujoco.MjSpec.from_file(str(assets / "grippers" / "panda_gripper.xml"))
     # Robosuite's torque motors are replaced by the impedance below; the hand keeps its own
     # position actuators, at the Franka hand's force.
@@ -178,6 +181,26 @@ def build_model(timestep: float) -> tuple[mujoco.MjModel, Indices]:
         cup_geom=mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, "cup"),
     )
     return model, indices
+
+
+def _mesh_inertias(arm: mujoco.MjSpec, path: Path) -> None:
+    """Give each link the inertia of its collision mesh at robosuite's mass for it.
+
+    Robosuite's links carry placeholder inertias (0.05-0.3 kg·m² about every axis, ten to thirty
+    times a Panda link's): under a joint impedance that much inertia lags like a far heavier arm.
+    The meshes' own inertia (MuJoCo computes it from the volume) has a Panda link's scale.
+    """
+    solid = mujoco.MjSpec.from_file(str(path))
+    solid.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_TRUE
+    solid.compiler.inertiagrouprange = [0, 0]  # the collision meshes, not the visual ones
+    model = solid.compile()
+    for i in range(1, 8):
+        body = arm.body(f"link{i}")
+        measured = model.body(f"link{i}")
+        scale = body.mass / float(measured.mass[0])
+        body.ipos = measured.ipos.tolist()
+        body.iquat = measured.iquat.tolist()
+        body.inertia = (measured.inertia * scale).tolist()
 
 
 def _add_cameras(spec: mujoco.MjSpec) -> None:

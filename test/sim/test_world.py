@@ -72,14 +72,16 @@ class Script:
         hand = self.world.physics.pose("hand")
         return hand[:3, 3] + hand[:3, 2] * 0.097  # robosuite's `eef` body, between the pads
 
-    def move(self, target: np.ndarray, seconds: float, gripper: float) -> Iterator[None]:
-        """Go to `target` over `seconds` in 50 ms steps; yields after each step."""
-        start, steps = self.hand, max(1, round(seconds / 0.05))
+    def move(
+        self, target: np.ndarray, seconds: float, gripper: float, step_s: float = 0.05
+    ) -> Iterator[None]:
+        """Go to `target` over `seconds` in steps of `step_s`; yields after each step."""
+        start, steps = self.hand, max(1, round(seconds / step_s))
         for k in range(1, steps + 1):
             self.q = hand_ik(self.world, start + (target - start) * k / steps, self.q)
             self.world.arm.command_positions(self.q)
             self.world.arm.command_gripper(gripper)
-            self.world.advance(0.05)
+            self.world.advance(step_s)
             yield
         self.hand = np.asarray(target, dtype=float)
 
@@ -147,18 +149,25 @@ def test_a_grasped_cup_is_lifted_and_success_comes_after_one_second_held() -> No
     world = World(WorldOptions(layout_seed=3, task=PICK))
     script = grasp_cup(world)
     assert world.state().quantities["grasped"] == 1.0
-    lifted_at = None
-    script.run(script.hand + [0.0, 0.0, 0.15], 1.0, 1.0)
-    # The arm lags its commanded path (joint impedance): watch the cup until it has been up for
-    # longer than the hold time.
-    while lifted_at is None or world.trial_s < lifted_at + HOLD_S + 0.1:
+    lifted_at: float | None = None
+
+    def watch() -> None:
+        nonlocal lifted_at
         state = world.state()
         if lifted_at is None and state.quantities["cup_height"] >= LIFT_M:
             lifted_at = state.trial_s
         if lifted_at is None or state.trial_s < lifted_at + HOLD_S - 1e-6:
             assert not state.success  # never before the cup has been up for a second
         assert state.trial_s < 10.0, "the cup was not lifted 5 cm"
-        world.advance(0.02)
+
+    # Watched every 10 ms, the judge's own pace, so the lift is seen when the judge sees it.
+    for _ in script.move(script.hand + [0.0, 0.0, 0.15], 1.0, 1.0, step_s=0.01):
+        watch()
+    # The arm lags its commanded path (joint impedance): watch the cup until it has been up for
+    # longer than the hold time.
+    while lifted_at is None or world.trial_s < lifted_at + HOLD_S + 0.1:
+        world.advance(0.01)
+        watch()
     state = world.state()
     assert state.quantities["grasped"] == 1.0 and state.quantities["cup_height"] >= LIFT_M
     assert state.success
