@@ -22,6 +22,7 @@ CAMERA_FRAMES = ("rendered", "premade")
 # numpy: drawn from the world's poses (cheap); mujoco: MuJoCo's renderer through EGL (the
 # meshes, lit; slow on a CPU); auto: mujoco when one of its frames fits the camera budget.
 RENDERERS = ("numpy", "mujoco", "auto")
+ARM_GAINS = ("franka_ros", "polymetis")  # sim/physics.py's ARM_GAINS (imported only with MuJoCo)
 
 SPECS: dict[str, Spec] = {
     "physics": Spec(
@@ -29,6 +30,12 @@ SPECS: dict[str, Spec] = {
         "mujoco (the arm under joint impedance, the hand, a cup and a block, contacts) | "
         "kinematic (the arm exactly where its commands put it, within its limits; no objects)",
         choices=tuple(m.value for m in PhysicsMode),
+    ),
+    "arm_gains": Spec(
+        "franka_ros",
+        "the arm's joint impedance: franka_ros (franka_ros' joint impedance controller: stiff) | "
+        "polymetis (Polymetis' default stiffness, DROID's: compliant, lags a few tenths of a s)",
+        choices=ARM_GAINS,
     ),
     "physics_hz": Spec(
         500.0, "MuJoCo steps per second of world time", float_range=(500.0, 5000.0)
@@ -139,6 +146,7 @@ class SimConfig:
     """The simulator's parameters, checked."""
 
     physics: PhysicsMode
+    arm_gains: str
     physics_hz: float
     control_period_s: float
     render: str

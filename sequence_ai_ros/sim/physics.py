@@ -23,15 +23,26 @@ TABLE_HALF = np.array([0.6, 0.7, 0.02])
 TABLE_CENTRE = np.array([0.35, 0.0, -TABLE_HALF[2]])  # top at z = 0, the robot's base frame
 FRICTION = (1.0, 0.005, 0.0001)  # sliding, torsional, rolling: wood and ceramic, roughly
 
-# Joint impedance of the DROID Franka: Polymetis' default stiffness (franka_hardware.yaml's
-# default_Kq), the controller DROID's arm runs under. On a Franka the torque interface
-# compensates gravity itself, so the links here are gravity-compensated too (`gravcomp`) and only
-# these springs pull the arm towards its target: it lags as a real one does. Polymetis' default
-# damping (default_Kqd: 4, 6, 5, 5, 3, 2, 1) would leave this model ringing (damping ratios
-# 0.3-0.5 on its inertia at home, which lacks the real joints' friction): Kqd is set for a ratio
-# of 0.8 instead, from the joint-space inertia at home (docs/sim.md, "The world").
-KQ = np.array([40.0, 30.0, 50.0, 25.0, 35.0, 25.0, 10.0])  # N·m/rad
-KQD = np.array([8.5, 11.0, 11.5, 8.5, 5.0, 4.5, 2.5])  # N·m·s/rad
+# The arm's joint impedance, tau = Kq (q_desired - q) - Kqd qdot, by name (sim_robot's
+# `arm_gains`). On a Franka the torque interface compensates gravity itself, so the links here are
+# gravity-compensated too (`gravcomp`): only these springs pull the arm towards its target, and
+# it lags as a real one does (docs/sim.md, "The world", has the lag each gives).
+ARM_GAINS: dict[str, tuple[np.ndarray, np.ndarray]] = {
+    # franka_ros' joint impedance controller (franka_example_controllers' k_gains, d_gains): a
+    # Franka driven from ROS, stiff enough to stop within a few centimetres of a hold.
+    "franka_ros": (
+        np.array([600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0]),
+        np.array([50.0, 50.0, 50.0, 20.0, 20.0, 20.0, 10.0]),
+    ),
+    # Polymetis' default stiffness (franka_hardware.yaml's default_Kq), the controller DROID's
+    # arm runs under: compliant, it lags by a few tenths of a second. Polymetis' default damping
+    # (4, 6, 5, 5, 3, 2, 1) would leave this model ringing (damping ratios 0.3-0.5 on its inertia
+    # at home, which lacks the real joints' friction): Kqd gives a ratio of 0.8 instead.
+    "polymetis": (
+        np.array([40.0, 30.0, 50.0, 25.0, 35.0, 25.0, 10.0]),
+        np.array([8.5, 11.0, 11.5, 8.5, 5.0, 4.5, 2.5]),
+    ),
+}
 # The rotor inertia a geared joint adds (MuJoCo's armature), the usual 0.1 kg·m² of Panda models.
 ARMATURE = np.full(7, 0.1)
 ARM_TORQUE_LIMITS = np.array([87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0])  # the Panda's
@@ -69,8 +80,11 @@ class Indices:
     cup_geom: int
 
 
-def build_model(timestep: float) -> tuple[mujoco.MjModel, Indices]:
-    """Compile the scene at `timestep` seconds per physics step."""
+def build_model(timestep: float, gains: str = "franka_ros") -> tuple[mujoco.MjModel, Indices]:
+    """Compile the scene at `timestep` seconds per physics step, the arm under `gains`."""
+    if gains not in ARM_GAINS:
+        raise ValueError(f"arm_gains: got {gains!r}, expected one of {', '.join(ARM_GAINS)}")
+    kq, kqd = ARM_GAINS[gains]
     assets = robosuite_assets()
     arm = mujoco.MjSpec.from_file(str(assets / "robots" / "panda" / "robot.xml"))
     _mesh_inertias(arm, assets / "robots" / "panda" / "robot.xml")
@@ -102,7 +116,7 @@ def build_model(timestep: float) -> tuple[mujoco.MjModel, Indices]:
         actuator.name = f"arm_{i}"
         actuator.target = f"joint{i}"
         actuator.trntype = mujoco.mjtTrn.mjTRN_JOINT
-        actuator.set_to_position(kp=float(KQ[i - 1]), kv=float(KQD[i - 1]))
+        actuator.set_to_position(kp=float(kq[i - 1]), kv=float(kqd[i - 1]))
         actuator.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
         limit = float(ARM_TORQUE_LIMITS[i - 1])
         actuator.forcerange = [-limit, limit]
@@ -227,8 +241,8 @@ def _add_cameras(spec: mujoco.MjSpec) -> None:
 class Physics:
     """One MuJoCo model and its state: the arm tracks position targets through its impedance."""
 
-    def __init__(self, timestep: float) -> None:
-        self.model, self.index = build_model(timestep)
+    def __init__(self, timestep: float, gains: str = "franka_ros") -> None:
+        self.model, self.index = build_model(timestep, gains)
         self.data = mujoco.MjData(self.model)
         names = [self.model.actuator(i).name for i in range(self.model.nu)]
         self._arm_ctrl = np.array([names.index(f"arm_{i}") for i in range(1, 8)])

@@ -217,6 +217,7 @@ class SimRobot(Node):
             WorldOptions(
                 physics=config.physics,
                 physics_hz=config.physics_hz,
+                arm_gains=config.arm_gains,
                 layout_seed=int(live["layout_seed"]),  # type: ignore[call-overload]
                 task=str(live["task"]),
                 time_mode=TimeMode(live["time_mode"]),
@@ -287,7 +288,11 @@ class SimRobot(Node):
             loop.start()
         self.get_logger().info(
             f"simulated arm up: {config.physics.value} world"
-            + (f" at {config.physics_hz:g} Hz" if self.world.physics is not None else "")
+            + (
+                f" at {config.physics_hz:g} Hz, {config.arm_gains} gains"
+                if self.world.physics is not None
+                else ""
+            )
             + f", {self.world.options.time_mode.value} time, task {self.world.task!r}, layout "
             f"seed {self.world.layout.seed}; joints at {config.rate_hz:g} Hz, "
             f"{len(config.views)} cameras {config.image_width}x{config.image_height} "

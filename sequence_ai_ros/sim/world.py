@@ -43,6 +43,7 @@ class WorldOptions:
 
     physics: PhysicsMode = PhysicsMode.MUJOCO
     physics_hz: float = 500.0
+    arm_gains: str = "franka_ros"  # physics.py's ARM_GAINS: franka_ros | polymetis
     layout_seed: int = 0
     task: str = PICK
     time_mode: TimeMode = TimeMode.REALTIME
@@ -106,7 +107,7 @@ class World:
                     f"physics='mujoco' needs {err.name}: pip install 'mujoco>=3.17' (setup.py's "
                     "`sim` extra), or run with physics 'kinematic'"
                 ) from err
-            self.physics = Physics(1.0 / options.physics_hz)
+            self.physics = Physics(1.0 / options.physics_hz, options.arm_gains)
         self.time_s = 0.0  # world time: trials, perturbations and frozen time count in it
         self.trial = 0
         self.task = options.task

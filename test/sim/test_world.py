@@ -182,7 +182,9 @@ def test_a_grasped_cup_is_lifted_and_success_comes_after_one_second_held() -> No
 def test_a_cup_dropped_before_one_second_is_no_success() -> None:
     world = World(WorldOptions(layout_seed=3, task=PICK))
     script = grasp_cup(world)
-    script.run(script.hand + [0.0, 0.0, 0.15], 1.0, 1.0)
+    for _ in script.move(script.hand + [0.0, 0.0, 0.15], 1.0, 1.0, step_s=0.01):
+        if world.state().quantities["cup_height"] >= LIFT_M + 0.01:
+            break
     assert world.state().quantities["cup_height"] >= LIFT_M
     world.arm.command_gripper(0.0)  # opens within the second: the cup falls back
     world.advance(2.0)
@@ -265,3 +267,8 @@ def test_options_refuse_what_the_world_cannot_run() -> None:
         WorldOptions(physics_hz=100.0)
     with pytest.raises(ValueError, match="task: got 'dance'"):
         WorldOptions(task="dance")
+
+
+def test_arm_gains_by_name_and_a_wrong_one_refused() -> None:
+    with pytest.raises(ValueError, match="arm_gains: got 'soft'"):
+        World(WorldOptions(arm_gains="soft"))

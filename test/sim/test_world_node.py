@@ -152,3 +152,10 @@ def test_reset_brings_the_arm_home_and_the_next_layout_and_task_state_follows(
     bad = SetParameters.Request(parameters=[Parameter("task", value="dance").to_parameter_msg()])
     (result,) = probe.call(probe.parameters, bad).results
     assert not result.successful and "task='dance' is refused" in result.reason
+
+
+def test_sim_robot_offers_the_gains_the_physics_has() -> None:
+    from sequence_ai_ros.sim.parameters import SPECS
+    from sequence_ai_ros.sim.physics import ARM_GAINS
+
+    assert set(SPECS["arm_gains"].choices or ()) == set(ARM_GAINS)
