@@ -71,7 +71,7 @@ TASK_STATE_PERIOD_S = 0.05  # ~/task_state at 20 Hz (the contract asks for at le
 # render: auto takes MuJoCo's renderer when a frame of every view costs less than this share of
 # the camera period (the rest is the node's, on 2 cores).
 AUTO_RENDER_SHARE = 0.25
-# Smaller joint or gripper changes leave every pixel at 1/4 resolution where it was.
+# Smaller joint, gripper or object changes (rad, m) leave every pixel at 1/4 resolution as it was.
 _MOVED_RAD = 1e-4
 _STATE_NAMES = (*JOINT_NAMES, GRIPPER_JOINT)
 _ARM_NAMES = list(JOINT_NAMES)
