@@ -607,9 +607,7 @@ class Demo:
         if state is None:
             return None
         values = dict(zip(state.names, state.values))
-        outcome = (
-            f"succeeded after {state.success_s:.1f} s" if state.success else "not achieved"
-        )
+        outcome = f"succeeded after {state.success_s:.1f} s" if state.success else "not achieved"
         return (
             f"task verdict (sim_robot's world, trial {state.trial}, layout seed {state.seed}): "
             f"{state.task!r} {outcome}; cup {values.get('cup_height', math.nan):.3f} m above the "

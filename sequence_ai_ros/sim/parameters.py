@@ -37,9 +37,7 @@ SPECS: dict[str, Spec] = {
         "polymetis (Polymetis' default stiffness, DROID's: compliant, lags a few tenths of a s)",
         choices=ARM_GAINS,
     ),
-    "physics_hz": Spec(
-        500.0, "MuJoCo steps per second of world time", float_range=(500.0, 5000.0)
-    ),
+    "physics_hz": Spec(500.0, "MuJoCo steps per second of world time", float_range=(500.0, 5000.0)),
     "control_period_s": Spec(
         1.0 / 15.0,
         "world time one command advances with time_mode frozen (s): DROID's 15 Hz",
