@@ -1,5 +1,6 @@
 """`sim_robot` with its physics world, in a process of its own: ~/reset starts the next layout
-with the arm home, `layout_seed` set live picks the next one, ~/task_state follows the trial."""
+with the arm home, `layout_seed` set live picks the next one, ~/perturb moves the cup,
+~/task_state follows the trial."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from sequence_ai_interfaces.msg import TaskState  # noqa: E402
+from sequence_ai_interfaces.srv import Perturb  # noqa: E402
 from sequence_ai_ros.sim.arm import HOME  # noqa: E402
 from sequence_ai_ros.sim.scene import layout  # noqa: E402
 
@@ -51,6 +53,7 @@ class Probe:
         )
         self.reset = self.node.create_client(Trigger, "sim_robot/reset")
         self.parameters = self.node.create_client(SetParameters, "sim_robot/set_parameters")
+        self.perturb = self.node.create_client(Perturb, "sim_robot/perturb")
 
     def _keep(self, into: list[Any]) -> Callable[[Any], None]:
         def keep(msg: Any) -> None:
@@ -147,6 +150,25 @@ def test_reset_brings_the_arm_home_and_the_next_layout_and_task_state_follows(
     cup, block = np.array(layout(42).cup[:2]), np.array(layout(42).block[:2])
     distance = dict(zip(state.names, state.values))["cup_block_distance"]
     assert distance == pytest.approx(np.linalg.norm(cup - block), abs=0.005)
+
+    # ~/perturb moves the cup now: the distance to the block follows.
+    moved_cup = cup + [0.05, 0.0]
+    request = Perturb.Request(object="cup", offset=[0.05, 0.0, 0.0], at_s=0.0)
+    response = probe.call(probe.perturb, request)
+    assert response.accepted, response.message
+
+    def distance_is(expected: float) -> bool:
+        state = probe.last_task()
+        values = dict(zip(state.names, state.values)) if state is not None else {}
+        return abs(values.get("cup_block_distance", -1.0) - expected) < 0.005
+
+    wait_for(
+        lambda: distance_is(float(np.linalg.norm(moved_cup - block))),
+        "the moved cup on ~/task_state",
+        timeout_s=DEADLINE_S,
+    )
+    refused = probe.call(probe.perturb, Perturb.Request(object="table", at_s=0.0))
+    assert not refused.accepted and "object: got 'table'" in refused.message
 
     # A value the world cannot take is refused with the reason, the running one kept.
     bad = SetParameters.Request(parameters=[Parameter("task", value="dance").to_parameter_msg()])
