@@ -32,6 +32,7 @@ from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.qos import qos_profile_sensor_data
 from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
@@ -136,10 +137,17 @@ class VlmPlanner(Node):
         self._lock = threading.Lock()
         # Under _lock: the arm's latest joint positions.
         self._joints: list[float] | None = None
-        self.create_subscription(JointState, self.settings.joint_states_topic, self._on_joints, 10)
+        # Best effort takes joint states from reliable and best-effort publishers alike.
+        self.create_subscription(
+            JointState, self.settings.joint_states_topic, self._on_joints, qos_profile_sensor_data
+        )
         # Held while a step is sent and its acceptance awaited, and by close(): a step is
-        # either sent before close() takes over its goal, or never.
+        # either sent before close() takes over its goal, or never. Lock order: _closing, then
+        # _sending.
+        self._closing = threading.Lock()
         self._sending = threading.Lock()
+        # Under _closing: what the first close() found (None: not closed yet).
+        self._close_result: bool | None = None
         # Under _sending: no step is sent once closed; the running step's goal and its result.
         self._closed = False
         self._goal: ClientGoalHandle | None = None
@@ -203,12 +211,12 @@ class VlmPlanner(Node):
             return deadline - time.monotonic()
 
         if not self._act.wait_for_server(timeout_sec=min(CALL_TIMEOUT_S, left())):
-            return self._ended(f"no act action server at {settings.act_action}", 1)
+            return self._finish(f"no act action server at {settings.act_action}", 1)
         step: str | None = None
         backoff = settings.backoff_s
         while not stop.is_set():
             if left() <= 0:
-                return self._ended(f"task time ({settings.task_seconds:g} s) is up", 1)
+                return self._finish(f"task time ({settings.task_seconds:g} s) is up", 1)
             try:
                 answer = self._ask(step, api_key, deadline)
             except sequence_ai.SequencesError as exc:
@@ -221,14 +229,14 @@ class VlmPlanner(Node):
                 continue
             backoff = settings.backoff_s
             if answer.lower() == DONE:
-                return self._ended("the model says done", 0)
+                return self._finish("the model says done", 0)
             if answer and answer != step:
                 if self._send(answer, handover=step is not None):
                     step = answer
             stop.wait(max(min(settings.replan_period_s, left()), 0.0))
-        return self._ended("stopped", 1)
+        return self._finish("stopped", 1)
 
-    def _ended(self, outcome: str, code: int) -> int:
+    def _finish(self, outcome: str, code: int) -> int:
         self.outcome = outcome
         if code == 0:
             self.get_logger().info(outcome)
@@ -295,7 +303,19 @@ class VlmPlanner(Node):
 
     def close(self, timeout_s: float = END_TIMEOUT_S) -> bool:
         """Send no more steps; cancel the running step's goal and wait up to `timeout_s` for
-        its result. True when no goal of this planner is left running (or none was)."""
+        its result. True when no goal of this planner is left running (or none was). A second
+        call (another thread's) returns once the first has."""
+        if not self._closing.acquire(timeout=CALL_TIMEOUT_S + 2 * timeout_s):
+            self.get_logger().error("the planner's close did not end: its goal may still run")
+            return False
+        try:
+            if self._close_result is None:
+                self._close_result = self._close(timeout_s)
+            return self._close_result
+        finally:
+            self._closing.release()
+
+    def _close(self, timeout_s: float) -> bool:
         # A send under way holds the lock for at most its acceptance wait.
         if not self._sending.acquire(timeout=CALL_TIMEOUT_S + timeout_s):
             self.get_logger().error("a step's send did not end: its goal may still run")
