@@ -43,7 +43,9 @@ class GoalWatch:
         self._lock = threading.Lock()
         self.latest: dict[bytes, int] = {}
         node.create_subscription(
-            GoalStatusArray, f"{action}/_action/status", self._on_status,
+            GoalStatusArray,
+            f"{action}/_action/status",
+            self._on_status,
             qos_profile_action_status_default,
         )
 
@@ -65,8 +67,12 @@ def _moving(arm: ArmHarness, start: int) -> list[Any]:
 
 def _planner_process(arm: ArmHarness, gateway: Any, key_file: str, log: Path) -> subprocess.Popen:
     arguments = [
-        f"task:={TASK}", f"base_url:={gateway.url}", f"api_key_file:={key_file}",
-        "step_seconds:=60.0", "task_seconds:=120.0", "backoff_s:=0.2",
+        f"task:={TASK}",
+        f"base_url:={gateway.url}",
+        f"api_key_file:={key_file}",
+        "step_seconds:=60.0",
+        "task_seconds:=120.0",
+        "backoff_s:=0.2",
     ]
     with log.open("w") as out:
         return subprocess.Popen(
@@ -133,7 +139,9 @@ def spin(ros_context: Any) -> Iterator[Callable[[Node], None]]:
 def _planner(ros_context: Any, namespace: str, **values: Any) -> VlmPlanner:
     """A planner for the `act` action (and the node's topics) under `namespace`."""
     overrides = {
-        "task": TASK, "base_url": "http://127.0.0.1:9", "backoff_s": 0.1,
+        "task": TASK,
+        "base_url": "http://127.0.0.1:9",
+        "backoff_s": 0.1,
         "act_action": f"{namespace}/act",
         "frames_service": f"{namespace}/sequence_ai/current_frames",
         "joint_states_topic": f"{namespace}/joint_states",
@@ -145,7 +153,11 @@ def _planner(ros_context: Any, namespace: str, **values: Any) -> VlmPlanner:
 
 
 def test_a_planner_that_fails_mid_goal_cancels_it_before_run_until_stopped_returns(
-    ros_system: Any, gateway: Any, key_file: str, ros_context: Any, spin: Any,
+    ros_system: Any,
+    gateway: Any,
+    key_file: str,
+    ros_context: Any,
+    spin: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _, arm = ros_system(**node_parameters(gateway.url, key_file))
@@ -180,8 +192,12 @@ class FakeAct(Node):
         self.instructions: list[str] = []
         # Reentrant: a running goal's execute blocks while its cancel comes in.
         self._server = ActionServer(
-            self, Act, "act", execute_callback=self._execute,
-            goal_callback=self._goal, cancel_callback=lambda _request: CancelResponse.ACCEPT,
+            self,
+            Act,
+            "act",
+            execute_callback=self._execute,
+            goal_callback=self._goal,
+            cancel_callback=lambda _request: CancelResponse.ACCEPT,
             callback_group=ReentrantCallbackGroup(),
         )
 
