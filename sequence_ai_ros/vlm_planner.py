@@ -41,7 +41,7 @@ import sequence_ai
 from sequence_ai_interfaces.action import Act
 from sequence_ai_interfaces.srv import CurrentFrames
 from sequence_ai_ros.action_client import LockedActionClient
-from sequence_ai_ros.api_key import read_api_key
+from sequence_ai_ros.api_key import ApiKeyError, read_api_key
 from sequence_ai_ros.goal_text import shown
 
 __all__ = ["PlannerSettings", "VlmPlanner", "clean_text", "main", "prompt", "run_until_stopped"]
@@ -204,7 +204,10 @@ class VlmPlanner(Node):
 
     def _plan(self, stop: threading.Event) -> int:
         settings = self.settings
-        api_key = read_api_key(settings.api_key_file)
+        try:
+            api_key = read_api_key(settings.api_key_file)
+        except ApiKeyError as exc:
+            return self._finish(str(exc), 1)
         deadline = time.monotonic() + settings.task_seconds
 
         def left() -> float:
