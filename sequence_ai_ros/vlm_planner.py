@@ -233,11 +233,17 @@ class VlmPlanner(Node):
             backoff = settings.backoff_s
             if answer.lower() == DONE:
                 return self._finish("the model says done", 0)
-            if answer and answer != step:
+            # A step whose goal ended on its own (timeout, a stale input) goes out again while
+            # the model still asks for it: the planner never waits on a goal that is gone.
+            if answer and (answer != step or self._step_ended()):
                 if self._send(answer, handover=step is not None):
                     step = answer
             stop.wait(max(min(settings.replan_period_s, left()), 0.0))
         return self._finish("stopped", 1)
+
+    def _step_ended(self) -> bool:
+        with self._sending:
+            return self._result is not None and self._result.done()
 
     def _finish(self, outcome: str, code: int) -> int:
         self.outcome = outcome

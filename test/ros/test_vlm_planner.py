@@ -187,9 +187,11 @@ def test_a_planner_that_fails_mid_goal_cancels_it_before_run_until_stopped_retur
 class FakeAct(Node):
     """An `act` server that runs each goal until it is canceled; refuses long instructions."""
 
-    def __init__(self, context: Any, namespace: str) -> None:
+    def __init__(self, context: Any, namespace: str, ending: int = 0) -> None:
         super().__init__("fake_act", namespace=namespace, context=context)
         self.instructions: list[str] = []
+        # The first `ending` goals end on their own at once (as a goal's timeout would).
+        self._ending = ending
         # Reentrant: a running goal's execute blocks while its cancel comes in.
         self._server = ActionServer(
             self,
@@ -208,6 +210,10 @@ class FakeAct(Node):
         return GoalResponse.ACCEPT
 
     def _execute(self, handle: Any) -> Act.Result:
+        if self._ending > 0:
+            self._ending -= 1
+            handle.succeed()
+            return Act.Result(reason="timeout")
         wait_for(lambda: handle.is_cancel_requested, timeout_s=EXIT_GUARD_S, what="a cancel")
         handle.canceled()
         return Act.Result(reason="interrupted")
@@ -269,6 +275,24 @@ def test_control_characters_never_reach_a_goal_and_a_long_refused_step_is_logged
     logged = capfd.readouterr().err
     assert "(1000000 characters)" in logged and "x" * 200 not in logged, logged[-2000:]
     assert "\x1b" not in logged and "\x07" not in logged
+
+
+def test_a_step_whose_goal_ended_on_its_own_is_sent_again(
+    ros_context: Any, spin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = FakeAct(ros_context, "/again", ending=1)
+    spin(server)
+
+    def chat(*_args: Any, **_kwargs: Any) -> Any:
+        answer = "reach above the cup" if len(server.instructions) < 2 else "done"
+        return sequence_ai.ChatReply("c", "m", "assistant", answer, "stop")
+
+    monkeypatch.setattr(vlm_planner.sequence_ai, "chat", chat)
+    monkeypatch.setenv("SEQUENCES_API_KEY", "unused")
+    planner = _planner(ros_context, "/again", replan_period_s=0.05)
+    spin(planner)
+    assert _run(planner) == 0
+    assert server.instructions == ["reach above the cup"] * 2
 
 
 @pytest.mark.parametrize(
