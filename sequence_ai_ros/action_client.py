@@ -27,6 +27,7 @@ class LockedActionClient(ActionClient):
 
     def __init__(self, node: Node, action_type: Any, name: str) -> None:
         super().__init__(node, action_type, name)
+        # Lock order: first; held while feedback callbacks run, so before any lock they take.
         self._request_lock = threading.RLock()
 
     def send_goal_async(self, *args: Any, **kwargs: Any) -> Future:
