@@ -16,6 +16,8 @@ from support.episode_files import (
     KILLED_MESSAGES,
     bad_entries,
     killed_recording,
+    opens_in_mcap_and_rosbags,
+    start_recorder,
     users_bag,
     write_episode,
 )
@@ -40,20 +42,6 @@ BAD_PROBLEMS = {
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _opens_in_mcap_and_rosbags(path: Path) -> int:
-    """The file's summary as `mcap` reads it and its messages as `rosbags` decodes them."""
-    from mcap.reader import make_reader
-    from rosbags.highlevel import AnyReader
-
-    with open(path, "rb") as stream:
-        summary = make_reader(stream).get_summary()
-    assert summary is not None and summary.statistics is not None
-    with AnyReader([path]) as bag:
-        decoded = [bag.deserialize(raw, c.msgtype) for c, _, raw in bag.messages()]
-    assert len(decoded) == summary.statistics.message_count
-    return len(decoded)
 
 
 # ----- pruning -----
@@ -192,7 +180,7 @@ def test_repair_gives_a_killed_recording_its_summary_in_place(
     assert after.finished and after.cut and after.repaired["messages"] == str(KILLED_MESSAGES)
     assert [(m.topic, m.log_time_ns, m.message) for m in after.messages] == [
         (m.topic, m.log_time_ns, m.message) for m in before.messages]
-    assert _opens_in_mcap_and_rosbags(path) == KILLED_MESSAGES
+    assert opens_in_mcap_and_rosbags(path) == KILLED_MESSAGES
     # Still the recorder's own (pruned like any other), no file left beside it.
     assert prune(tmp_path, max_mb=1e-6, recorder=mine) == [path]
     assert sorted(p.name for p in tmp_path.iterdir()) == [".sequence_ai_recorder"]
@@ -204,26 +192,14 @@ def test_repair_gives_a_killed_recording_its_summary_in_place(
 
 
 def test_the_recorders_next_start_repairs_its_own_unfinished_files_only(tmp_path: Path) -> None:
-    import sequence_ai
-    from sequence_ai_ros.diagnostics import HealthRecord
-    from sequence_ai_ros.episodes.recorder import EpisodeRecorder
-    from sequence_ai_ros.parameters import SPECS, NodeConfig
-
     mine = folder_id(tmp_path)
     own = killed_recording(tmp_path / "20261201T000000_000000Z_m_goal.mcap", mine)
     theirs = killed_recording(tmp_path / "20261201T000001_000000Z_m_goal.mcap", "c" * 32)
     untouched = _digest(theirs)
-    values = {name: spec.default for name, spec in SPECS.items()}
-    config = NodeConfig.from_values(values | {"record": "goals", "record_dir": str(tmp_path)})
     said: list[str] = []
     errors: list[str] = []
-    recorder = EpisodeRecorder(
-        node_name="/robot/sequence_ai", model=sequence_ai.Model(id="pi05-droid", control_hz=15.0),
-        state_names=["j1"], period_s=1 / 15, health=HealthRecord(),
-        live_config=lambda: config, error=errors.append, frames=dict, info=said.append,
-    )
-    recorder.close(30.0)
+    start_recorder(tmp_path, said.append, errors.append).close(30.0)
     assert errors == [] and len(said) == 1 and own.name in said[0], said
-    assert reader.read(own).finished and _opens_in_mcap_and_rosbags(own) == KILLED_MESSAGES
+    assert reader.read(own).finished and opens_in_mcap_and_rosbags(own) == KILLED_MESSAGES
     assert _digest(theirs) == untouched and not reader.read(theirs).finished
     assert repair_unfinished(tmp_path).repaired == []

@@ -11,8 +11,12 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from support.waiting import wait_for
+
+if TYPE_CHECKING:
+    from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 
 TOPICS = "/robot/sequence_ai/episode"
 INSTRUCTION = "stack the blocks"
@@ -154,3 +158,36 @@ def bad_entries(folder: Path, recorder: str) -> Mapping[str, Path]:
     good.write_bytes(bytes(data))
     os.mkfifo(made["fifo"])
     return made
+
+
+def start_recorder(folder: Path, info: Callable[[str], object],
+                   error: Callable[[str], object]) -> EpisodeRecorder:
+    """An `EpisodeRecorder` recording into `folder`, as a node's configure makes it (its start
+    repairs the folder's unfinished files on a thread of its own)."""
+    import sequence_ai
+    from sequence_ai_ros.diagnostics import HealthRecord
+    from sequence_ai_ros.episodes.recorder import EpisodeRecorder
+    from sequence_ai_ros.parameters import SPECS, NodeConfig
+
+    values = {name: spec.default for name, spec in SPECS.items()}
+    config = NodeConfig.from_values(values | {"record": "goals", "record_dir": str(folder)})
+    return EpisodeRecorder(
+        node_name="/robot/sequence_ai", model=sequence_ai.Model(id="pi05-droid", control_hz=15.0),
+        state_names=["j1"], period_s=1 / 15, health=HealthRecord(),
+        live_config=lambda: config, error=error, frames=dict, info=info,
+    )
+
+
+def opens_in_mcap_and_rosbags(path: Path) -> int:
+    """The messages of a file as `rosbags` decodes them, once `mcap` read its summary (either
+    raises on a file without one)."""
+    from mcap.reader import make_reader
+    from rosbags.highlevel import AnyReader
+
+    with open(path, "rb") as stream:
+        summary = make_reader(stream).get_summary()
+    assert summary is not None and summary.statistics is not None, f"{path} has no summary"
+    with AnyReader([path]) as bag:
+        decoded = [bag.deserialize(raw, c.msgtype) for c, _, raw in bag.messages()]
+    assert len(decoded) == summary.statistics.message_count
+    return len(decoded)
