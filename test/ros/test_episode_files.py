@@ -51,13 +51,15 @@ def test_pruning_removes_only_the_recorders_own_oldest_files(tmp_path: Path) -> 
     mine = folder_id(tmp_path)
     precious = users_bag(tmp_path / "0000_my_precious_bag.mcap", 2 * MB, like_episode=True)
     # An episode named like the recorder's, recorded into another folder and copied here.
-    copied = write_episode(tmp_path / "20260101T000000_000000Z_m_copied.mcap", "b" * 32,
-                           pad_bytes=MB)
+    copied = write_episode(
+        tmp_path / "20260101T000000_000000Z_m_copied.mcap", "b" * 32, pad_bytes=MB
+    )
     # The recorder's own, but written before it named itself in its files.
-    unnamed = write_episode(tmp_path / "20260101T000001_000000Z_m_unnamed.mcap", None,
-                            pad_bytes=MB)
-    own = [write_episode(tmp_path / f"2026120{k}T000000_000000Z_m_goal.mcap", mine,
-                         pad_bytes=400_000) for k in range(1, 6)]
+    unnamed = write_episode(tmp_path / "20260101T000001_000000Z_m_unnamed.mcap", None, pad_bytes=MB)
+    own = [
+        write_episode(tmp_path / f"2026120{k}T000000_000000Z_m_goal.mcap", mine, pad_bytes=400_000)
+        for k in range(1, 6)
+    ]
     (tmp_path / "notes.txt").write_bytes(b"x" * 2 * MB)
     foreign = {p: _digest(p) for p in (precious, copied, unnamed)}
 
@@ -65,7 +67,8 @@ def test_pruning_removes_only_the_recorders_own_oldest_files(tmp_path: Path) -> 
 
     assert removed == own[1:4]
     assert sorted(p.name for p in tmp_path.glob("*.mcap")) == sorted(
-        p.name for p in (precious, copied, unnamed, own[0], own[4]))
+        p.name for p in (precious, copied, unnamed, own[0], own[4])
+    )
     assert {p: _digest(p) for p in foreign} == foreign
     assert prune(tmp_path, max_mb=0.0, recorder=mine) == []
 
@@ -128,8 +131,9 @@ def test_list_prints_the_good_episodes_and_a_line_per_bad_entry(
 ) -> None:
     mine = folder_id(tmp_path)
     bad = bad_entries(tmp_path, mine)
-    good = [write_episode(tmp_path / f"2026120{k}T000000_000000Z_m_goal.mcap", mine)
-            for k in (1, 2)]
+    good = [
+        write_episode(tmp_path / f"2026120{k}T000000_000000Z_m_goal.mcap", mine) for k in (1, 2)
+    ]
     precious = users_bag(tmp_path / "0000_my_precious_bag.mcap", 1000)
 
     assert main(["list", str(tmp_path)]) == 1
@@ -149,12 +153,17 @@ def test_list_prints_the_good_episodes_and_a_line_per_bad_entry(
 
 def test_the_command_line_exits_1_with_one_line_and_no_traceback(tmp_path: Path) -> None:
     (tmp_path / "x.mcap").mkdir()
-    done = subprocess.run([sys.executable, "-m", "sequence_ai_ros.episodes", "show",
-                           str(tmp_path / "x.mcap")], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "sequence_ai_ros.episodes", "show", str(tmp_path / "x.mcap")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.splitlines() == [
         f"python -m sequence_ai_ros.episodes: {tmp_path / 'x.mcap'}: is a directory, not an "
-        "episode file"]
+        "episode file"
+    ]
 
 
 # ----- a killed recording -----
@@ -169,8 +178,9 @@ def test_repair_gives_a_killed_recording_its_summary_in_place(
         assert main(["repair", str(path)]) == 1
         assert "is being written" in capsys.readouterr().err
 
-    path = killed_recording(tmp_path / "20261201T000000_000000Z_m_goal.mcap", mine,
-                            while_alive=refused_while_written)
+    path = killed_recording(
+        tmp_path / "20261201T000000_000000Z_m_goal.mcap", mine, while_alive=refused_while_written
+    )
     before = reader.read(path)
     assert before.cut and not before.finished and len(before.messages) == KILLED_MESSAGES
 
@@ -179,7 +189,8 @@ def test_repair_gives_a_killed_recording_its_summary_in_place(
     after = reader.read(path)
     assert after.finished and after.cut and after.repaired["messages"] == str(KILLED_MESSAGES)
     assert [(m.topic, m.log_time_ns, m.message) for m in after.messages] == [
-        (m.topic, m.log_time_ns, m.message) for m in before.messages]
+        (m.topic, m.log_time_ns, m.message) for m in before.messages
+    ]
     assert opens_in_mcap_and_rosbags(path) == KILLED_MESSAGES
     # Still the recorder's own (pruned like any other), no file left beside it.
     assert prune(tmp_path, max_mb=1e-6, recorder=mine) == [path]

@@ -75,29 +75,44 @@ def test_a_users_bag_in_record_dir_survives_a_recorded_goal(
     mine = folder_id(folder)
     precious = users_bag(folder / "0000_my_precious_bag.mcap", 1_200_000, like_episode=True)
     before = _digest(precious)
-    old = [write_episode(folder / f"2026010{k}T000000_000000Z_pi05-droid_old.mcap", mine,
-                         pad_bytes=600_000) for k in (1, 2)]
+    old = [
+        write_episode(
+            folder / f"2026010{k}T000000_000000Z_pi05-droid_old.mcap", mine, pad_bytes=600_000
+        )
+        for k in (1, 2)
+    ]
     row = _row(FILES_CELLS, FILES_SIDE, "foreign_mcap_pruned")
     nodes = NodeSystem(safety_ros_context, "files_prune")
     with run_gateway() as gw:
         try:
-            _, arm = nodes.start(**node_parameters(
-                gw.url, key_file_for(tmp_path, gw.api_key), record="goals",
-                record_dir=str(folder), record_max_mb=1.0))
+            _, arm = nodes.start(
+                **node_parameters(
+                    gw.url,
+                    key_file_for(tmp_path, gw.api_key),
+                    record="goals",
+                    record_dir=str(folder),
+                    record_max_mb=1.0,
+                )
+            )
             arm.configure_and_activate()
             threads = threading.enumerate()
             start = arm.command_count()
             handle, _ = arm.send_goal("a recorded goal", GOAL_S, GOAL_ACTIONS)
             arm.result(handle)
-            wait_for(lambda: (v := arm.node_status()) and v["recording"].startswith("last "),
-                     what="the goal's episode closed")
+            wait_for(
+                lambda: (v := arm.node_status()) and v["recording"].startswith("last "),
+                what="the goal's episode closed",
+            )
             intact = precious.exists() and _digest(precious) == before
             pruned = sum(not p.exists() for p in old)
-            row.observed = (f"user's file {'intact' if intact else 'GONE'}; {pruned} own "
-                            f"episode{'s' if pruned != 1 else ''} pruned")
+            row.observed = (
+                f"user's file {'intact' if intact else 'GONE'}; {pruned} own "
+                f"episode{'s' if pruned != 1 else ''} pruned"
+            )
             commands = arm.commands_since(start)
-            row.invalid_steps = (len(invalid_arm_commands([c.values for c in commands]))
-                                 + len(jumps(commands, SPECS["max_step"].default, SAG)))
+            row.invalid_steps = len(invalid_arm_commands([c.values for c in commands])) + len(
+                jumps(commands, SPECS["max_step"].default, SAG)
+            )
             ignore = nodes.pool_prefixes()
             wait_for(lambda: not new_threads(threads, ignore), what="the goal's threads to end")
             row.leaked = len(new_threads(threads, ignore))
@@ -117,17 +132,20 @@ def test_a_users_bag_in_record_dir_survives_a_recorded_goal(
 
 def test_a_killed_recording_is_repaired_when_a_recorder_next_starts(tmp_path: Path) -> None:
     row = _row(FILES_CELLS, FILES_SIDE, "killed_recording")
-    path = killed_recording(tmp_path / "20261201T000000_000000Z_pi05-droid_goal.mcap",
-                            folder_id(tmp_path))
+    path = killed_recording(
+        tmp_path / "20261201T000000_000000Z_pi05-droid_goal.mcap", folder_id(tmp_path)
+    )
     threads = threading.enumerate()
     said: list[str] = []
     errors: list[str] = []
     start_recorder(tmp_path, said.append, errors.append).close(30.0)
     repaired = reader.read(path).finished and not errors and len(said) == 1
     opened = opens_in_mcap_and_rosbags(path) if repaired else 0
-    row.observed = ("repaired at start; opens in mcap and rosbags"
-                    if repaired and opened == KILLED_MESSAGES
-                    else f"finished {reader.read(path).finished}, errors {errors}")
+    row.observed = (
+        "repaired at start; opens in mcap and rosbags"
+        if repaired and opened == KILLED_MESSAGES
+        else f"finished {reader.read(path).finished}, errors {errors}"
+    )
     row.holds = row.invalid_steps = 0  # no arm: nothing was commanded
     row.leaked = len(new_threads(threads))
     row.next_run = f"exit {main(['show', str(path)])}"
@@ -174,8 +192,9 @@ def _submit(http: httpx.Client, key: str, **changes: Any) -> httpx.Response:
     return http.post("/v1/train", json=body, headers={"Authorization": f"Bearer {key}"})
 
 
-def _training_row(gateway: Any, name: str,
-                  fault: Callable[[httpx.Client], str], following: dict[str, str]) -> None:
+def _training_row(
+    gateway: Any, name: str, fault: Callable[[httpx.Client], str], following: dict[str, str]
+) -> None:
     """Cause the fault, then a well-formed submit (`following`'s fields): the row's figures."""
     gateway.reset()
     row = _row(TRAINING_CELLS, TRAINING_SIDE, name)
@@ -199,8 +218,9 @@ def test_submits_with_a_1_9_mb_dataset_uri_are_refused_and_keep_nothing(gateway:
     def fault(http: httpx.Client) -> str:
         uri = "s3://lab/" + "x" * 1_900_000
         answers = [_submit(http, gateway.api_key, dataset=uri) for _ in range(BIG_URI_SUBMITS)]
-        named = sum(a.status_code == 422 and a.json()["detail"].startswith("dataset is ")
-                    for a in answers)
+        named = sum(
+            a.status_code == 422 and a.json()["detail"].startswith("dataset is ") for a in answers
+        )
         return f"{named} x 422 naming dataset; {_listed(http, gateway.api_key)} jobs kept"
 
     _training_row(gateway, "dataset_uri_1_9_mb", fault, {})
@@ -208,8 +228,7 @@ def test_submits_with_a_1_9_mb_dataset_uri_are_refused_and_keep_nothing(gateway:
 
 def test_a_326_character_base_model_is_refused(gateway: Any) -> None:
     def fault(http: httpx.Client) -> str:
-        answer = _submit(http, gateway.api_key,
-                         base_model="accounts/sequences/models/" + "p" * 300)
+        answer = _submit(http, gateway.api_key, base_model="accounts/sequences/models/" + "p" * 300)
         named = answer.status_code == 422 and answer.json()["detail"].startswith("base_model")
         return "422 naming base_model" if named else f"{answer.status_code} {answer.text[:80]}"
 
@@ -222,12 +241,17 @@ def test_a_submit_past_the_keys_active_jobs_is_429(gateway: Any) -> None:
             assert _submit(http, gateway.api_key).status_code == 200
         answer = _submit(http, gateway.api_key)
         # One cancelled makes room for the next submit.
-        oldest = http.get("/v1/train", params={"limit": 1},
-                          headers={"Authorization": f"Bearer {gateway.api_key}"})
-        http.delete(f"/v1/train/{oldest.json()['data'][0]['id']}",
-                    headers={"Authorization": f"Bearer {gateway.api_key}"})
-        named = (answer.status_code == 429
-                 and f"at most {MAX_ACTIVE_JOBS_PER_KEY}" in answer.json()["detail"])
+        oldest = http.get(
+            "/v1/train", params={"limit": 1}, headers={"Authorization": f"Bearer {gateway.api_key}"}
+        )
+        http.delete(
+            f"/v1/train/{oldest.json()['data'][0]['id']}",
+            headers={"Authorization": f"Bearer {gateway.api_key}"},
+        )
+        named = (
+            answer.status_code == 429
+            and f"at most {MAX_ACTIVE_JOBS_PER_KEY}" in answer.json()["detail"]
+        )
         return "429 naming the bound" if named else f"{answer.status_code} {answer.text[:80]}"
 
     _training_row(gateway, "job_flood", fault, {})
@@ -242,10 +266,13 @@ def _over_bound(info: Path) -> None:
     os.truncate(info, MAX_INFO_JSON_BYTES + 1)
 
 
-@pytest.mark.parametrize("name, make, said", [
-    ("fifo_info_json", _fifo, "not a regular file"),
-    ("info_json_over_1_mb", _over_bound, f"at most {MAX_INFO_JSON_BYTES}"),
-])
+@pytest.mark.parametrize(
+    "name, make, said",
+    [
+        ("fifo_info_json", _fifo, "not a regular file"),
+        ("info_json_over_1_mb", _over_bound, f"at most {MAX_INFO_JSON_BYTES}"),
+    ],
+)
 def test_a_dataset_info_json_that_is_no_small_regular_file_is_refused_and_the_gateway_answers(
     gateway: Any, tmp_path: Path, name: str, make: Callable[[Path], object], said: str
 ) -> None:
@@ -257,8 +284,11 @@ def test_a_dataset_info_json_that_is_no_small_regular_file_is_refused_and_the_ga
     def fault(http: httpx.Client) -> str:
         answer = _submit(http, gateway.api_key, dataset=(tmp_path / "bad").as_uri())
         health = http.get("/v1/health").status_code
-        named = (answer.status_code == 422 and "meta/info.json" in answer.json()["detail"]
-                 and said in answer.json()["detail"])
+        named = (
+            answer.status_code == 422
+            and "meta/info.json" in answer.json()["detail"]
+            and said in answer.json()["detail"]
+        )
         if named and health == 200:
             (cell,) = [c for c in TRAINING_CELLS if c.name == name]
             return cell.expected

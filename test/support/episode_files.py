@@ -30,8 +30,9 @@ def identity(recorder: str) -> dict[str, str]:
     return {"recorder": RECORDER, "recorder_id": recorder}
 
 
-def write_episode(path: Path, recorder: str | None, *, messages: int = 10,
-                  pad_bytes: int = 0) -> Path:
+def write_episode(
+    path: Path, recorder: str | None, *, messages: int = 10, pad_bytes: int = 0
+) -> Path:
     """A finished episode of `messages` instructions; `pad_bytes` of incompressible metadata
     make it that much bigger. `recorder` None: written without the recorder's record."""
     from std_msgs.msg import String
@@ -40,18 +41,28 @@ def write_episode(path: Path, recorder: str | None, *, messages: int = 10,
     from sequence_ai_ros.episodes.writer import EpisodeWriter
 
     errors: list[str] = []
-    writer = EpisodeWriter(path, errors.append,
-                           identity=identity(recorder) if recorder is not None else None)
-    writer.metadata(EPISODE_RECORD, {"topics": TOPICS, "instruction": INSTRUCTION,
-                                     "model": "pi05-droid"})
+    writer = EpisodeWriter(
+        path, errors.append, identity=identity(recorder) if recorder is not None else None
+    )
+    writer.metadata(
+        EPISODE_RECORD, {"topics": TOPICS, "instruction": INSTRUCTION, "model": "pi05-droid"}
+    )
     if pad_bytes:
-        writer.metadata("pad", {"bytes": base64.b64encode(os.urandom(pad_bytes * 3 // 4)
-                                                          ).decode("ascii")})
+        writer.metadata(
+            "pad", {"bytes": base64.b64encode(os.urandom(pad_bytes * 3 // 4)).decode("ascii")}
+        )
     for k in range(messages):
         writer.put(f"{TOPICS}/instruction", String(data=str(k)))
-    writer.finish(lambda stats: {SUMMARY_RECORD: {
-        "status": "succeeded", "reason": "completed", "messages": str(stats.written),
-        "dropped": str(stats.dropped)}})
+    writer.finish(
+        lambda stats: {
+            SUMMARY_RECORD: {
+                "status": "succeeded",
+                "reason": "completed",
+                "messages": str(stats.written),
+                "dropped": str(stats.dropped),
+            }
+        }
+    )
     assert writer.wait_closed(30.0) and not errors, errors
     return path
 
@@ -68,8 +79,9 @@ def users_bag(path: Path, size: int, *, like_episode: bool = False) -> Path:
         writer.start(profile="ros2", library="a user's own tool")
         if like_episode:
             writer.add_metadata(EPISODE_RECORD, {"topics": "/mine", "instruction": "mine"})
-        writer.add_metadata("pad", {"bytes": base64.b64encode(os.urandom(size * 3 // 4)
-                                                              ).decode("ascii")})
+        writer.add_metadata(
+            "pad", {"bytes": base64.b64encode(os.urandom(size * 3 // 4)).decode("ascii")}
+        )
         writer.finish()
     return path
 
@@ -91,8 +103,9 @@ time.sleep(600)
 """
 
 
-def killed_recording(path: Path, recorder: str,
-                     while_alive: Callable[[Path], None] | None = None) -> Path:
+def killed_recording(
+    path: Path, recorder: str, while_alive: Callable[[Path], None] | None = None
+) -> Path:
     """A writer SIGKILLed once its messages reached the disk: a file without its summary.
     `while_alive` runs while the writer still holds the file."""
     from sequence_ai_ros.episodes.files import layout, open_regular
@@ -107,8 +120,20 @@ def killed_recording(path: Path, recorder: str,
             return False  # not there yet, or only its first records
 
     child = subprocess.Popen(
-        [sys.executable, "-c", _KILLED_CHILD, str(path), recorder, TOPICS, INSTRUCTION,
-         str(KILLED_MESSAGES)], stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+        [
+            sys.executable,
+            "-c",
+            _KILLED_CHILD,
+            str(path),
+            recorder,
+            TOPICS,
+            INSTRUCTION,
+            str(KILLED_MESSAGES),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "written"
         # Flushed within the writer's flush period of the first message.
@@ -160,8 +185,9 @@ def bad_entries(folder: Path, recorder: str) -> Mapping[str, Path]:
     return made
 
 
-def start_recorder(folder: Path, info: Callable[[str], object],
-                   error: Callable[[str], object]) -> EpisodeRecorder:
+def start_recorder(
+    folder: Path, info: Callable[[str], object], error: Callable[[str], object]
+) -> EpisodeRecorder:
     """An `EpisodeRecorder` recording into `folder`, as a node's configure makes it (its start
     repairs the folder's unfinished files on a thread of its own)."""
     import sequence_ai
@@ -172,9 +198,15 @@ def start_recorder(folder: Path, info: Callable[[str], object],
     values = {name: spec.default for name, spec in SPECS.items()}
     config = NodeConfig.from_values(values | {"record": "goals", "record_dir": str(folder)})
     return EpisodeRecorder(
-        node_name="/robot/sequence_ai", model=sequence_ai.Model(id="pi05-droid", control_hz=15.0),
-        state_names=["j1"], period_s=1 / 15, health=HealthRecord(),
-        live_config=lambda: config, error=error, frames=dict, info=info,
+        node_name="/robot/sequence_ai",
+        model=sequence_ai.Model(id="pi05-droid", control_hz=15.0),
+        state_names=["j1"],
+        period_s=1 / 15,
+        health=HealthRecord(),
+        live_config=lambda: config,
+        error=error,
+        frames=dict,
+        info=info,
     )
 
 
