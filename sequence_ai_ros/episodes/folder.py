@@ -21,7 +21,13 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sequence_ai_ros.episodes.files import EpisodeError, FileBusy, open_regular, recorder_id
+from sequence_ai_ros.episodes.files import (
+    MAGIC,
+    EpisodeError,
+    FileBusy,
+    open_regular,
+    recorder_id,
+)
 from sequence_ai_ros.episodes.repair import Repaired, repair
 
 SUFFIX = ".mcap"
@@ -153,6 +159,16 @@ def prune(folder: Path, max_mb: float, recorder: str, keep: Collection[Path] = (
     return removed
 
 
+def _ends_finished(path: Path) -> bool:
+    """Whether a file ends with the MCAP magic, as only a finished file does."""
+    try:
+        with open_regular(path, follow=False) as stream:
+            stream.seek(-len(MAGIC), os.SEEK_END)
+            return stream.read(len(MAGIC)) == MAGIC
+    except (EpisodeError, OSError):
+        return False
+
+
 @dataclass(frozen=True)
 class FolderRepair:
     """What a folder's repair did: the files given a summary, and each that could not be."""
@@ -169,6 +185,8 @@ def repair_unfinished(folder: Path) -> FolderRepair:
     if recorder is None:
         return result
     for path, _ in own_files(folder, recorder):
+        if _ends_finished(path):
+            continue  # the common case, told by its last bytes: no record walked
         try:
             done = repair(path, follow=False)
         except FileBusy:
