@@ -1,5 +1,6 @@
 """`python -m sequence_ai_ros.episodes`: list, show, plot and write out the frames of episode
-files; `export-lerobot` turns them into a LeRobot dataset (export.py)."""
+files, repair a killed recording (repair.py); `export-lerobot` turns them into a LeRobot dataset
+(export.py). A file that is no readable episode is one line on stderr and exit status 1."""
 
 from __future__ import annotations
 
