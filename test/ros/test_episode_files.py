@@ -214,3 +214,19 @@ def test_the_recorders_next_start_repairs_its_own_unfinished_files_only(tmp_path
     assert reader.read(own).finished and opens_in_mcap_and_rosbags(own) == KILLED_MESSAGES
     assert _digest(theirs) == untouched and not reader.read(theirs).finished
     assert repair_unfinished(tmp_path).repaired == []
+
+
+def test_without_rclpy_a_killed_recording_reads_once_repaired(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sequence_ai_ros.episodes.files import EpisodeError
+    from sequence_ai_ros.episodes.repair import repair
+
+    path = killed_recording(tmp_path / "killed.mcap", folder_id(tmp_path))
+    # As in the LeRobot export's environment: rosbags decodes, and needs the summary.
+    monkeypatch.setitem(sys.modules, "rclpy.serialization", None)
+    with pytest.raises(EpisodeError, match="repair"):
+        reader.read(path)
+    assert repair(path) is not None
+    decoded = reader.read(path)
+    assert [m.message.data for m in decoded.messages] == [str(k) for k in range(KILLED_MESSAGES)]
