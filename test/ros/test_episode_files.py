@@ -24,7 +24,7 @@ from support.episode_files import (
 
 from sequence_ai_ros.episodes import reader
 from sequence_ai_ros.episodes.folder import folder_id, prune, repair_unfinished
-from sequence_ai_ros.episodes.tools import main
+from sequence_ai_ros.episodes.tools import PROG, main
 
 pytest.importorskip("rosbags")
 
@@ -42,6 +42,11 @@ BAD_PROBLEMS = {
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _said(err: str) -> list[str]:
+    """The tool's lines on stderr (a node of another test may log there too)."""
+    return [line for line in err.splitlines() if line.startswith(PROG)]
 
 
 # ----- pruning -----
@@ -122,7 +127,7 @@ def test_show_and_plot_give_one_line_naming_the_file_and_exit_1(
     assert main([verb, str(path)]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    (line,) = captured.err.splitlines()
+    (line,) = _said(captured.err)
     assert str(path) in line and BAD_PROBLEMS[kind] in line, line
 
 
@@ -141,7 +146,7 @@ def test_list_prints_the_good_episodes_and_a_line_per_bad_entry(
     printed = captured.out.splitlines()
     assert [line.rsplit("  ", 1)[-1] for line in printed] == [p.name for p in good]
     assert all(INSTRUCTION in line and "succeeded completed" in line for line in printed)
-    complaints = captured.err.splitlines()
+    complaints = _said(captured.err)
     expected = {p for k, p in bad.items() if k != "missing"} | {precious}
     assert len(complaints) == len(expected)
     assert {p for p in expected if any(str(p) in line for line in complaints)} == expected
