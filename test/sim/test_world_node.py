@@ -1,6 +1,6 @@
 """`sim_robot` with its physics world, in a process of its own: ~/reset starts the next layout
 with the arm home, `layout_seed` set live picks the next one, ~/perturb moves the cup,
-~/task_state follows the trial."""
+frozen time advances only with commands, ~/task_state follows the trial."""
 
 from __future__ import annotations
 
@@ -169,6 +169,27 @@ def test_reset_brings_the_arm_home_and_the_next_layout_and_task_state_follows(
     )
     refused = probe.call(probe.perturb, Perturb.Request(object="table", at_s=0.0))
     assert not refused.accepted and "object: got 'table'" in refused.message
+
+    # Frozen time: the world waits for commands, each arm command one control period (1/15 s).
+    request = SetParameters.Request(
+        parameters=[Parameter("time_mode", value="frozen").to_parameter_msg()]
+    )
+    assert all(r.successful for r in probe.call(probe.parameters, request).results)
+    with probe.lock:
+        seen = len(probe.tasks)
+    wait_for(lambda: len(probe.tasks) >= seen + 3, "task states", timeout_s=DEADLINE_S)
+    frozen_at = probe.last_task().trial_s
+    with probe.lock:
+        seen = len(probe.tasks)
+    wait_for(lambda: len(probe.tasks) >= seen + 5, "more task states", timeout_s=DEADLINE_S)
+    assert probe.last_task().trial_s == frozen_at  # the wall clock ran, the world did not
+    for _ in range(3):
+        probe.positions.publish(Float64MultiArray(data=HOME.tolist()))
+    wait_for(
+        lambda: abs(probe.last_task().trial_s - (frozen_at + 3 / 15)) < 1e-6,
+        "three control periods of world time",
+        timeout_s=DEADLINE_S,
+    )
 
     # A value the world cannot take is refused with the reason, the running one kept.
     bad = SetParameters.Request(parameters=[Parameter("task", value="dance").to_parameter_msg()])
