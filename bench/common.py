@@ -16,7 +16,7 @@ from support.gateway_fixture import GatewayHandle
 
 import sequence_ai
 from sequence_ai import Model, Observation, Policy
-from sequence_ai.deadline import Exchange
+from sequence_ai._transport.deadline import Exchange
 
 ROOT = Path(__file__).resolve().parent.parent
 PI05 = "pi05-droid"
@@ -124,7 +124,7 @@ def jpeg_bytes(frame: np.ndarray, width: int, quality: int = 95) -> bytes:
 
 def request_bytes(model: Model, observation: Observation) -> int:
     """Size of the POST /v1/act body the client sends for ``observation``."""
-    from sequence_ai.transport import encode_json
+    from sequence_ai._transport.transport import encode_json
 
     return len(encode_json({"model": model.id, "observation": observation.to_wire()}))
 

@@ -5,10 +5,24 @@ prefetching loop ``run``/``act``. httpx is the only hard dependency.
 """
 
 from . import errors, events, recipes
-from .actions import prepare, to_joint_positions
-from .calls import CallHandle
-from .catalogue import Model, models
-from .chat import ChatReply, chat, image_block
+from ._model.actions import prepare, to_joint_positions
+from ._model.catalogue import Model, models
+from ._model.observation import DEFAULT_QUALITY as DEFAULT_JPEG_QUALITY
+from ._model.observation import encode, observation
+from ._playback.playback import InstalledRows
+from ._requests.calls import CallHandle
+from ._run.status import RunStatus
+from ._services.chat import ChatReply, chat, image_block
+from ._services.training import (
+    TERMINAL_STATUSES,
+    TrainingJob,
+    cancel_training,
+    estimate_training_cost,
+    train,
+    training_job,
+    training_jobs,
+)
+from ._transport.transport import DEFAULT_BASE_URL
 from .errors import (
     AuthError,
     ChunkExhausted,
@@ -19,22 +33,8 @@ from .errors import (
     SequencesError,
     Unavailable,
 )
-from .observation import DEFAULT_QUALITY as DEFAULT_JPEG_QUALITY
-from .observation import encode, observation
 from .outcome import Ending, RunOutcome, RunProgress
-from .playback import InstalledRows
 from .policy import Policy, connect
-from .status import RunStatus
-from .training import (
-    TERMINAL_STATUSES,
-    TrainingJob,
-    cancel_training,
-    estimate_training_cost,
-    train,
-    training_job,
-    training_jobs,
-)
-from .transport import DEFAULT_BASE_URL
 from .types import ActionChunk, ImageFrame, Observation, Prediction, Proprioception
 
 __version__ = "0.1.0"

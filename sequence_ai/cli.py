@@ -11,10 +11,9 @@ import time
 from collections.abc import Sequence
 from typing import Any, Callable, Optional, TextIO
 
-from . import training_cli
-from .catalogue import Model, models
-from .errors import AuthError, InvalidRequest, OutOfCredit, SequencesError
-from .transport import (
+from ._model.catalogue import Model, models
+from ._services import training_cli
+from ._transport.transport import (
     API_KEY_ENV,
     BASE_URL_ENV,
     Transport,
@@ -23,6 +22,7 @@ from .transport import (
     resolve_base_url,
     user_agent,
 )
+from .errors import AuthError, InvalidRequest, OutOfCredit, SequencesError
 
 __all__ = ["PROBE_BODY", "main"]
 

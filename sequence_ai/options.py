@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable, Optional
 
-from .controllers import Controller, as_controller
+from ._model.controllers import Controller, as_controller
+from ._playback.playback import InstalledRows
+from ._playback.speed import PlaybackSpeed, check_playback_speed
+from ._run.status import PROGRESS_MODES, Progress, RunStatus
+from ._transport.transport import MAX_IN_FLIGHT
 from .events import Observer, as_sink
-from .playback import InstalledRows
-from .speed import PlaybackSpeed, check_playback_speed
-from .status import PROGRESS_MODES, Progress, RunStatus
-from .transport import MAX_IN_FLIGHT
 from .types import Observation, Prediction
 
 __all__ = [

@@ -13,22 +13,22 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Callable, Optional, Union
 
-from .calls import CallHandle, Wake
-from .catalogue import Model, full_model_id
-from .control_loop import RunLoop
-from .controllers import Controller, as_controller
-from .deadline import Exchange
+from ._model.catalogue import Model, full_model_id
+from ._model.controllers import Controller, as_controller
+from ._playback.playback import InstalledRows
+from ._playback.speed import PlaybackSpeed, check_playback_speed
+from ._requests.calls import CallHandle, Wake
+from ._requests.predict import predict_chunk
+from ._requests.session import VALIDATE_MODES, Session, WarmingCallback
+from ._run.control_loop import RunLoop
+from ._run.handover import actions_for, check_instruction, hand_over
+from ._run.status import Progress, RunStatus
+from ._transport.deadline import Exchange
+from ._transport.transport import Transport, VerifyArg
 from .errors import ChunkExhausted, SequencesError, Unavailable
 from .events import Observer
-from .handover import actions_for, check_instruction, hand_over
 from .options import RunOptions, check_max_in_flight, positive_seconds
 from .outcome import RunOutcome, RunProgress
-from .playback import InstalledRows
-from .predict import predict_chunk
-from .session import VALIDATE_MODES, Session, WarmingCallback
-from .speed import PlaybackSpeed, check_playback_speed
-from .status import Progress, RunStatus
-from .transport import Transport, VerifyArg
 from .types import Observation, Prediction
 
 __all__ = ["Policy", "connect"]
