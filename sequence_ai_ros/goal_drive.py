@@ -12,8 +12,7 @@ from typing import Any
 from rclpy.impl.rcutils_logger import RcutilsLogger
 
 import sequence_ai
-from sequence_ai import RunStatus
-from sequence_ai._model.controllers import Controller
+from sequence_ai import Controller, RunStatus
 from sequence_ai_ros.arm import MotionRules
 from sequence_ai_ros.commands import CommandMode
 from sequence_ai_ros.diagnostics import HealthRecord

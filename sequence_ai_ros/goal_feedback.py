@@ -15,8 +15,7 @@ from collections.abc import Callable
 from rclpy.action.server import ServerGoalHandle
 
 import sequence_ai
-from sequence_ai import RunStatus
-from sequence_ai._run.run_stats import RunStats
+from sequence_ai import RunStats, RunStatus
 from sequence_ai.events import (
     ChunkInstalled,
     RowPlayed,
