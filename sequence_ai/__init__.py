@@ -37,6 +37,7 @@ from ._services.training import (
     training_job,
     training_jobs,
 )
+from ._transport.connection import Connection
 from ._transport.deadline import Exchange
 from ._transport.transport import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL, MAX_IN_FLIGHT
 from .errors import (
@@ -49,6 +50,7 @@ from .errors import (
     SequencesError,
     Unavailable,
 )
+from .options import RunOptions
 from .outcome import Ending, RunOutcome, RunProgress
 from .policy import Policy, connect
 from .types import ActionChunk, ImageFrame, Observation, Prediction, Proprioception
@@ -57,6 +59,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "connect",
+    "Connection",
+    "RunOptions",
     "models",
     "Model",
     "chat",

@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional, TextIO
 
 from ._model.catalogue import Model, models
 from ._services import training_cli
+from ._transport.connection import Connection
 from ._transport.transport import (
     API_KEY_ENV,
     BASE_URL_ENV,
@@ -80,13 +81,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _transport(args: argparse.Namespace, *, keyed: bool) -> Transport:
-    return Transport(
+    where = Connection(
         base_url=args.base_url,
         timeout_s=args.timeout,
         verify=args.ca_bundle or True,
         allow_insecure=args.allow_insecure,
-        require_key=keyed,
     )
+    return where.transport(keyed=keyed)
 
 
 def _state(model: Model) -> str:

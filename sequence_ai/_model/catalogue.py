@@ -7,7 +7,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .._transport.transport import Transport, VerifyArg
+from .._transport.connection import Connection, ConnectionSetting, connection_of
+from .._transport.transport import Transport
 from ..errors import InvalidRequest, InvalidResponse
 from ..types import ActionChunk, Prediction
 
@@ -219,30 +220,23 @@ class Model:
 def models(
     endpoint: Optional[str] = None,
     *,
-    api_key: Optional[str] = None,
-    base_url: Optional[str] = None,
-    verify: VerifyArg = True,
-    allow_insecure: bool = False,
+    connection: Optional[Connection] = None,
     transport: Optional[Transport] = None,
+    **settings: ConnectionSetting,
 ) -> list[Model]:
     """The catalogue, optionally filtered by endpoint (``act``, ``chat``, ``perceive``).
 
     No key is needed. Pass ``transport=`` to reuse an open connection (a Policy's own);
-    otherwise a short-lived one is opened and closed here.
+    otherwise a short-lived one is opened with ``connection`` (or its keywords) and closed here.
     """
     if endpoint is not None and (not isinstance(endpoint, str) or not endpoint.strip()):
         raise ValueError(f"endpoint is {endpoint!r}; expected 'act', 'chat', 'perceive' or None")
     params = {"endpoint": endpoint.strip()} if endpoint else None
+    where = connection_of(connection, settings, "models")
     if transport is not None:
         body = transport.get("/v1/models", params=params)
     else:
-        with Transport(
-            base_url=base_url,
-            api_key=api_key,
-            verify=verify,
-            allow_insecure=allow_insecure,
-            require_key=False,
-        ) as own:
+        with where.transport(keyed=False) as own:
             body = own.get("/v1/models", params=params)
     rows = body.get("data") if isinstance(body, Mapping) else None
     if not isinstance(rows, list):

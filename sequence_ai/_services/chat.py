@@ -14,7 +14,7 @@ from typing import Optional, Union
 
 from .._model.catalogue import Model, find_model, full_model_id, models
 from .._model.observation import DEFAULT_QUALITY, encode
-from .._transport.transport import Transport, VerifyArg
+from .._transport.connection import Connection, ConnectionSetting, connection_of
 from ..errors import InvalidRequest, InvalidResponse
 
 __all__ = ["ChatReply", "chat", "image_block"]
@@ -169,11 +169,8 @@ def chat(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     temperature: Optional[float] = None,
     tools: Optional[Sequence[Mapping[str, object]]] = None,
-    api_key: Optional[str] = None,
-    base_url: Optional[str] = None,
-    timeout_s: float = 30.0,
-    verify: VerifyArg = True,
-    allow_insecure: bool = False,
+    connection: Optional[Connection] = None,
+    **settings: ConnectionSetting,
 ) -> ChatReply:
     """Ask a chat model (``models(endpoint="chat")``) one question; its one answer.
 
@@ -195,13 +192,7 @@ def chat(
         body["temperature"] = float(temperature)
     if tools is not None:
         body["tools"] = _checked_tools(tools)
-    with Transport(
-        base_url=base_url,
-        api_key=api_key,
-        timeout_s=timeout_s,
-        verify=verify,
-        allow_insecure=allow_insecure,
-    ) as transport:
+    with connection_of(connection, settings, "chat").transport() as transport:
         row = find_model(models(transport=transport), model_id)
         if row is not None and row.endpoint not in (None, "chat"):
             raise InvalidRequest(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Union
 
 from .._model.catalogue import find_model, full_model_id, models
-from .._transport.transport import Transport, VerifyArg
+from .._transport.connection import Connection, ConnectionSetting, connection_of
 from ..errors import InvalidRequest, InvalidResponse, SequencesError, Unavailable
 
 __all__ = [
@@ -37,24 +37,6 @@ MAX_POLL_S = 60.0
 
 Number = Union[int, float]
 Wire = Mapping[str, object]
-
-
-@dataclass(frozen=True)
-class _Access:
-    """How a job was reached, so ``refresh``/``cancel``/``wait`` reach it again. The key is
-    kept only to send it; the repr says whether one is set, never what it is."""
-
-    base_url: Optional[str] = None
-    api_key: Optional[str] = field(default=None, repr=False)
-    verify: VerifyArg = True
-    allow_insecure: bool = False
-
-    def transport(self, *, keyed: bool = True) -> Transport:
-        return Transport(base_url=self.base_url, api_key=self.api_key, verify=self.verify,
-                         allow_insecure=self.allow_insecure, require_key=keyed)
-
-    def __repr__(self) -> str:
-        return f"_Access(base_url={self.base_url!r}, api_key={'set' if self.api_key else 'none'})"
 
 
 def _text(body: Wire, key: str, *, required: bool = True) -> str:
@@ -103,10 +85,11 @@ class TrainingJob:
     config: Dict[str, float] = field(default_factory=dict)
     estimated_cost_usd: Optional[float] = None
     caller: Optional[str] = None
-    _access: _Access = field(default_factory=_Access, repr=False, compare=False)
+    # How the job was reached, so refresh/cancel/wait reach it again.
+    _access: Connection = field(default_factory=Connection, repr=False, compare=False)
 
     @classmethod
-    def from_wire(cls, body: object, access: Optional[_Access] = None) -> TrainingJob:
+    def from_wire(cls, body: object, access: Optional[Connection] = None) -> TrainingJob:
         if not isinstance(body, Mapping):
             raise InvalidResponse(f"expected a training job object, got {body!r:.80}")
         caller = body.get("caller")
@@ -120,7 +103,7 @@ class TrainingJob:
             config=_config(body),
             estimated_cost_usd=_cost(body),
             caller=caller if isinstance(caller, str) else None,
-            _access=access or _Access(),
+            _access=access or Connection(),
         )
 
     def __repr__(self) -> str:
@@ -227,14 +210,14 @@ def _job_path(job_id: str) -> str:
     return f"/v1/train/{job_id.strip()}"
 
 
-def _job(access: _Access, method: str, job_id: str) -> TrainingJob:
+def _job(access: Connection, method: str, job_id: str) -> TrainingJob:
     path = _job_path(job_id)
     with access.transport() as transport:
         body = transport.get(path) if method == "GET" else transport.delete(path)
     return TrainingJob.from_wire(body, access)
 
 
-def _cancel(access: _Access, job_id: str) -> TrainingJob:
+def _cancel(access: Connection, job_id: str) -> TrainingJob:
     try:
         return _job(access, "DELETE", job_id)
     except InvalidRequest as exc:
@@ -255,10 +238,8 @@ def train(
     steps: Optional[int] = None,
     learning_rate: Optional[float] = None,
     method: str = "lora",
-    api_key: Optional[str] = None,
-    base_url: Optional[str] = None,
-    verify: VerifyArg = True,
-    allow_insecure: bool = False,
+    connection: Optional[Connection] = None,
+    **settings: ConnectionSetting,
 ) -> TrainingJob:
     """Submit a fine-tuning job of ``base_model`` on ``dataset`` (a URI: ``hf://``, ``s3://``,
     ``gs://``, ``https://``); returns the queued job at once.
@@ -278,7 +259,7 @@ def train(
     config = {key: value for key, value in given.items() if value is not None}
     if config:
         body["config"] = config
-    access = _Access(base_url, api_key, verify, allow_insecure)
+    access = connection_of(connection, settings, "train")
     with access.transport() as transport:
         answer = transport.post("/v1/train", body)
     return TrainingJob.from_wire(answer, access)
@@ -287,23 +268,19 @@ def train(
 def training_job(
     job_id: str,
     *,
-    api_key: Optional[str] = None,
-    base_url: Optional[str] = None,
-    verify: VerifyArg = True,
-    allow_insecure: bool = False,
+    connection: Optional[Connection] = None,
+    **settings: ConnectionSetting,
 ) -> TrainingJob:
     """One of your jobs; InvalidRequest (404) for an unknown id or another key's."""
-    return _job(_Access(base_url, api_key, verify, allow_insecure), "GET", job_id)
+    return _job(connection_of(connection, settings, "training_job"), "GET", job_id)
 
 
 def training_jobs(
     *,
     status: Optional[str] = None,
     limit: int = 50,
-    api_key: Optional[str] = None,
-    base_url: Optional[str] = None,
-    verify: VerifyArg = True,
-    allow_insecure: bool = False,
+    connection: Optional[Connection] = None,
+    **settings: ConnectionSetting,
 ) -> List[TrainingJob]:
     """Your jobs, newest first. The service clamps ``limit`` to 200; a status it does not know
     matches no job, so the answer is an empty list rather than an error."""
@@ -312,7 +289,7 @@ def training_jobs(
     params: Dict[str, object] = {"limit": limit}
     if status:
         params["status"] = status
-    access = _Access(base_url, api_key, verify, allow_insecure)
+    access = connection_of(connection, settings, "training_jobs")
     with access.transport() as transport:
         body = transport.get("/v1/train", params=params)
     rows = body.get("data") if isinstance(body, Mapping) else None
@@ -324,14 +301,12 @@ def training_jobs(
 def cancel_training(
     job_id: str,
     *,
-    api_key: Optional[str] = None,
-    base_url: Optional[str] = None,
-    verify: VerifyArg = True,
-    allow_insecure: bool = False,
+    connection: Optional[Connection] = None,
+    **settings: ConnectionSetting,
 ) -> TrainingJob:
     """Cancel a queued or running job and return it. A job that already ended (the service's
     409) is re-read and returned as it ended; every other error propagates."""
-    return _cancel(_Access(base_url, api_key, verify, allow_insecure), job_id)
+    return _cancel(connection_of(connection, settings, "cancel_training"), job_id)
 
 
 def _rate(model: str, training: Mapping[str, object], key: str, *, floor: bool = False) -> float:
@@ -348,10 +323,8 @@ def estimate_training_cost(
     *,
     frames: int,
     epochs: Number,
-    api_key: Optional[str] = None,
-    base_url: Optional[str] = None,
-    verify: VerifyArg = True,
-    allow_insecure: bool = False,
+    connection: Optional[Connection] = None,
+    **settings: ConnectionSetting,
 ) -> float:
     """What a job would cost in USD, quoted from the catalogue's ``training`` rates; submits
     nothing and needs no key: ``frames × epochs / billing_fps`` seconds of data, as hours ×
@@ -360,8 +333,7 @@ def estimate_training_cost(
     if isinstance(frames, bool) or not isinstance(frames, int) or frames < 1:
         raise ValueError(f"frames is {frames!r}; expected a positive integer")
     _positive("epochs", epochs)
-    rows = models(api_key=api_key, base_url=base_url, verify=verify,
-                  allow_insecure=allow_insecure)
+    rows = models(connection=connection_of(connection, settings, "estimate_training_cost"))
     row = find_model(rows, base_model)
     if row is None:
         raise InvalidRequest(f"model {base_model!r} is not in the catalogue")

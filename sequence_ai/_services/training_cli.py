@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import Callable, Dict, TextIO
 
+from .._transport.connection import Connection
 from .._transport.transport import BASE_URL_ENV
 from .training import (
     DEFAULT_WAIT_TIMEOUT_S,
@@ -79,9 +80,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                       help="longest poll interval (default %(default)g)")
 
 
-def _where(args: argparse.Namespace) -> Dict[str, object]:
-    return {"base_url": args.base_url, "verify": args.ca_bundle or True,
-            "allow_insecure": args.allow_insecure}
+def _where(args: argparse.Namespace) -> Connection:
+    return Connection(base_url=args.base_url, verify=args.ca_bundle or True,
+                      allow_insecure=args.allow_insecure)
 
 
 def _estimate(args: argparse.Namespace, out: TextIO) -> int:
@@ -89,7 +90,8 @@ def _estimate(args: argparse.Namespace, out: TextIO) -> int:
     if not model:
         raise ValueError("estimate: expected a base model, e.g. sequence-ai estimate pi05-droid "
                          "--frames 144000 --epochs 3")
-    usd = estimate_training_cost(model, frames=args.frames, epochs=args.epochs, **_where(args))
+    usd = estimate_training_cost(model, frames=args.frames, epochs=args.epochs,
+                                 connection=_where(args))
     print(f"{model}: {args.frames} frames x {args.epochs:g} epochs -> ${usd:.2f}", file=out)
     return 0
 
@@ -97,13 +99,13 @@ def _estimate(args: argparse.Namespace, out: TextIO) -> int:
 def _submit(args: argparse.Namespace, out: TextIO) -> int:
     job = train(args.base_model, args.dataset, epochs=args.epochs, frames=args.frames,
                 rank=args.rank, steps=args.steps, learning_rate=args.learning_rate,
-                **_where(args))
+                connection=_where(args))
     print(job.line(), file=out)
     return 0
 
 
 def _list(args: argparse.Namespace, out: TextIO) -> int:
-    jobs = training_jobs(status=args.status, limit=args.limit, **_where(args))
+    jobs = training_jobs(status=args.status, limit=args.limit, connection=_where(args))
     if not jobs:
         print("no training jobs" + (f" in status {args.status!r}" if args.status else ""),
               file=out)
@@ -113,12 +115,12 @@ def _list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _show(args: argparse.Namespace, out: TextIO) -> int:
-    print(training_job(args.job_id, **_where(args)).line(), file=out)
+    print(training_job(args.job_id, connection=_where(args)).line(), file=out)
     return 0
 
 
 def _cancel(args: argparse.Namespace, out: TextIO) -> int:
-    print(cancel_training(args.job_id, **_where(args)).line(), file=out)
+    print(cancel_training(args.job_id, connection=_where(args)).line(), file=out)
     return 0
 
 
@@ -127,7 +129,7 @@ def _wait(args: argparse.Namespace, out: TextIO) -> int:
         print(job.line(), file=out, flush=True)
 
     try:
-        job = training_job(args.job_id, **_where(args)).wait(
+        job = training_job(args.job_id, connection=_where(args)).wait(
             timeout=args.timeout, poll_interval=args.poll, max_poll_interval=args.max_poll,
             on_status=report)
     except TimeoutError as exc:

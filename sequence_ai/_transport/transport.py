@@ -54,6 +54,8 @@ API_KEY_ENV = "SEQUENCES_API_KEY"
 # call: the pool keeps that many idle connections for five minutes, so a run reconnects never
 # between chunks. Connections are opened on demand: a run with N in flight opens N.
 MAX_IN_FLIGHT = 8
+# Whole-request timeout of a connection unless given.
+DEFAULT_TIMEOUT_S = 30.0
 KEEPALIVE_CONNECTIONS = MAX_IN_FLIGHT + 1
 KEEPALIVE_EXPIRY_S = 300.0
 MAX_MESSAGE_CHARS = 500
@@ -219,7 +221,7 @@ class Transport:
         *,
         base_url: Optional[str] = None,
         api_key: Optional[str] = None,
-        timeout_s: float = 30.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         verify: VerifyArg = True,
         allow_insecure: bool = False,
         require_key: bool = True,
