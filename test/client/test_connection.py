@@ -33,9 +33,10 @@ def test_every_entry_point_takes_a_connection(gw) -> None:
         "sim-planner", [{"role": "user", "content": "Task: pick up the cup"}], connection=where
     )
     assert reply.text
-    assert sequence_ai.estimate_training_cost(
-        "pi05-droid", frames=1000, epochs=1, connection=where
-    ) > 0
+    assert (
+        sequence_ai.estimate_training_cost("pi05-droid", frames=1000, epochs=1, connection=where)
+        > 0
+    )
     assert isinstance(sequence_ai.training_jobs(connection=where), list)
     with sequence_ai.connect(PI05, connection=where) as policy:
         assert policy.ready()[0]
@@ -61,8 +62,9 @@ def test_mixing_a_connection_with_its_keywords_or_a_typo_is_refused(gw) -> None:
 
 def test_run_and_act_take_run_options_whole(gw) -> None:
     robot = Robot()
-    options = RunOptions(observe=robot.observe, act=robot.act, max_actions=6,
-                         validate=robot.validate)
+    options = RunOptions(
+        observe=robot.observe, act=robot.act, max_actions=6, validate=robot.validate
+    )
     with sequence_ai.connect(PI05, connection=connection_to(gw)) as policy:
         assert policy.run(options=options).actions == 6
         bounded = dataclasses.replace(options, max_actions=None, max_seconds=30.0)
