@@ -253,7 +253,9 @@ class RunLoop:
         limit = due if self.deadline is None else min(due, self.deadline)
         while True:
             wake_at = limit
-            stagger = self.scheduler.next_stagger(self.session.latency_s)
+            stagger = self.scheduler.next_stagger(
+                self.session.latency_s, self.captures.position()
+            )
             if stagger is not None and time.monotonic() < stagger < limit:
                 wake_at = stagger
             wake = self.call.wait_for(self.scheduler.any_done, wake_at)
@@ -288,7 +290,7 @@ class RunLoop:
             model=self.model, timeout=None, deadline=self.deadline,
         )
         now = time.monotonic()
-        self.scheduler.started(Request(fetch, capture), now)
+        self.scheduler.started(Request(fetch, capture), now, self.captures.position())
         self.events.publish(RequestStarted(time=now, in_flight=self.scheduler.in_flight))
 
     def _arrived(self, capture: Capture, prediction: Prediction) -> None:
@@ -339,7 +341,7 @@ class RunLoop:
                     and scheduler.has_room
                 ):
                     self._fire()
-                limit = scheduler.next_stagger(self.session.latency_s)
+                limit = scheduler.next_stagger(self.session.latency_s, self.captures.position())
                 if self.deadline is not None:
                     limit = self.deadline if limit is None else min(limit, self.deadline)
                 wake = self.call.wait_for(scheduler.any_done, limit)
@@ -383,8 +385,8 @@ class RunLoop:
         if self.actions + horizon_left >= self.max_actions:
             return
         if scheduler.top_up_due(
-            now=time.monotonic(), latency_s=self.session.latency_s, horizon_left=horizon_left,
-            period_s=self.period,
+            now=time.monotonic(), latency_s=self.session.latency_s,
+            position=self.captures.position(), horizon_left=horizon_left, period_s=self.period,
             stop_by=None if self.deadline is None else self.deadline - self.playhead.ramp_s,
         ):
             self._fire()
@@ -425,6 +427,7 @@ class RunLoop:
         if installed is None:
             self.events.publish(ChunkRefused(time=now, sequence=capture.sequence))
             return False
+        self.scheduler.installed(horizon)
         for event in installed_events(now, prediction, playing, installed, len(playhead.tail)):
             self.events.publish(event)
         if options.on_chunk is not None:

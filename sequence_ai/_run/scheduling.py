@@ -1,8 +1,9 @@
 """``RequestScheduler``: when a run sends its next request, and how many it has in flight.
 
 Requests are staggered at latency / N while others are in flight (N = ``max_in_flight``), and
-with none in flight one starts once the open-loop horizon left falls to the lead time. See
-docs/control-loop.md ("Prefetch") for the reasoning.
+with none in flight one starts once the open-loop horizon left falls to the lead time. Whatever
+the latency, requests are at least horizon / N rows of motion apart: a fast service is asked N
+times per open-loop horizon, not as often as it answers. See docs/control-loop.md ("Prefetch").
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ class RequestScheduler:
         self._capture_lock = capture_lock
         self.requests: list[Request] = []
         self.last_fire = -math.inf
+        # Playback position (rows) of the last request, and the rows of motion due before the
+        # next one (the playing chunk's open-loop horizon / N; 0 until a chunk is installed).
+        self.fired_at = 0.0
+        self.spacing_rows = 0.0
         # Round trip of the run's first request: staggers requests until a warm sample exists.
         self.first_latency_s: Optional[float] = None
 
@@ -64,14 +69,25 @@ class RequestScheduler:
     def has_room(self) -> bool:
         return len(self.requests) < self.max_in_flight
 
-    def started(self, request: Request, at: float) -> None:
+    def started(self, request: Request, at: float, position: float) -> None:
         self.requests.append(request)
         self.last_fire = at
+        self.fired_at = position
 
     def first_answered(self, started: float, latency_s: float) -> None:
         """The run's first request (sent by the warm-up, outside the scheduler) answered."""
         self.last_fire = started
         self.first_latency_s = latency_s
+
+    def installed(self, horizon_rows: float) -> None:
+        """A chunk with an open-loop horizon of ``horizon_rows`` is playing."""
+        self.spacing_rows = horizon_rows / self.max_in_flight
+
+    def moved_enough(self, position: float) -> bool:
+        """Whether horizon / N rows have been played since the last request: the most a run
+        asks for, whatever the latency (a fast service would otherwise be asked at its own
+        pace, and most answers discarded)."""
+        return position - self.fired_at >= self.spacing_rows
 
     def any_done(self) -> bool:
         return any(request.fetch.is_done() for request in self.requests)
@@ -95,12 +111,15 @@ class RequestScheduler:
             return any(r.capture.sequence < 0 or r.capture.sequence > playing_sequence
                        for r in self.requests)
 
-    def next_stagger(self, latency_s: Optional[float]) -> Optional[float]:
-        """When the next staggered request is due (None: none will be)."""
+    def next_stagger(self, latency_s: Optional[float], position: float) -> Optional[float]:
+        """When the next staggered request is due (None: none will be before the next command
+        is played, which moves ``position``)."""
         latency = latency_s or self.first_latency_s
         if not self.prefetch or latency is None or self.max_in_flight < 2:
             return None
         if not self.requests or len(self.requests) >= self.max_in_flight:
+            return None
+        if not self.moved_enough(position):
             return None
         return self.last_fire + latency / self.max_in_flight
 
@@ -109,19 +128,23 @@ class RequestScheduler:
         *,
         now: float,
         latency_s: Optional[float],
+        position: float,
         horizon_left: float,
         period_s: float,
         stop_by: Optional[float],
     ) -> bool:
-        """Whether to start a request now, with ``horizon_left`` commands before the playing
-        chunk leaves its open-loop horizon; ``stop_by`` is the last time an answer can land
-        and still be played (None: no deadline)."""
+        """Whether to start a request now, at playback ``position``, with ``horizon_left``
+        commands before the playing chunk leaves its open-loop horizon; ``stop_by`` is the
+        last time an answer can land and still be played (None: no deadline)."""
         if not self.prefetch or not self.has_room:
             return False
         if stop_by is not None and latency_s is not None and now + latency_s >= stop_by:
             return False
+        # Without a warm sample the safe side stands: the request starts early.
+        if latency_s is not None and not self.moved_enough(position):
+            return False
         if self.requests:
-            due = self.next_stagger(latency_s)
+            due = self.next_stagger(latency_s, position)
             return due is not None and now >= due
         # No warm sample yet: fire now (one step of this chunk has been played).
         lead = math.inf if latency_s is None else LEAD_FACTOR * latency_s + period_s

@@ -122,6 +122,24 @@ def test_requests_are_counted_with_their_connections_and_bytes(gw) -> None:
     assert first.request_bytes >= sum(p.request_bytes for p in robot.chunks)
 
 
+@pytest.mark.parametrize("in_flight", [1, 2, 4])
+def test_a_fast_service_is_asked_at_most_n_times_per_horizon_of_motion(gw, in_flight) -> None:
+    # The local gateway answers in about a millisecond: staggered at latency / N, a run would
+    # ask it hundreds of times a second and discard most answers. Continuity needs N per
+    # open-loop horizon of motion, plus the first request, one sent before any warm latency
+    # sample exists, and one per underrun (the arm waiting for a chunk is not motion).
+    robot = Robot()
+    actions = 96
+    with open_policy(gw, control_hz=60, max_in_flight=in_flight) as policy:
+        assert policy.ready()[0]
+        horizon = policy.spec().open_loop_horizon
+        outcome = run(policy, robot, max_actions=actions)
+    assert outcome.actions == actions
+    bound = 2 + in_flight * -(-actions // horizon) + outcome.underruns
+    assert outcome.requests <= bound, outcome
+    assert gw.act_requests() <= bound  # what the service was asked (and bills)
+
+
 # -- observe on the request's thread ------------------------------------------------------
 
 
