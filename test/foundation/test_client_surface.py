@@ -85,3 +85,13 @@ def test_every_exported_name_is_documented() -> None:
     documented = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)", section))
     missing = [name for name in sequence_ai.__all__ if name not in documented]
     assert missing == [], f"exported but not in {API_DOC.name}'s {API_SECTION!r}: {missing}"
+
+
+def test_the_client_top_level_holds_at_most_eight_modules() -> None:
+    # The public modules; the implementation lives in the private subpackages.
+    top = sorted(path.name for path in (ROOT / "sequence_ai").glob("*.py"))
+    assert len(top) <= 8, top
+    private = [path.name for path in (ROOT / "sequence_ai").iterdir() if path.is_dir()]
+    assert all(
+        name.startswith("_") or name == "recipes" for name in private if name != "__pycache__"
+    )
