@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.subscriber:
         return _subscriber(args)
 
-    from sequence_ai_ros import launch_plan
+    from sequence_ai_ros.params import launch as launch_plan
 
     env = {k: v for k, v in os.environ.items() if k not in launch_plan.DDS_PROFILE_ENVS}
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")

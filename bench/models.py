@@ -132,7 +132,7 @@ def _parameters(files: Sequence[str]) -> dict[str, Any]:
 
 
 def setup_of(ctx: Context, model: str, robot: DemoRobot) -> Setup:
-    from sequence_ai_ros.launch_plan import model_robot
+    from sequence_ai_ros.params.launch import model_robot
 
     placed = model_robot(model)
     files = placed.params_files("forward")
@@ -167,7 +167,7 @@ class Run:
 
 def _start(ctx: Context, setup: Setup, namespace: str) -> Launcher:
     from sequence_ai_ros.demo.launcher import Launcher, ProcessSpec, bring_up, ros_arguments
-    from sequence_ai_ros.launch_plan import node_path
+    from sequence_ai_ros.params.launch import node_path
 
     overrides: dict[str, str] = {}
     if setup.simulator == "sim_robot":
@@ -302,7 +302,7 @@ class _Inputs:
         self._views = tuple(views)
 
     def joints(self, max_age_s: float) -> Any:
-        from sequence_ai_ros.observations import JointSnapshot
+        from sequence_ai_ros.inputs.observation_cache import JointSnapshot
 
         gripper = [0.0] if self.positions else None
         return JointSnapshot(list(self.positions), gripper, 0.0)
@@ -337,8 +337,8 @@ class GateCost:
 
 
 def _cartesian_rules(setup: Setup) -> Any:
-    from sequence_ai_ros.arm import MotionRules
-    from sequence_ai_ros.parameters import SPECS, NodeConfig
+    from sequence_ai_ros.params.spec_table import SPECS, NodeConfig
+    from sequence_ai_ros.safety.gate import MotionRules
 
     named = {k: v for k, v in setup.parameters.items() if k in SPECS}
     return MotionRules.from_config(
@@ -349,7 +349,7 @@ def _cartesian_rules(setup: Setup) -> Any:
 def _pose_message(vector: Sequence[float], frame: str) -> Any:
     from geometry_msgs.msg import PoseStamped
 
-    from sequence_ai_ros import pose_math
+    from sequence_ai_ros.geometry import pose_math
 
     position, orientation = pose_math.pose_vector_to_pose(list(vector))
     msg = PoseStamped()
@@ -375,10 +375,10 @@ def cartesian_rows(space: str, k: int) -> tuple[list[float], list[float]]:
 def cartesian_gate_cost(setup: Setup, hz: float, steps: int) -> GateCost:
     """Per step: the measured pose from the pose source the node runs here (ee_pose_topic;
     tf2_ros does not import on this machine), the gate's check, its publish."""
-    from sequence_ai_ros.arm import ArmGate
-    from sequence_ai_ros.cartesian_space import CartesianSpace
-    from sequence_ai_ros.commands import Interface
-    from sequence_ai_ros.pose_source import TopicPoses
+    from sequence_ai_ros.commands.joint_output import Interface
+    from sequence_ai_ros.inputs.pose_source import TopicPoses
+    from sequence_ai_ros.safety.cartesian_space import CartesianSpace
+    from sequence_ai_ros.safety.gate import ArmGate
 
     now = [1000.0]
     clock = lambda: now[0]  # noqa: E731 - the gate's and the pose's one fake clock
@@ -413,8 +413,8 @@ def joint_gate_cost(steps: int) -> GateCost:
     """bench/bringup.py's joint step (config/droid.yaml's Panda limits on), split like the
     Cartesian path: the joints' snapshot, the check, the publish."""
     from bench.bringup import PERIOD_S, VIEWS, _rules, _sway
-    from sequence_ai_ros.arm import ArmGate
-    from sequence_ai_ros.commands import Interface
+    from sequence_ai_ros.commands.joint_output import Interface
+    from sequence_ai_ros.safety.gate import ArmGate
 
     now = [1000.0]
     inputs = _Inputs(VIEWS, _sway(0))

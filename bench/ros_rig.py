@@ -69,7 +69,7 @@ def start_robot(
     configured + active. ``controller`` picks the node's parameters file as the launch
     argument of that name does (forward: config/droid.yaml, joint_trajectory: droid_jtc.yaml)."""
     from sequence_ai_ros.demo.launcher import Launcher, ProcessSpec, bring_up, ros_arguments
-    from sequence_ai_ros.launch_plan import PARAMS_FILES, node_path
+    from sequence_ai_ros.params.launch import PARAMS_FILES, node_path
     from sequence_ai_ros.sim.robot import light_feed_overrides
 
     log_dir = ctx.log_dir

@@ -10,7 +10,7 @@ Arguments: model, base_url, namespace, sim (default false), autostart (default t
 configure, then activate), controller (forward: config/droid.yaml; joint_trajectory:
 config/droid_jtc.yaml), params_file. A model other than pi05-droid adds its overlay
 (config/<model>.yaml, loaded after the controller's file) or brings its robot's own file;
-params_file:= replaces them all. The processes come from `sequence_ai_ros.launch_plan`, which
+params_file:= replaces them all. The processes come from `sequence_ai_ros.params.launch`, which
 `python -m sequence_ai_ros.demo.launcher` (for machines without `ros2 launch`) reads too: with
 sim:=true and no base_url, each launch starts a local gateway of its own on a free port with a
 random key, and its node uses both.
@@ -40,8 +40,8 @@ from launch_ros.event_handlers import OnStateTransition
 from launch_ros.events.lifecycle import ChangeState
 from lifecycle_msgs.msg import Transition
 
-from sequence_ai_ros import launch_plan
-from sequence_ai_ros.launch_plan import GATEWAY_READY_PREFIX, PACKAGE
+from sequence_ai_ros.params import launch as launch_plan
+from sequence_ai_ros.params.launch import GATEWAY_READY_PREFIX, PACKAGE
 
 PARAMS_FILE = "params_file"
 

@@ -27,18 +27,18 @@ from rclpy.qos import (
 from rclpy.signals import SignalHandlerOptions
 
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros import parameters
-from sequence_ai_ros.arm import MotionRules
-from sequence_ai_ros.configuration import Configured, ConfigureError, configure
-from sequence_ai_ros.diagnostics import HealthRecord
-from sequence_ai_ros.diagnostics_output import DiagnosticsOutput
-from sequence_ai_ros.frame_service import serve_current_frames
-from sequence_ai_ros.goal_text import shown
-from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
-from sequence_ai_ros.lifecycle_guard import ConfigureProbe, guard_change_state
-from sequence_ai_ros.motion_enable import Blocked, MotionEnable
-from sequence_ai_ros.parameters import NodeConfig
-from sequence_ai_ros.readiness import Readiness
+from sequence_ai_ros.bringup.configuration import Configured, ConfigureError, configure
+from sequence_ai_ros.bringup.diagnostics import HealthRecord
+from sequence_ai_ros.bringup.diagnostics_output import DiagnosticsOutput
+from sequence_ai_ros.bringup.lifecycle_guard import ConfigureProbe, guard_change_state
+from sequence_ai_ros.bringup.readiness import Readiness
+from sequence_ai_ros.goals.instruction import shown
+from sequence_ai_ros.goals.runner import GoalRunner, ResultReason, StopCause, goal_problem
+from sequence_ai_ros.inputs.sent_images import serve_current_frames
+from sequence_ai_ros.params import spec_table as parameters
+from sequence_ai_ros.params.spec_table import NodeConfig
+from sequence_ai_ros.safety.gate import MotionRules
+from sequence_ai_ros.safety.motion_enable import Blocked, MotionEnable
 
 NODE_NAME = "sequence_ai"
 # A running goal stops within one control period plus one interruptible wait.

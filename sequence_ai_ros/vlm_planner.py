@@ -33,7 +33,7 @@ from sensor_msgs.msg import JointState
 import sequence_ai
 from sequence_ai_interfaces.action import Act
 from sequence_ai_interfaces.srv import CurrentFrames
-from sequence_ai_ros.api_key import read_api_key
+from sequence_ai_ros.bringup.api_key_source import read_api_key
 
 __all__ = ["PlannerSettings", "VlmPlanner", "main", "prompt"]
 

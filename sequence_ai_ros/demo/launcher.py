@@ -5,7 +5,7 @@
 
 Same arguments as the launch file (model, base_url, namespace, sim, autostart, controller,
 params_file: one file instead of all the model's), and the same processes: both read
-`sequence_ai_ros.launch_plan`. Executables are the package's console-script entry points, run
+`sequence_ai_ros.params.launch`. Executables are the package's console-script entry points, run
 with this interpreter; the node is configured (once a local gateway serves) and activated
 through its lifecycle services when autostart is true. Ctrl+C stops every process it started,
 the node first so it can hold the arm. Unlike `ros2 launch`, when one process exits or the node
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from sequence_ai_ros import launch_plan
-from sequence_ai_ros.launch_plan import GATEWAY_READY_PREFIX, Plan, PlanError
+from sequence_ai_ros.params import launch as launch_plan
+from sequence_ai_ros.params.launch import GATEWAY_READY_PREFIX, Plan, PlanError
 
 # The console scripts of setup.py: the launcher runs exactly these functions.
 ENTRY_POINTS = {

@@ -1,7 +1,7 @@
 """`make demo` / `python -m sequence_ai_ros.demo`: a simulated DROID arm doing what it is told.
 
 Starts the local gateway, `sim_robot` and the `sequence_ai` node (droid.launch.py, else
-sequence_ai_ros.demo.launcher: both read sequence_ai_ros.launch_plan), activates the node, then
+sequence_ai_ros.demo.launcher: both read sequence_ai_ros.params.launch), activates the node, then
 plays planner: an `act` goal "pick up the cup", preempted part-way by a second instruction.
 It prints both results and how much closer the arm got to each instruction's target,
 draws the run into demo.png and stops what it started. The cameras are 1280x720 like DROID's,
@@ -227,7 +227,7 @@ class Recording:
 
 def _params_files(model: str) -> tuple[str, ...]:
     """The node's parameters files a sim:=true launch of `model` takes (launch_plan's choice)."""
-    from sequence_ai_ros import launch_plan
+    from sequence_ai_ros.params import launch as launch_plan
 
     return launch_plan.plan({"model": model}).params_files
 
@@ -328,8 +328,8 @@ class Demo:
     # ----- processes -----
 
     def start_processes(self) -> None:
-        from sequence_ai_ros import launch_plan
         from sequence_ai_ros.demo import launcher
+        from sequence_ai_ros.params import launch as launch_plan
 
         namespace = self.args.namespace
         model = self.args.model
@@ -371,7 +371,7 @@ class Demo:
         from rclpy.qos import QoSProfile
 
         from sequence_ai_ros.demo.planner import Planner
-        from sequence_ai_ros.launch_plan import node_path
+        from sequence_ai_ros.params.launch import node_path
 
         namespace = self.args.namespace.strip("/")
         self.planner = Planner("sequence_ai_demo", namespace=f"/{namespace}")
@@ -421,7 +421,7 @@ class Demo:
         self.planner = self.act = None
 
     def bring_up(self) -> None:
-        from sequence_ai_ros.launch_plan import node_path
+        from sequence_ai_ros.params.launch import node_path
 
         assert self.planner is not None and self.act is not None
         target = node_path(self.args.namespace)
@@ -443,7 +443,7 @@ class Demo:
                 raise RuntimeError(f"the node refused {name}={value}: {result.reason}")
             print(f"{target}: {name.strip()} set to {value.strip()}")
         self.act.wait_for_server(BRING_UP_TIMEOUT_S)
-        from sequence_ai_ros.launch_plan import model_robot
+        from sequence_ai_ros.params.launch import model_robot
 
         simulator = model_robot(self.args.model).simulator
         self._wait(
@@ -649,7 +649,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.planner == "vlm":
         import secrets
 
-        from sequence_ai_ros.launch_plan import SIM_KEY_ENV
+        from sequence_ai_ros.params.launch import SIM_KEY_ENV
 
         # The launch's gateway takes this key, so the VLM planner can call its /v1/chat.
         os.environ[SIM_KEY_ENV] = secrets.token_urlsafe(24)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from rclpy.node import Node
 
-from sequence_ai_ros.parameters import Spec, declare_read_only
+from sequence_ai_ros.params.spec_table import Spec, declare_read_only
 from sequence_ai_ros.sim.arm import HOME, JOINT_NAMES
 from sequence_ai_ros.sim.render import IMAGE_SIZE, VIEWS
 from sequence_ai_ros.sim.trajectory import Replacement

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from sequence_ai_ros import launch_plan
 from sequence_ai_ros.demo import launcher
 from sequence_ai_ros.demo.planner import Planner
+from sequence_ai_ros.params import launch as launch_plan
 
 NAMESPACE = "clean_stop"
 PATIENCE_S = 60.0

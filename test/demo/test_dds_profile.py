@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support.ros_domains import CONFIG_TESTS, domain
 
-from sequence_ai_ros import launch_plan
+from sequence_ai_ros.params import launch as launch_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / launch_plan.DDS_PROFILE_FILE

@@ -1,4 +1,4 @@
-"""droid.launch.py and the launcher read one plan (sequence_ai_ros.launch_plan) and start the
+"""droid.launch.py and the launcher read one plan (sequence_ai_ros.params.launch) and start the
 same processes from it. `launch`/`launch_ros` are not installable here, so the launch file runs
 against stand-in modules that record what it builds."""
 
@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from sequence_ai_gateway.catalogue import simulated_row
-from sequence_ai_ros import launch_plan
 from sequence_ai_ros.demo import launcher
+from sequence_ai_ros.params import launch as launch_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILE = ROOT / "launch" / "droid.launch.py"

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import sequence_ai_ros
-from sequence_ai_ros.arm import ArmGate, CommandRefused, MotionRules
-from sequence_ai_ros.chunk_trajectory import BLEND_POINTS, LEAD_PERIODS, TrajectoryPlan
-from sequence_ai_ros.commands import CommandMode, Interface
-from sequence_ai_ros.observations import JointSnapshot, StaleObservation
-from sequence_ai_ros.safety import (
+from sequence_ai_ros.commands.chunk_trajectory import BLEND_POINTS, LEAD_PERIODS, TrajectoryPlan
+from sequence_ai_ros.commands.joint_output import CommandMode, Interface
+from sequence_ai_ros.inputs.observation_cache import JointSnapshot, StaleObservation
+from sequence_ai_ros.safety.gate import ArmGate, CommandRefused, MotionRules
+from sequence_ai_ros.safety.joint_rules import (
     SafetyLimits,
     check_gripper,
     check_position_target,
@@ -355,7 +355,7 @@ def test_nothing_but_the_gate_holds_a_command_publisher() -> None:
     """A command output is made in one place, straight into the gate, so that no path can
     command the arm around the gate's checks: `command_output` (command_groups.py, the only
     maker of a CommandPublisher or GroupedCommands for the arm) is called inside ArmGate(...)."""
-    from sequence_ai_ros.dry_run import PLANNED_TOPIC
+    from sequence_ai_ros.safety.dry_run import PLANNED_TOPIC
 
     package = Path(sequence_ai_ros.__file__).parent
     made_in: list[str] = []

@@ -10,7 +10,7 @@ from lifecycle_msgs.msg import Transition
 from support.node_harness import node_parameters
 from support.waiting import wait_for
 
-from sequence_ai_ros.observations import late_frame_advice
+from sequence_ai_ros.inputs.observation_cache import late_frame_advice
 
 
 def test_without_a_key_configure_names_the_variable_and_the_parameter(

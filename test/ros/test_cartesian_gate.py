@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from sequence_ai_ros.cartesian_gate import (
+from sequence_ai_ros.safety.cartesian_rules import (
     SPEED_UNITS,
     UNITLESS,
     CartesianLimits,

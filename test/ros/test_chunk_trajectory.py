@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
-from sequence_ai_ros import chunk_trajectory
-from sequence_ai_ros.chunk_trajectory import (
+from sequence_ai_ros.commands import chunk_trajectory
+from sequence_ai_ros.commands.chunk_trajectory import (
     BLEND_POINTS,
     LEAD_PERIODS,
     TrajectoryPlan,

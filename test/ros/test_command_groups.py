@@ -14,11 +14,11 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 from support.waiting import wait_for
 
-from sequence_ai_ros import parameters
-from sequence_ai_ros.arm import ArmGate, MotionRules
-from sequence_ai_ros.command_groups import CommandGroup, GroupedCommands, group_problems
-from sequence_ai_ros.observations import JointSnapshot
-from sequence_ai_ros.parameters import NodeConfig
+from sequence_ai_ros.commands.group_output import CommandGroup, GroupedCommands, group_problems
+from sequence_ai_ros.inputs.observation_cache import JointSnapshot
+from sequence_ai_ros.params import spec_table as parameters
+from sequence_ai_ros.params.spec_table import NodeConfig
+from sequence_ai_ros.safety.gate import ArmGate, MotionRules
 
 LEFT = [f"left_j{i}" for i in range(6)]
 RIGHT = [f"right_j{i}" for i in range(6)]

@@ -15,7 +15,7 @@ from std_msgs.msg import Float64MultiArray
 from support.waiting import wait_for
 from trajectory_msgs.msg import JointTrajectory
 
-from sequence_ai_ros.commands import CommandPublisher
+from sequence_ai_ros.commands.joint_output import CommandPublisher
 
 JOINTS = ["a", "b", "c"]
 # The catalogue's period: a trajectory point is reached one period after its message.

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sequence_ai import Ending
-from sequence_ai_ros.commands import CommandMode, Interface
-from sequence_ai_ros.goals import (
+from sequence_ai_ros.commands.joint_output import CommandMode, Interface
+from sequence_ai_ros.goals.runner import (
     ENDING_BY_CAUSE,
     ENDING_BY_RUN,
     GoalEnding,
@@ -16,8 +16,8 @@ from sequence_ai_ros.goals import (
     Terminal,
     goal_ending,
 )
-from sequence_ai_ros.observations import StaleObservation
-from sequence_ai_ros.stop_policy import ArmCommand, arm_command
+from sequence_ai_ros.goals.stop_policy import ArmCommand, arm_command
+from sequence_ai_ros.inputs.observation_cache import StaleObservation
 
 
 class _Handle:
@@ -122,7 +122,7 @@ def test_a_stop_keeps_the_first_cause_and_never_reopens_an_ended_goal() -> None:
 
 
 def test_a_take_over_shares_the_run_and_passes_it_on() -> None:
-    from sequence_ai_ros.goal_handover import take_over
+    from sequence_ai_ros.goals.takeover import take_over
 
     first = GoalRun(_Handle(), phase=GoalPhase.RUNNING)  # type: ignore[arg-type]
     first.sent_chunk = 4

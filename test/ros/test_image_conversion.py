@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from sensor_msgs.msg import CompressedImage, Image
 
-from sequence_ai_ros import image_conversion
-from sequence_ai_ros.image_conversion import (
+from sequence_ai_ros.inputs import image_conversion
+from sequence_ai_ros.inputs.image_conversion import (
     ImageConversionError,
     compressed_to_array,
     image_to_array,

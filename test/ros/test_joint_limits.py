@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from ros.test_arm import DUE_S, LIMITS, PERIOD_S, RULES, _chunk_gate, _gate, _play, _rows
 
-from sequence_ai_ros.commands import Interface
-from sequence_ai_ros.joint_limits import (
+from sequence_ai_ros.commands.joint_output import Interface
+from sequence_ai_ros.safety.joint_limits import (
     JointLimit,
     JointLimitsError,
     RateLimits,
@@ -231,8 +231,8 @@ def test_without_joint_limits_only_max_step_applies() -> None:
 
 
 def test_rules_are_refused_for_insane_or_unreadable_limits() -> None:
-    from sequence_ai_ros.arm import MotionRules
-    from sequence_ai_ros.parameters import SPECS, NodeConfig
+    from sequence_ai_ros.params.spec_table import SPECS, NodeConfig
+    from sequence_ai_ros.safety.gate import MotionRules
 
     defaults = {name: spec.default for name, spec in SPECS.items()}
     inverted = from_entry("panda_joint1", {**FULL, "min_position": 2.0, "max_position": 1.0})

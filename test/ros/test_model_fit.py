@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sequence_ai import Model
-from sequence_ai_ros import parameters
-from sequence_ai_ros.model_fit import controller_for, fit_problems
-from sequence_ai_ros.parameters import Interface, NodeConfig
+from sequence_ai_ros.params import spec_table as parameters
+from sequence_ai_ros.params.model_fit import controller_for, fit_problems
+from sequence_ai_ros.params.spec_table import Interface, NodeConfig
 
 PI05 = Model(
     id="sequences/pi05-droid",

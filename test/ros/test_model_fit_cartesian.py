@@ -10,9 +10,10 @@ import pytest
 
 from sequence_ai import Model
 from sequence_ai.controllers import Controller
-from sequence_ai_ros import command_frame, parameters
-from sequence_ai_ros.model_fit import controller_for, fit, fit_problems
-from sequence_ai_ros.parameters import NodeConfig
+from sequence_ai_ros.geometry import command_frame
+from sequence_ai_ros.params import spec_table as parameters
+from sequence_ai_ros.params.model_fit import controller_for, fit, fit_problems
+from sequence_ai_ros.params.spec_table import NodeConfig
 
 EE_DELTA = Model(
     id="sequences/sim-stateless-ee-delta", control_hz=25.0, camera_views=("front",),

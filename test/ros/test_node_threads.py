@@ -10,8 +10,8 @@ from typing import Any
 from support.node_harness import node_parameters
 from support.waiting import wait_for
 
-from sequence_ai_ros.goals import DRIVING_THREAD
-from sequence_ai_ros.joint_feed import JOINT_THREAD
+from sequence_ai_ros.goals.runner import DRIVING_THREAD
+from sequence_ai_ros.inputs.joint_feed import JOINT_THREAD
 
 
 def test_goals_run_on_one_driving_thread_and_cameras_are_never_spun(

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from sensor_msgs.msg import Image, JointState
 
-from sequence_ai_ros.cameras import TakenFrame
-from sequence_ai_ros.observations import ObservationCache, StaleObservation
+from sequence_ai_ros.inputs.camera_feed import TakenFrame
+from sequence_ai_ros.inputs.observation_cache import ObservationCache, StaleObservation
 
 
 class FakeClock:

@@ -11,8 +11,8 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from sequence_ai.session import ValidateMode
-from sequence_ai_ros import parameters
-from sequence_ai_ros.parameters import NodeConfig, check_config
+from sequence_ai_ros.params import spec_table as parameters
+from sequence_ai_ros.params.spec_table import NodeConfig, check_config
 
 
 class Lifecycle:

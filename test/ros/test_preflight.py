@@ -16,7 +16,7 @@ import yaml
 from rclpy.executors import SingleThreadedExecutor
 from support.node_harness import JOINTS, ArmHarness, node_parameters
 
-from sequence_ai_ros import preflight
+from sequence_ai_ros.params import preflight
 
 
 @pytest.fixture
@@ -100,7 +100,7 @@ def test_python_dash_m_runs_it_and_exits_by_the_result(
 ) -> None:
     arguments = _arguments(tmp_path, node_parameters(gateway.url, key_file))
     done = subprocess.run(
-        [sys.executable, "-m", "sequence_ai_ros.preflight", *arguments],
+        [sys.executable, "-m", "sequence_ai_ros.params.preflight", *arguments],
         capture_output=True, text=True, timeout=60, check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -10,8 +10,8 @@ from support.node_harness import node_parameters
 from support.waiting import wait_for
 
 import sequence_ai
-from sequence_ai_ros.model_fit import controller_for, fit_problems
-from sequence_ai_ros.parameters import SPECS, NodeConfig
+from sequence_ai_ros.params.model_fit import controller_for, fit_problems
+from sequence_ai_ros.params.spec_table import SPECS, NodeConfig
 
 
 def test_a_tuned_model_configures_and_runs_a_goal(

@@ -14,16 +14,21 @@ import pytest
 from geometry_msgs.msg import PoseStamped, TransformStamped
 
 import sequence_ai_ros
-from sequence_ai_ros import pose_math
-from sequence_ai_ros.arm import ArmGate, CommandRefused, MotionRules
-from sequence_ai_ros.cartesian_space import EE_ABSOLUTE, EE_DELTA, CartesianRules, CartesianSpace
-from sequence_ai_ros.command_frame import CommandFrame
-from sequence_ai_ros.commands import Interface
-from sequence_ai_ros.observations import JointSnapshot, StaleObservation
-from sequence_ai_ros.parameters import SPECS, NodeConfig
-from sequence_ai_ros.pose_source import TfPoses, TopicPoses
-from sequence_ai_ros.safety import SafetyLimits
-from sequence_ai_ros.stop_policy import ArmCommand, StopCause, arm_command
+from sequence_ai_ros.commands.joint_output import Interface
+from sequence_ai_ros.geometry import pose_math
+from sequence_ai_ros.geometry.command_frame import CommandFrame
+from sequence_ai_ros.goals.stop_policy import ArmCommand, StopCause, arm_command
+from sequence_ai_ros.inputs.observation_cache import JointSnapshot, StaleObservation
+from sequence_ai_ros.inputs.pose_source import TfPoses, TopicPoses
+from sequence_ai_ros.params.spec_table import SPECS, NodeConfig
+from sequence_ai_ros.safety.cartesian_space import (
+    EE_ABSOLUTE,
+    EE_DELTA,
+    CartesianRules,
+    CartesianSpace,
+)
+from sequence_ai_ros.safety.gate import ArmGate, CommandRefused, MotionRules
+from sequence_ai_ros.safety.joint_rules import SafetyLimits
 
 PERIOD_S = 1 / 25
 # The simulated arm's bounds (config/sim-stateless-ee-delta.yaml).

@@ -48,8 +48,8 @@ from support.safety_support import (
 from support.waiting import wait_for
 
 from sequence_ai_interfaces.action import Act
+from sequence_ai_ros.inputs.observation_cache import StaleObservation
 from sequence_ai_ros.node import SequenceAiNode
-from sequence_ai_ros.observations import StaleObservation
 
 SIDE = "node act goal"
 # Hang guards; each cell ends through its own fault first.

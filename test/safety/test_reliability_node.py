@@ -36,14 +36,14 @@ from support.safety_support import (
 from support.waiting import wait_for
 
 import sequence_ai
-from sequence_ai_ros import safety
-from sequence_ai_ros.goal_feedback import request_latency_s
-from sequence_ai_ros.image_conversion import ImageConversionError, to_array
+from sequence_ai_ros.goals.feedback import request_latency_s
+from sequence_ai_ros.inputs.image_conversion import ImageConversionError, to_array
 from sequence_ai_ros.node import SequenceAiNode
-from sequence_ai_ros.parameters import PANDA_LOWER, PANDA_UPPER
+from sequence_ai_ros.params.spec_table import PANDA_LOWER, PANDA_UPPER
+from sequence_ai_ros.safety import joint_rules as safety
 
 GOAL_S = 30.0
-# The readiness watch's thread (sequence_ai_ros/readiness.py).
+# The readiness watch's thread (sequence_ai_ros/bringup/readiness.py).
 READINESS_THREAD = "sequence_ai-readiness"
 NEXT_GOAL_ACTIONS = 16
 MAX_STEP = 0.25

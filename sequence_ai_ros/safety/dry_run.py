@@ -1,0 +1,285 @@
+"""Dry runs (`dry_run` parameter): a goal that runs exactly as a real one — observations,
+requests, chunks, the gate's checks, feedback, result — while nothing reaches the arm. Its
+observations report the planned pose as the arm's joints, so the model continues its own plan.
+
+Its commands go to a separate sink: `~/planned` (the real command's message type),
+`~/planned_gripper`, and a `sensor_msgs/JointState` ghost of the planned pose on
+`~/planned_joint_states` for RViz or Foxglove. A second `ArmGate` checks them, against the plan
+itself once it has a pose (the real arm does not move) and the first step against the measured
+joints; `GateSwitch` picks the gate when a goal begins and keeps it to the goal's end, so a dry
+goal can never turn into a real one.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+from rclpy.lifecycle import LifecycleNode
+from sensor_msgs.msg import JointState
+
+from sequence_ai_ros.commands.cartesian_output import PlannedCartesian
+from sequence_ai_ros.commands.chunk_trajectory import TrajectoryPlan
+from sequence_ai_ros.commands.joint_output import (
+    COMMAND_QOS,
+    CommandMode,
+    CommandPublisher,
+    Interface,
+)
+from sequence_ai_ros.inputs.observation_cache import JointSnapshot
+from sequence_ai_ros.params.spec_table import NodeConfig
+from sequence_ai_ros.safety.cartesian_space import CartesianSpace
+from sequence_ai_ros.safety.gate import ArmGate, Measurements, MotionRules
+
+PLANNED_TOPIC = "~/planned"
+PLANNED_GRIPPER_TOPIC = "~/planned_gripper"
+GHOST_TOPIC = "~/planned_joint_states"
+
+
+class PlannedOutput:
+    """The dry run's command sink (a `CommandOutput`): the planned commands and their ghost.
+
+    The gate publishes from the driving thread; the ghost timer (the executor's) samples a
+    planned trajectory at the control rate. `_lock` guards the pose fields.
+    """
+
+    def __init__(
+        self,
+        node: LifecycleNode,
+        *,
+        joint_names: Sequence[str],
+        interface: Interface,
+        command_type: str,
+        gripper: bool,
+        period_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._node = node
+        self._joint_names = list(joint_names)
+        self._period_s = period_s
+        self._clock = clock
+        self._commands = CommandPublisher(
+            node,
+            joint_names=joint_names,
+            interface=interface,
+            command_topic=PLANNED_TOPIC,
+            command_type=command_type,
+            gripper_topic=PLANNED_GRIPPER_TOPIC if gripper else "",
+            period_s=period_s,
+        )
+        self._ghost = node.create_lifecycle_publisher(JointState, GHOST_TOPIC, COMMAND_QOS)
+        # Lock order: a leaf, taken under the dry gate's ArmGate._lock (2).
+        self._lock = threading.Lock()
+        # The planned pose: the last position target (or velocities integrated from `_base`,
+        # the measured pose the plan started at), or the trajectory in force.
+        self._pose: list[float] | None = None
+        self._base: list[float] | None = None
+        self._plan: TrajectoryPlan | None = None
+        self._timer = node.create_timer(period_s, self._sample_plan)
+        self._timer.cancel()
+
+    @property
+    def interface(self) -> Interface:
+        return self._commands.interface
+
+    def restart(self) -> None:
+        """A dry goal begins: its plan starts from the measured arm."""
+        with self._lock:
+            self._pose = self._base = self._plan = None
+        self._timer.cancel()
+
+    def pose(self, measured: Sequence[float]) -> list[float]:
+        """Where the plan has the arm now; `measured` until it has a pose."""
+        with self._lock:
+            if self._plan is not None:
+                return self._plan.position_at(self._clock())
+            if self._pose is None:
+                self._base = list(measured)
+                return list(measured)
+            return list(self._pose)
+
+    def publish_arm(self, values: Sequence[float]) -> None:
+        self._commands.publish_arm(values)
+        with self._lock:
+            self._plan = None
+            if self.interface is Interface.VELOCITY:
+                start = self._pose if self._pose is not None else self._base
+                if start is not None:
+                    self._pose = [p + v * self._period_s for p, v in zip(start, values)]
+            else:
+                self._pose = [float(v) for v in values]
+            ghost = self._pose
+        self._timer.cancel()
+        if ghost is not None:
+            self._publish_ghost(ghost)
+
+    def publish_trajectory(self, plan: TrajectoryPlan) -> None:
+        self._commands.publish_trajectory(plan)
+        with self._lock:
+            self._plan = plan
+        self._sample_plan()
+        self._timer.reset()
+
+    def publish_gripper(self, values: Sequence[float]) -> None:
+        self._commands.publish_gripper(values)
+
+    def command_rate_hz(self) -> float:
+        return self._commands.command_rate_hz()
+
+    def destroy(self) -> None:
+        self._node.destroy_timer(self._timer)
+        self._node.destroy_lifecycle_publisher(self._ghost)
+        self._commands.destroy()
+
+    def _sample_plan(self) -> None:
+        with self._lock:
+            plan = self._plan
+            now = self._clock()
+        if plan is None:
+            return
+        self._publish_ghost(plan.position_at(now))
+        if now > plan.end_s:
+            self._timer.cancel()
+
+    def _publish_ghost(self, positions: Sequence[float]) -> None:
+        msg = JointState(name=self._joint_names, position=[float(p) for p in positions])
+        msg.header.stamp = self._node.get_clock().now().to_msg()
+        self._ghost.publish(msg)
+
+
+class PlannedMeasurements:
+    """The dry gate's measurements: the real inputs' freshness, the plan's pose."""
+
+    def __init__(self, real: Measurements, output: PlannedOutput) -> None:
+        self._real = real
+        self._output = output
+
+    def joints(self, max_age_s: float) -> JointSnapshot:
+        # A stale joint state stops a dry goal as it would a real one.
+        snapshot = self._real.joints(max_age_s)
+        return replace(snapshot, positions=self._output.pose(snapshot.positions))
+
+    def ages(self) -> Mapping[str, float | None]:
+        return self._real.ages()
+
+
+class GateSwitch:
+    """The gate a goal drives: the arm's, or the dry run's — chosen by the goal's rules when
+    it begins, kept until the next begins. Between goals only the arm's gate republishes.
+
+    Called by the goal's driving thread, but `republish_hold` and the rates (executor).
+    """
+
+    def __init__(
+        self, real: ArmGate, dry: ArmGate, planned: PlannedOutput | PlannedCartesian
+    ) -> None:
+        self._real = real
+        self._dry = dry
+        self._planned = planned
+        self._active = real
+        # A dry goal runs: the arm's idle hold is not republished meanwhile (nothing reaches
+        # the arm during a dry goal).
+        self._dry_goal = threading.Event()
+
+    @property
+    def interface(self) -> Interface:
+        return self._real.interface
+
+    @property
+    def mode(self) -> CommandMode:
+        return self._real.mode
+
+    @property
+    def dry_run(self) -> bool:
+        """The running (or last) goal is a dry run."""
+        return self._active is self._dry
+
+    def observed(self, joints: JointSnapshot) -> JointSnapshot:
+        """The joints an observation reports: during a dry goal the planned pose, so the model
+        continues its own plan (the cameras still show the unmoved arm)."""
+        if not self._dry_goal.is_set():
+            return joints
+        return replace(joints, positions=self._planned.pose(joints.positions))
+
+    def begin_goal(self, rules: MotionRules) -> None:
+        if rules.dry_run:
+            self._planned.restart()
+            self._dry_goal.set()
+            self._active = self._dry
+        else:
+            self._active = self._real
+        self._active.begin_goal(rules)
+
+    def end_goal(self) -> None:
+        self._active.end_goal()
+        self._dry_goal.clear()
+
+    def check(self, row: Sequence[float]) -> str | None:
+        return self._active.check(row)
+
+    def publish(self, row: Sequence[float]) -> None:
+        self._active.publish(row)
+
+    def publish_chunk(self, rows: Sequence[Sequence[float]], first_due_s: float) -> str | None:
+        return self._active.publish_chunk(rows, first_due_s)
+
+    def pause(self) -> None:
+        self._active.pause()
+
+    def hold(self) -> str | None:
+        return self._active.hold()
+
+    def republish_hold(self, rules: MotionRules) -> None:
+        if not self._dry_goal.is_set():
+            self._real.republish_hold(rules)
+
+    def command_rate_hz(self) -> float:
+        """The arm's command rate (a dry run's commands are not the arm's)."""
+        return self._real.command_rate_hz()
+
+    def destroy(self) -> None:
+        self._real.destroy()
+        self._dry.destroy()
+
+
+def gate_switch(
+    node: LifecycleNode,
+    real: ArmGate,
+    measurements: Measurements,
+    *,
+    config: NodeConfig,
+    period_s: float,
+    space: CartesianSpace | None = None,
+) -> GateSwitch:
+    """The arm's gate beside a dry-run gate of the same rules on the planned sink."""
+    if space is not None:
+        # An ee model: the same Cartesian rules, the commands on ~/planned.
+        cartesian = PlannedCartesian(
+            node, space=space.space, topic=PLANNED_TOPIC,
+            command_frame=config.command_frame or config.base_frame,
+            gripper_topic=PLANNED_GRIPPER_TOPIC if config.gripper_command_topic else "",
+        )
+        dry_ee = ArmGate(
+            cartesian, PlannedMeasurements(measurements, cartesian), joints=0,
+            period_s=period_s, log=node.get_logger(), mode=real.mode, space=space,
+        )
+        return GateSwitch(real, dry_ee, cartesian)
+    planned = PlannedOutput(
+        node,
+        joint_names=config.joint_names,
+        interface=config.command_interface,
+        command_type=config.command_type,
+        gripper=bool(config.gripper_command_topic),
+        period_s=period_s,
+    )
+    dry = ArmGate(
+        planned,
+        PlannedMeasurements(measurements, planned),
+        joints=len(config.joint_names),
+        period_s=period_s,
+        log=node.get_logger(),
+        mode=real.mode,
+    )
+    return GateSwitch(real, dry, planned)
