@@ -60,7 +60,8 @@ class _Arm:
 
 def _rules(limits_on: bool) -> Any:
     """The gate's rules from config/droid.yaml, its speed limits switched on or off."""
-    from sequence_ai_ros.params.spec_table import SPECS, NodeConfig
+    from sequence_ai_ros.params.node_config import NodeConfig
+    from sequence_ai_ros.params.spec_table import SPECS
     from sequence_ai_ros.safety.gate import MotionRules
     from sequence_ai_ros.safety.joint_limits import resolve
 
@@ -78,7 +79,7 @@ def _rules(limits_on: bool) -> Any:
 
 def _gate_cost(limits_on: bool, mode: str, steps: int) -> Summary:
     """Microseconds per row through the gate (check + publish, or one chunk's trajectory)."""
-    from sequence_ai_ros.commands.joint_output import CommandMode, Interface
+    from sequence_ai_ros.commands.kinds import CommandMode, Interface
     from sequence_ai_ros.safety.gate import ArmGate
 
     now = [1000.0]

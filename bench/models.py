@@ -337,7 +337,8 @@ class GateCost:
 
 
 def _cartesian_rules(setup: Setup) -> Any:
-    from sequence_ai_ros.params.spec_table import SPECS, NodeConfig
+    from sequence_ai_ros.params.node_config import NodeConfig
+    from sequence_ai_ros.params.spec_table import SPECS
     from sequence_ai_ros.safety.gate import MotionRules
 
     named = {k: v for k, v in setup.parameters.items() if k in SPECS}
@@ -375,7 +376,7 @@ def cartesian_rows(space: str, k: int) -> tuple[list[float], list[float]]:
 def cartesian_gate_cost(setup: Setup, hz: float, steps: int) -> GateCost:
     """Per step: the measured pose from the pose source the node runs here (ee_pose_topic;
     tf2_ros does not import on this machine), the gate's check, its publish."""
-    from sequence_ai_ros.commands.joint_output import Interface
+    from sequence_ai_ros.commands.kinds import Interface
     from sequence_ai_ros.inputs.pose_source import TopicPoses
     from sequence_ai_ros.safety.cartesian_space import CartesianSpace
     from sequence_ai_ros.safety.gate import ArmGate
@@ -413,7 +414,7 @@ def joint_gate_cost(steps: int) -> GateCost:
     """bench/bringup.py's joint step (config/droid.yaml's Panda limits on), split like the
     Cartesian path: the joints' snapshot, the check, the publish."""
     from bench.bringup import PERIOD_S, VIEWS, _rules, _sway
-    from sequence_ai_ros.commands.joint_output import Interface
+    from sequence_ai_ros.commands.kinds import Interface
     from sequence_ai_ros.safety.gate import ArmGate
 
     now = [1000.0]

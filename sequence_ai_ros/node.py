@@ -35,8 +35,7 @@ from sequence_ai_ros.bringup.readiness import Readiness
 from sequence_ai_ros.goals.instruction import shown
 from sequence_ai_ros.goals.runner import GoalRunner, ResultReason, StopCause, goal_problem
 from sequence_ai_ros.inputs.sent_images import serve_current_frames
-from sequence_ai_ros.params import spec_table as parameters
-from sequence_ai_ros.params.spec_table import NodeConfig
+from sequence_ai_ros.params import config_checks, spec_table
 from sequence_ai_ros.safety.gate import MotionRules
 from sequence_ai_ros.safety.motion_enable import Blocked, MotionEnable
 
@@ -82,9 +81,9 @@ class SequenceAiNode(LifecycleNode):
         super().__init__(node_name, **kwargs)
         guard_change_state(self, self.get_logger().warning)
         self._configuring = ConfigureProbe()
-        parameters.declare(self)
+        spec_table.declare(self)
         self.add_on_set_parameters_callback(
-            parameters.validation_callback(self._parameter_values, self._configured_as)
+            config_checks.validation_callback(self._parameter_values, self._configured_as)
         )
         self.health = HealthRecord()
         # Lock order: a leaf (nothing is taken under it).
@@ -222,8 +221,8 @@ class SequenceAiNode(LifecycleNode):
     def _configure(self) -> None:
         self._destroy_orphans()
         # joint_names may have changed since construction: their joint_limits.* too.
-        parameters.declare_joint_limits(self, list(self.get_parameter("joint_names").value))
-        config = NodeConfig.from_node(self)
+        spec_table.declare_joint_limits(self, list(self.get_parameter("joint_names").value))
+        config = spec_table.read_config(self)
         configured = configure(
             self, config, health=self.health, on_warming=self._on_warming,
             probe=self._configuring,
@@ -282,7 +281,7 @@ class SequenceAiNode(LifecycleNode):
             return GoalResponse.REJECT
         blocked = self._enable.blocked()
         problem = blocked[1] if blocked is not None else goal_problem(
-            goal, NodeConfig.from_node(self).max_instruction_chars
+            goal, spec_table.read_config(self).max_instruction_chars
         )
         if not problem and (runner := self._runner()) is not None:
             problem = runner.handover_problem(goal)
@@ -355,7 +354,7 @@ class SequenceAiNode(LifecycleNode):
         if configured is None:
             return
         gate = configured.gate
-        config = NodeConfig.from_node(self)
+        config = spec_table.read_config(self)
         if not config.hold_between_goals:
             return
         try:
@@ -388,7 +387,7 @@ class SequenceAiNode(LifecycleNode):
         return state if state in ("inactive", "active") else None
 
     def _parameter_values(self) -> dict[str, Any]:
-        return {name: self.get_parameter(name).value for name in parameters.SPECS}
+        return {name: self.get_parameter(name).value for name in spec_table.SPECS}
 
 
 def _nothing() -> None:

@@ -16,6 +16,7 @@ from sequence_ai_ros.bringup.diagnostics import HealthRecord
 from sequence_ai_ros.bringup.lifecycle_guard import ConfigureProbe
 from sequence_ai_ros.commands import group_output as command_groups
 from sequence_ai_ros.commands.group_output import command_output
+from sequence_ai_ros.commands.kinds import EE_SPACES
 from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.geometry.command_frame import command_frame
 from sequence_ai_ros.goals.driving import GoalParts
@@ -24,10 +25,10 @@ from sequence_ai_ros.inputs.camera_feed import Cameras
 from sequence_ai_ros.inputs.joint_feed import JointFeed
 from sequence_ai_ros.inputs.observation_cache import ObservationCache
 from sequence_ai_ros.inputs.pose_source import PoseSource, TfPoses, open_pose_source
-from sequence_ai_ros.params import spec_table as parameters
+from sequence_ai_ros.params import config_checks, spec_table
 from sequence_ai_ros.params.model_fit import fit, space_of
-from sequence_ai_ros.params.spec_table import NodeConfig
-from sequence_ai_ros.safety.cartesian_space import EE_SPACES, CartesianSpace
+from sequence_ai_ros.params.node_config import NodeConfig
+from sequence_ai_ros.safety.cartesian_space import CartesianSpace
 from sequence_ai_ros.safety.dry_run import GateSwitch, gate_switch
 from sequence_ai_ros.safety.gate import ArmGate
 
@@ -71,7 +72,7 @@ def configure(
     """Check `config` against the service's catalogue and build the parts; a failure raises
     `ConfigureError` (or what a part raised) with nothing left behind. The catalogue read is
     bounded by configure_timeout_s, and `probe` lets a shutdown end it at once."""
-    problems = parameters.check_config(config)
+    problems = config_checks.check_config(config)
     if problems:
         raise ConfigureError("; ".join(problems))
     try:
@@ -97,7 +98,7 @@ def configure(
         raise ConfigureError("; ".join(problems))
     if not model.control_hz or model.control_hz <= 0:
         raise ConfigureError(f"model {model.short_id} has no control_hz in its catalogue row")
-    if problem := parameters.rate_problem(config, model.control_hz):
+    if problem := config_checks.rate_problem(config, model.control_hz):
         raise ConfigureError(problem)
     # Played at the catalogue's rate, the rate every step is checked at, whatever a chunk
     # says about itself.
@@ -161,7 +162,7 @@ def configure(
             state_names=[*joint_names, *config.grippers],
             period_s=period_s,
             health=health,
-            live_config=lambda: NodeConfig.from_node(node),
+            live_config=lambda: spec_table.read_config(node),
             error=node.get_logger().error,
             frames=cache.newest_frames,
         )
@@ -192,7 +193,7 @@ def configure(
         built[-1] = gate.destroy
         runner = GoalRunner(
             GoalParts(policy, model, controller, cache, gate, health, episodes),
-            live_config=lambda: NodeConfig.from_node(node),
+            live_config=lambda: spec_table.read_config(node),
             log=node.get_logger(),
             wake=wake,
         )

@@ -20,9 +20,10 @@ from std_msgs.msg import Float64MultiArray
 
 from sequence_ai_ros.commands.chunk_trajectory import TrajectoryPlan
 from sequence_ai_ros.commands.joint_output import COMMAND_QOS
+from sequence_ai_ros.commands.kinds import EE_DELTA, Interface
 from sequence_ai_ros.geometry import pose_math
-from sequence_ai_ros.params.spec_table import Interface, NodeConfig
-from sequence_ai_ros.safety.cartesian_space import EE_DELTA, WIDTH
+from sequence_ai_ros.params.node_config import NodeConfig
+from sequence_ai_ros.safety.cartesian_space import WIDTH
 
 
 class CartesianCommands:

@@ -20,13 +20,8 @@ from std_msgs.msg import Float64MultiArray
 from sequence_ai_ros.commands.cartesian_output import CartesianCommands, cartesian_output
 from sequence_ai_ros.commands.chunk_trajectory import TrajectoryPlan
 from sequence_ai_ros.commands.joint_output import COMMAND_QOS, CommandPublisher
-from sequence_ai_ros.params.spec_table import (
-    COMMAND_TYPES,
-    FLOAT64_MULTI_ARRAY,
-    Interface,
-    NodeConfig,
-)
-from sequence_ai_ros.safety.cartesian_space import EE_SPACES
+from sequence_ai_ros.commands.kinds import COMMAND_TYPES, EE_SPACES, FLOAT64_MULTI_ARRAY, Interface
+from sequence_ai_ros.params.node_config import NodeConfig
 
 PREFIX = "command_groups"
 FIELDS = ("joints", "topic", "type")

@@ -20,17 +20,12 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from sequence_ai_ros.commands.chunk_trajectory import TrajectoryPlan
-
-# Interface and CommandMode are the parameter layer's; imported from here too.
-from sequence_ai_ros.params.spec_table import (
+from sequence_ai_ros.commands.kinds import (
     FLOAT64_MULTI_ARRAY,
     JOINT_STATE,
     JOINT_TRAJECTORY,
-    CommandMode,
     Interface,
 )
-
-__all__ = ["COMMAND_QOS", "CommandMode", "CommandPublisher", "Interface"]
 
 # Controllers subscribe reliable; depth 1 because only the newest command matters.
 COMMAND_QOS = QoSProfile(

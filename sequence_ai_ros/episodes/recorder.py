@@ -33,7 +33,7 @@ from sequence_ai_ros.bringup.diagnostics import HealthRecord
 from sequence_ai_ros.episodes.cameras import CameraSampler
 from sequence_ai_ros.episodes.episode import Disposition, Episode
 from sequence_ai_ros.episodes.reader import EPISODE_RECORD
-from sequence_ai_ros.params.spec_table import NodeConfig
+from sequence_ai_ros.params.node_config import NodeConfig
 
 if TYPE_CHECKING:
     from sequence_ai_ros.episodes.writer import WriterStats

@@ -18,7 +18,7 @@ from typing import Protocol
 from rclpy.time import Time
 
 from sequence_ai_ros.geometry.pose_math import Transform, pose_vector_to_pose
-from sequence_ai_ros.inputs.observation_cache import StaleObservation
+from sequence_ai_ros.inputs.freshness import StaleObservation
 from sequence_ai_ros.inputs.pose_source import TransformLookup
 
 # Which transform runs, as /diagnostics says it (`command_frame_source`).

@@ -15,7 +15,7 @@ import sequence_ai
 from sequence_ai import RunStatus
 from sequence_ai.controllers import Controller
 from sequence_ai_ros.bringup.diagnostics import HealthRecord
-from sequence_ai_ros.commands.joint_output import CommandMode
+from sequence_ai_ros.commands.kinds import CommandMode
 from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.goals.feedback import GoalFeedback
 from sequence_ai_ros.goals.goal_state import GoalPhase, GoalRun
@@ -23,9 +23,10 @@ from sequence_ai_ros.goals.instruction import shown
 from sequence_ai_ros.goals.results import GoalEnd, GoalResults
 from sequence_ai_ros.goals.stop_policy import ArmCommand, arm_command
 from sequence_ai_ros.goals.takeover import RunBaton, handed_over_outcome, own_outcome
-from sequence_ai_ros.inputs.observation_cache import ObservationCache, StaleObservation
+from sequence_ai_ros.inputs.freshness import StaleObservation
+from sequence_ai_ros.inputs.observation_cache import ObservationCache
 from sequence_ai_ros.inputs.sent_images import LastFrames
-from sequence_ai_ros.params.spec_table import NodeConfig
+from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.safety.dry_run import GateSwitch
 from sequence_ai_ros.safety.gate import MotionRules
 

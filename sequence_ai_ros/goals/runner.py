@@ -36,7 +36,7 @@ from sequence_ai_ros.goals.stop_policy import (
 )
 from sequence_ai_ros.goals.takeover import handover_problem, take_over
 from sequence_ai_ros.inputs.sent_images import LastFrames
-from sequence_ai_ros.params.spec_table import NodeConfig
+from sequence_ai_ros.params.node_config import NodeConfig
 
 # The names other modules and tests import from here (their home is the module named above).
 __all__ = [

@@ -22,7 +22,7 @@ from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.goals.feedback import GoalFeedback
 from sequence_ai_ros.goals.goal_state import GoalPhase, GoalRun
 from sequence_ai_ros.goals.stop_policy import StopCause
-from sequence_ai_ros.params.spec_table import NodeConfig
+from sequence_ai_ros.params.node_config import NodeConfig
 
 __all__ = ["RunBaton", "handed_over_outcome", "handover_problem", "own_outcome", "take_over"]
 

@@ -16,6 +16,7 @@ import numpy as np
 from sensor_msgs.msg import CompressedImage, Image, JointState
 
 from sequence_ai_ros.inputs.camera_feed import TakenFrame
+from sequence_ai_ros.inputs.freshness import StaleObservation, check_camera_age
 from sequence_ai_ros.inputs.image_conversion import MAX_FRAME_PIXELS, ImageConversionError, to_array
 
 # A camera age read (the gate's check, diagnostics) takes a frame only when the one in hand is
@@ -62,22 +63,6 @@ class _JointStateSeen:
     names: tuple[str, ...] = ()
     # Why the last message was unusable ("" when it was usable).
     problem: str = ""
-
-
-def check_camera_age(view: str, age_s: float | None, max_age_s: float) -> None:
-    """The one freshness rule of a camera, for a request's frames and for the gate's check:
-    StaleObservation when `view` has no frame (`age_s` None) or one older than `max_age_s`."""
-    if age_s is None:
-        raise StaleObservation(f"camera {view}: no image received yet")
-    if age_s > max_age_s:
-        raise StaleObservation(
-            f"camera {view}: newest image is {age_s:.3f} s old; max_image_age_s is "
-            f"{max_age_s:.3f}"
-        )
-
-
-class StaleObservation(RuntimeError):
-    """An input is missing, too old or invalid: the goal stops rather than send it."""
 
 
 class PoseInput(Protocol):

@@ -25,7 +25,7 @@ from rclpy.time import Time
 
 from sequence_ai_ros.bringup.side_executor import SideExecutor
 from sequence_ai_ros.geometry import pose_math
-from sequence_ai_ros.inputs.observation_cache import StaleObservation
+from sequence_ai_ros.inputs.freshness import StaleObservation
 from sequence_ai_ros.safety.cartesian_rules import Pose
 
 TF2 = "tf2"

@@ -195,7 +195,7 @@ def node_path(namespace: str, name: str = NODE_NAME) -> str:
 
 def share_file(relative: str) -> Path:
     """A file of the package: this checkout's when run from source, else the installed one."""
-    source = Path(__file__).resolve().parents[1] / relative
+    source = Path(__file__).resolve().parents[2] / relative
     if source.is_file():
         return source
     try:

@@ -6,10 +6,9 @@ from dataclasses import replace
 
 from sequence_ai import Model
 from sequence_ai.controllers import Controller, joint_position_problem
-from sequence_ai_ros.commands.joint_output import CommandMode, Interface
+from sequence_ai_ros.commands.kinds import EE_SPACES, CommandMode, Interface
 from sequence_ai_ros.geometry import command_frame
-from sequence_ai_ros.params.spec_table import NodeConfig
-from sequence_ai_ros.safety.cartesian_space import EE_SPACES
+from sequence_ai_ros.params.node_config import NodeConfig
 
 
 def space_of(model: Model) -> str:

@@ -30,12 +30,11 @@ from sensor_msgs.msg import CompressedImage, Image, JointState
 import sequence_ai
 from sequence_ai_ros.bringup.api_key_source import ApiKeyError, read_api_key
 from sequence_ai_ros.commands import group_output as command_groups
+from sequence_ai_ros.commands.kinds import EE_SPACES, FLOAT64_MULTI_ARRAY
 from sequence_ai_ros.inputs.image_conversion import ImageConversionError, to_array
-from sequence_ai_ros.params import preflight_cartesian
-from sequence_ai_ros.params import spec_table as parameters
+from sequence_ai_ros.params import config_checks, preflight_cartesian, spec_table
 from sequence_ai_ros.params.model_fit import controller_for, fit_problems, space_of
-from sequence_ai_ros.params.spec_table import FLOAT64_MULTI_ARRAY, NodeConfig
-from sequence_ai_ros.safety.cartesian_space import EE_SPACES
+from sequence_ai_ros.params.node_config import NodeConfig
 
 NODE_NAME = "sequence_ai"
 # How long each input topic is listened to.
@@ -110,7 +109,7 @@ def _listen(
 
 
 def check_parameters(config: NodeConfig) -> list[Check]:
-    problems = parameters.check_config(config)
+    problems = config_checks.check_config(config)
     limit_words = ("limit", "max_step")
     limits = [p for p in problems if any(w in p for w in limit_words)]
     others = [p for p in problems if p not in limits]
@@ -258,7 +257,7 @@ def check_pose(
 
 def run_checks(node: Node, executor: SingleThreadedExecutor) -> list[Check]:
     """Every check, in report order (inputs are listened to once, together)."""
-    config = NodeConfig.from_node(node)
+    config = spec_table.read_config(node)
     checks = check_parameters(config)
     service, model = check_service(config)
     checks += service
@@ -288,7 +287,7 @@ def main(args: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     try:
-        parameters.declare(node)
+        spec_table.declare(node)
         checks = run_checks(node, executor)
     finally:
         executor.shutdown()

@@ -1,10 +1,9 @@
-"""The node's parameters: descriptors, validation with reasons, and one snapshot type."""
+"""The node's parameter table: each parameter's default, meaning and accepted values, its ROS
+descriptor, the check of one value with its reason, and reading a snapshot from a node."""
 
 from __future__ import annotations
 
-import enum
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,42 +11,25 @@ from rcl_interfaces.msg import (
     FloatingPointRange,
     IntegerRange,
     ParameterDescriptor,
-    SetParametersResult,
 )
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-import sequence_ai_ros.safety.cartesian_rules as cartesian_gate
-from sequence_ai.session import VALIDATE_MODES, ValidateMode
+from sequence_ai.session import VALIDATE_MODES
 from sequence_ai.speed import AUTO, MIN_SPEED
 from sequence_ai.transport import MAX_IN_FLIGHT
+from sequence_ai_ros.commands.kinds import (
+    COMMAND_INTERFACES,
+    COMMAND_MODES,
+    COMMAND_TYPES,
+    FLOAT64_MULTI_ARRAY,
+    JOINT_TRAJECTORY,
+)
 from sequence_ai_ros.inputs.image_conversion import MAX_FRAME_PIXELS
-from sequence_ai_ros.safety import joint_limits
+from sequence_ai_ros.params.node_config import NodeConfig
+from sequence_ai_ros.safety import cartesian_rules, joint_limits
 from sequence_ai_ros.safety.joint_limits import JointLimit, JointLimitsError
 
-FLOAT64_MULTI_ARRAY = "std_msgs/msg/Float64MultiArray"
-JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
-JOINT_STATE = "sensor_msgs/msg/JointState"
-COMMAND_TYPES = (FLOAT64_MULTI_ARRAY, JOINT_TRAJECTORY, JOINT_STATE)
-
-
-class Interface(str, enum.Enum):
-    """What an arm command carries (the `command_interface` parameter)."""
-
-    POSITION = "position"
-    VELOCITY = "velocity"
-
-
-class CommandMode(str, enum.Enum):
-    """How the arm is commanded (the `command_mode` parameter, `auto` resolved)."""
-
-    STEP = "step"  # one command per control period
-    CHUNK = "chunk"  # each chunk as one timed JointTrajectory
-
-
-AUTO_MODE = "auto"
-COMMAND_INTERFACES = tuple(interface.value for interface in Interface)
-COMMAND_MODES = (AUTO_MODE, *(mode.value for mode in CommandMode))
 TRANSPORTS = ("raw", "compressed")
 
 PANDA_JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
@@ -204,7 +186,7 @@ SPECS: dict[str, Spec] = {
     "servo_command_type": Spec(
         "unitless", "MoveIt Servo's command_in_type: unitless (each twist value in [-1, 1], "
         "Servo scales it) | speed_units (the node sends row x linear/rotational_scale in m/s, "
-        "rad/s) (ee_delta)", at_configure=True, choices=cartesian_gate.SERVO_COMMAND_TYPES,
+        "rad/s) (ee_delta)", at_configure=True, choices=cartesian_rules.SERVO_COMMAND_TYPES,
     ),
     "linear_scale": Spec(
         0.4, "m/s per unit of an ee_delta row's linear part: Servo's scale.linear (ee_delta)",
@@ -376,128 +358,6 @@ TYPE_NAMES = {
 }
 
 
-@dataclass(frozen=True)
-class NodeConfig:
-    """A consistent snapshot of every parameter."""
-
-    model: str
-    base_url: str
-    api_key_file: str
-    validate_mode: ValidateMode
-    camera_views: tuple[str, ...]
-    camera_topics: tuple[str, ...]
-    camera_transports: tuple[str, ...]
-    joint_states_topic: str
-    joint_names: tuple[str, ...]
-    gripper_joint: str
-    command_interface: Interface
-    command_topic: str
-    command_type: str
-    # `auto` resolved by the command type (an explicit chunk is checked by check_config).
-    command_mode: CommandMode
-    gripper_command_topic: str
-    velocity_scale: float
-    prefetch: bool
-    max_in_flight: int
-    playback_speed: float | str
-    smooth_seam: int
-    configure_timeout_s: float
-    max_control_hz: float
-    max_joint_velocity: float
-    max_instruction_chars: int
-    startup_timeout_s: float
-    jpeg_quality: int
-    max_goal_seconds: float
-    max_state_age_s: float
-    max_image_age_s: float
-    max_frame_pixels: int
-    joint_lower_limits: tuple[float, ...]
-    joint_upper_limits: tuple[float, ...]
-    max_step: float
-    hold_between_goals: bool
-    hold_republish_hz: float
-    input_wait_s: float
-    record: str
-    record_dir: str
-    record_max_mb: float
-    record_cameras_hz: float
-    dry_run: bool = False
-    enable_topic: str = ""
-    enable_timeout_s: float = 0.5
-    joint_limits_file: str = ""
-    # Per joint_names entry: its ros2_control limits (joint_limits.py), from the file and the
-    # joint_limits.<joint>.* parameters; why they could not be read ("" when they could).
-    joint_limits: tuple[JointLimit, ...] = ()
-    joint_limits_problem: str = ""
-    gripper_joints: tuple[str, ...] = ()
-    command_groups: tuple[str, ...] = ()
-    base_frame: str = "panda_link0"
-    ee_frame: str = "panda_hand_tcp"
-    command_frame: str = ""
-    command_frame_transform: tuple[float, ...] = ()
-    ee_pose_topic: str = "ee_pose"
-    twist_topic: str = "servo_node/delta_twist_cmds"
-    pose_target_topic: str = "cartesian_motion_controller/target_frame"
-    servo_command_type: str = "unitless"
-    linear_scale: float = 0.4
-    rotational_scale: float = 0.8
-    workspace_min: tuple[float, ...] = (0.2, -0.45, 0.05)
-    workspace_max: tuple[float, ...] = (0.8, 0.45, 0.8)
-    max_linear_speed: float = 0.5
-    max_angular_speed: float = 1.0
-    max_pose_age_s: float = 0.25
-
-    @property
-    def grippers(self) -> tuple[str, ...]:
-        """The gripper joints in the model's order: gripper_joints, or the one gripper_joint."""
-        return self.gripper_joints or ((self.gripper_joint,) if self.gripper_joint else ())
-
-    @property
-    def gripper_parameter(self) -> str:
-        """The parameter that names the grippers, for refusals."""
-        return "gripper_joints" if self.gripper_joints else "gripper_joint"
-
-    @classmethod
-    def from_values(cls, values: dict[str, Any]) -> NodeConfig:
-        """The snapshot of parameter values; a refused enum value raises ValueError naming it."""
-        converted = {
-            name: tuple(value) if isinstance(value, (list, tuple)) else value
-            for name, value in values.items()
-        }
-        refused = [
-            reason
-            for name in ("validate_mode", "command_interface", "command_mode")
-            if (reason := check_value(name, converted[name])) is not None
-        ]
-        if refused:
-            raise ValueError("; ".join(refused))
-        converted["validate_mode"] = ValidateMode(converted["validate_mode"])
-        interface = converted["command_interface"] = Interface(converted["command_interface"])
-        converted["command_mode"] = _resolved_mode(
-            converted["command_mode"], converted["command_type"], interface
-        )
-        return cls(**converted)
-
-    @classmethod
-    def from_node(cls, node: Node) -> NodeConfig:
-        values = {name: node.get_parameter(name).value for name in SPECS}
-        try:
-            values["joint_limits"] = read_joint_limits(
-                node, values["joint_names"], values["joint_limits_file"]
-            )
-        except JointLimitsError as exc:
-            values["joint_limits_problem"] = str(exc)
-        return cls.from_values(values)
-
-
-def _resolved_mode(mode: str, command_type: str, interface: Interface) -> CommandMode:
-    """The `command_mode` in force: `auto` is chunk for a JointTrajectory of positions."""
-    if mode != AUTO_MODE:
-        return CommandMode(mode)
-    chunk = command_type == JOINT_TRAJECTORY and interface is Interface.POSITION
-    return CommandMode.CHUNK if chunk else CommandMode.STEP
-
-
 def declare_joint_limits(node: Node, joint_names: list[str]) -> None:
     """Declare `joint_limits.<joint>.<field>` for each joint not declared yet (the params file's
     values apply here). Dynamically typed: an integer limit from YAML is accepted."""
@@ -527,6 +387,18 @@ def read_joint_limits(node: Node, joint_names: list[str], path: str) -> tuple[Jo
     }
     table = joint_limits.load_file(path) if path else {}
     return joint_limits.resolve(joint_names, given, table)
+
+
+def read_config(node: Node) -> NodeConfig:
+    """The snapshot of `node`'s parameters, with each joint's limits (or why they are missing)."""
+    values = {name: node.get_parameter(name).value for name in SPECS}
+    try:
+        values["joint_limits"] = read_joint_limits(
+            node, values["joint_names"], values["joint_limits_file"]
+        )
+    except JointLimitsError as exc:
+        values["joint_limits_problem"] = str(exc)
+    return NodeConfig.from_values(values)
 
 
 def constraints(spec: Spec) -> str:
@@ -594,7 +466,7 @@ def declare_read_only(node: Node, specs: dict[str, Spec]) -> dict[str, Any]:
     return values
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
     if isinstance(value, (list, tuple)) or type(value).__name__ == "array":
         return repr(list(value))
     return repr(value)
@@ -608,7 +480,7 @@ def check_value(name: str, value: Any) -> str | None:
     reason = spec_problem(name, spec, value)
     if reason is None and name in ("joint_lower_limits", "joint_upper_limits"):
         if not all(math.isfinite(v) for v in value):
-            return f"{name}={_shown(value)} has a non-finite value; expected finite radians"
+            return f"{name}={shown(value)} has a non-finite value; expected finite radians"
     return reason
 
 
@@ -617,13 +489,13 @@ def spec_problem(name: str, spec: Spec, value: Any) -> str | None:
     if spec.words and isinstance(value, str):
         if value in spec.words:
             return None
-        return f"{name}={_shown(value)} is refused; expected {constraints(spec)}"
+        return f"{name}={shown(value)} is refused; expected {constraints(spec)}"
     given = Parameter.Type.from_parameter_value(value) if value is not None else None
     empty_list = isinstance(value, (list, tuple)) and not value
     if given is not spec.type_ and not (empty_list and spec.type_.name.endswith("_ARRAY")):
         kind = TYPE_NAMES.get(given, given.name.lower() if given else "not set")
-        return f"{name}={_shown(value)} ({kind}) is refused; expected {constraints(spec)}"
-    refused = f"{name}={_shown(value)} is refused; expected {constraints(spec)}"
+        return f"{name}={shown(value)} ({kind}) is refused; expected {constraints(spec)}"
+    refused = f"{name}={shown(value)} is refused; expected {constraints(spec)}"
     if spec.choices is not None:
         values = value if spec.type_ is Parameter.Type.STRING_ARRAY else [value]
         if any(v not in spec.choices for v in values):
@@ -639,162 +511,3 @@ def spec_problem(name: str, spec: Spec, value: Any) -> str | None:
     return None
 
 
-def check_config(config: NodeConfig) -> list[str]:
-    """Every problem of a parameter snapshot, each naming the parameter and what was expected."""
-    problems = [
-        reason
-        for name in SPECS
-        if (reason := check_value(name, getattr(config, name))) is not None
-    ]
-    n_views = len(config.camera_views)
-    if n_views == 0:
-        problems.append("camera_views is empty; expected the model's view names")
-    for other in ("camera_topics", "camera_transports"):
-        if len(getattr(config, other)) != n_views:
-            problems.append(
-                f"{other} has {len(getattr(config, other))} entries; expected one per "
-                f"camera_views entry ({n_views})"
-            )
-    if len(set(config.camera_views)) != n_views:
-        problems.append(f"camera_views {list(config.camera_views)} repeats a view")
-    if not config.joint_names:
-        problems.append("joint_names is empty; expected the arm joints in the model's order")
-    if len(set(config.joint_names)) != len(config.joint_names):
-        problems.append(f"joint_names {list(config.joint_names)} repeats a joint")
-    problems.extend(_gripper_problems(config))
-    problems.extend(_limit_problems(config))
-    problems.extend(_cartesian_problems(config))
-    problems.extend(_mode_problems(config))
-    if config.joint_limits_problem:
-        problems.append(config.joint_limits_problem)
-    for limit in config.joint_limits:
-        problems.extend(limit.problems())
-    return problems
-
-
-def _gripper_problems(config: NodeConfig) -> list[str]:
-    problems = []
-    if config.gripper_joint and config.gripper_joints:
-        problems.append(
-            f"gripper_joint {config.gripper_joint!r} and gripper_joints "
-            f"{list(config.gripper_joints)} are both set; expected one of them (gripper_joints "
-            "for several grippers)"
-        )
-    grippers = config.grippers
-    if len(set(grippers)) != len(grippers) or "" in grippers:
-        problems.append(
-            f"gripper_joints {list(grippers)} repeats a joint or has an empty name; expected "
-            "each gripper's JointState name once"
-        )
-    for name in grippers:
-        if name and name in config.joint_names:
-            problems.append(
-                f"{config.gripper_parameter} {name!r} is also in joint_names; expected it apart"
-            )
-    return problems
-
-
-def _mode_problems(config: NodeConfig) -> list[str]:
-    if config.command_mode is not CommandMode.CHUNK:
-        return []
-    problems = []
-    if config.command_groups:
-        problems.append(
-            f"command_groups {list(config.command_groups)} play in step mode; command_mode "
-            "is chunk, expected step"
-        )
-    if config.command_type != JOINT_TRAJECTORY:
-        problems.append(
-            f"command_mode=chunk publishes each chunk as one {JOINT_TRAJECTORY}; command_type "
-            f"is {config.command_type}, expected {JOINT_TRAJECTORY} (or command_mode step)"
-        )
-    if config.command_interface is not Interface.POSITION:
-        problems.append(
-            f"command_mode=chunk plays joint position targets; command_interface is "
-            f"{config.command_interface.value}, expected position (or command_mode step)"
-        )
-    return problems
-
-
-def _cartesian_problems(config: NodeConfig) -> list[str]:
-    """The Cartesian limits (ee models), each problem naming its parameter."""
-    return cartesian_gate.CartesianLimits(
-        tuple(config.workspace_min),
-        tuple(config.workspace_max),
-        config.max_linear_speed,
-        config.max_angular_speed,
-    ).problems()
-
-
-def _limit_problems(config: NodeConfig) -> list[str]:
-    n = len(config.joint_names)
-    problems = []
-    for name in ("joint_lower_limits", "joint_upper_limits"):
-        if len(getattr(config, name)) != n:
-            problems.append(
-                f"{name} has {len(getattr(config, name))} values; expected one per "
-                f"joint_names entry ({n})"
-            )
-    if not problems:
-        for joint, lo, hi in zip(
-            config.joint_names, config.joint_lower_limits, config.joint_upper_limits
-        ):
-            if not lo < hi:
-                problems.append(
-                    f"joint_lower_limits/joint_upper_limits for {joint} are [{lo}, {hi}]; "
-                    "expected lower < upper"
-                )
-    return problems
-
-
-def validation_callback(
-    current: Callable[[], dict[str, Any]],
-    configured_as: Callable[[], str | None],
-) -> Callable[[list[Parameter]], SetParametersResult]:
-    """An on-set-parameters callback that accepts a change only if the result stays valid.
-
-    `configured_as()` is the lifecycle state while the node is configured (then parameters
-    read at configure are refused), else None. Validation only: the node reads live values
-    when a goal starts, so nothing is applied here (Humble has no post-set callback).
-    """
-
-    def on_set(params: list[Parameter]) -> SetParametersResult:
-        merged = dict(current())
-        state = configured_as()
-        for param in params:
-            spec = SPECS.get(param.name)
-            if param.name.startswith(f"{joint_limits.PREFIX}."):
-                refused = joint_limits.check_field(param.name, param.value)
-                if refused:
-                    return SetParametersResult(successful=False, reason=refused)
-            if spec is None:
-                continue
-            value = None if param.type_ is Parameter.Type.NOT_SET else param.value
-            reason = check_value(param.name, value)
-            if reason is None and spec.at_configure and state is not None:
-                reason = (
-                    f"{param.name}={_shown(value)} is refused while the node is {state}: it is "
-                    "read at configure (deactivate and cleanup, set it, then configure)"
-                )
-            if reason:
-                return SetParametersResult(successful=False, reason=reason)
-            merged[param.name] = value
-        if any(p.name in ("joint_lower_limits", "joint_upper_limits") for p in params):
-            problems = _limit_problems(NodeConfig.from_values(merged))
-            if problems:
-                return SetParametersResult(successful=False, reason="; ".join(problems))
-        return SetParametersResult(successful=True)
-
-    return on_set
-
-
-def rate_problem(config: NodeConfig, control_hz: float) -> str | None:
-    """Why the catalogue's rate is more than the arm accepts, or None: the catalogue comes from
-    the same service as the chunks, so the robot's side bounds it."""
-    if control_hz > config.max_control_hz:
-        return (
-            f"the catalogue's control_hz for {config.model} is {control_hz:g} Hz; expected at "
-            f"most max_control_hz = {config.max_control_hz:g} Hz (the highest rate this arm "
-            "accepts)"
-        )
-    return None

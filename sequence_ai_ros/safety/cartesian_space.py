@@ -18,17 +18,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from sequence_ai_ros.commands.kinds import EE_DELTA, EE_SPACES
 from sequence_ai_ros.geometry import pose_math
 from sequence_ai_ros.geometry.command_frame import CommandFrame, FixedFrame
-from sequence_ai_ros.inputs.observation_cache import StaleObservation
+from sequence_ai_ros.inputs.freshness import StaleObservation
 from sequence_ai_ros.inputs.pose_source import MeasuredPose, PoseSource
 from sequence_ai_ros.safety import cartesian_rules as cartesian_gate
 from sequence_ai_ros.safety import joint_rules as safety
 from sequence_ai_ros.safety.cartesian_rules import CartesianLimits, Pose
 
-EE_DELTA = "ee_delta"
-EE_ABSOLUTE = "ee_absolute"
-EE_SPACES = (EE_DELTA, EE_ABSOLUTE)
 # The arm part of an ee row: three linear and three angular values.
 WIDTH = 6
 # No transform: command_frame is base_frame.

@@ -98,7 +98,9 @@ def test_the_yaml_describes_pi05_droid_on_the_simulated_franka() -> None:
 
 
 def test_the_jtc_file_is_the_same_robot_on_joint_trajectory_controller_in_chunk_mode() -> None:
-    from sequence_ai_ros.params.spec_table import SPECS, NodeConfig, check_config
+    from sequence_ai_ros.params.config_checks import check_config
+    from sequence_ai_ros.params.node_config import NodeConfig
+    from sequence_ai_ros.params.spec_table import SPECS
 
     forward, jtc = yaml_parameters(), yaml_parameters(JTC_CONFIG)
     differing = {key for key in forward.keys() | jtc.keys() if forward.get(key) != jtc.get(key)}

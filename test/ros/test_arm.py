@@ -12,8 +12,9 @@ import pytest
 
 import sequence_ai_ros
 from sequence_ai_ros.commands.chunk_trajectory import BLEND_POINTS, LEAD_PERIODS, TrajectoryPlan
-from sequence_ai_ros.commands.joint_output import CommandMode, Interface
-from sequence_ai_ros.inputs.observation_cache import JointSnapshot, StaleObservation
+from sequence_ai_ros.commands.kinds import CommandMode, Interface
+from sequence_ai_ros.inputs.freshness import StaleObservation
+from sequence_ai_ros.inputs.observation_cache import JointSnapshot
 from sequence_ai_ros.safety.gate import ArmGate, CommandRefused, MotionRules
 from sequence_ai_ros.safety.joint_rules import (
     SafetyLimits,
@@ -353,7 +354,7 @@ def test_an_idle_gate_republishes_only_a_hold_that_still_passes() -> None:
 
 def test_nothing_but_the_gate_holds_a_command_publisher() -> None:
     """A command output is made in one place, straight into the gate, so that no path can
-    command the arm around the gate's checks: `command_output` (command_groups.py, the only
+    command the arm around the gate's checks: `command_output` (commands/group_output.py, the only
     maker of a CommandPublisher or GroupedCommands for the arm) is called inside ArmGate(...)."""
     from sequence_ai_ros.safety.dry_run import PLANNED_TOPIC
 
@@ -373,7 +374,7 @@ def test_nothing_but_the_gate_holds_a_command_publisher() -> None:
                 outer = parents.get(call)
                 assert isinstance(outer, ast.Call) and getattr(outer.func, "id", "") == "ArmGate"
                 made_in.append(source.name)
-            elif name in makers and source.name == "command_groups.py":
+            elif name in makers and source.name == "group_output.py":
                 outputs_in.append(name)
             elif name == "CommandPublisher":
                 # Else only a dry run's sink, on its own topics (its gate checks it as well).

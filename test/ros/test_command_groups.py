@@ -16,8 +16,8 @@ from support.waiting import wait_for
 
 from sequence_ai_ros.commands.group_output import CommandGroup, GroupedCommands, group_problems
 from sequence_ai_ros.inputs.observation_cache import JointSnapshot
-from sequence_ai_ros.params import spec_table as parameters
-from sequence_ai_ros.params.spec_table import NodeConfig
+from sequence_ai_ros.params import config_checks, spec_table
+from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.safety.gate import ArmGate, MotionRules
 
 LEFT = [f"left_j{i}" for i in range(6)]
@@ -33,7 +33,7 @@ PERIOD_S = 1 / 50
 
 
 def _config(**changes: object) -> NodeConfig:
-    values = {n: s.default for n, s in parameters.SPECS.items()}
+    values = {n: s.default for n, s in spec_table.SPECS.items()}
     values.update(
         joint_names=LEFT + RIGHT, joint_lower_limits=[-2.6] * 12, joint_upper_limits=[2.6] * 12,
         gripper_joints=GRIPPERS, command_groups=[g.name for g in GROUPS], max_step=0.1,
@@ -43,7 +43,7 @@ def _config(**changes: object) -> NodeConfig:
 
 
 def test_groups_that_split_the_row_have_no_problem() -> None:
-    assert parameters.check_config(_config()) == []
+    assert config_checks.check_config(_config()) == []
     assert group_problems(GROUPS, _config()) == []
 
 
@@ -66,7 +66,7 @@ def test_each_badly_split_row_is_refused_naming_the_group_parameter() -> None:
 
 
 def test_command_groups_refuse_chunk_mode() -> None:
-    problems = parameters.check_config(_config(command_mode="chunk", command_type=(
+    problems = config_checks.check_config(_config(command_mode="chunk", command_type=(
         "trajectory_msgs/msg/JointTrajectory")))
     assert any("command_groups" in p and "step mode" in p for p in problems)
 

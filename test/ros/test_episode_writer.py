@@ -142,7 +142,8 @@ def test_a_goal_that_never_ran_leaves_a_file_with_its_goal_and_result(tmp_path: 
     from sequence_ai_interfaces.action import Act
     from sequence_ai_ros.bringup.diagnostics import HealthRecord
     from sequence_ai_ros.episodes.recorder import EpisodeRecorder
-    from sequence_ai_ros.params.spec_table import SPECS, NodeConfig
+    from sequence_ai_ros.params.node_config import NodeConfig
+    from sequence_ai_ros.params.spec_table import SPECS
 
     values = {name: spec.default for name, spec in SPECS.items()}
     config = NodeConfig.from_values(values | {"record": "goals", "record_dir": str(tmp_path)})
@@ -183,7 +184,8 @@ def test_the_recorder_records_the_runs_discarded_and_refused_chunks_from_its_eve
     from sequence_ai_interfaces.action import Act
     from sequence_ai_ros.bringup.diagnostics import HealthRecord
     from sequence_ai_ros.episodes.recorder import EpisodeRecorder
-    from sequence_ai_ros.params.spec_table import SPECS, NodeConfig
+    from sequence_ai_ros.params.node_config import NodeConfig
+    from sequence_ai_ros.params.spec_table import SPECS
 
     values = {name: spec.default for name, spec in SPECS.items()}
     config = NodeConfig.from_values(values | {"record": "goals", "record_dir": str(tmp_path)})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sequence_ai import Ending
-from sequence_ai_ros.commands.joint_output import CommandMode, Interface
+from sequence_ai_ros.commands.kinds import CommandMode, Interface
 from sequence_ai_ros.goals.runner import (
     ENDING_BY_CAUSE,
     ENDING_BY_RUN,
@@ -17,7 +17,7 @@ from sequence_ai_ros.goals.runner import (
     goal_ending,
 )
 from sequence_ai_ros.goals.stop_policy import ArmCommand, arm_command
-from sequence_ai_ros.inputs.observation_cache import StaleObservation
+from sequence_ai_ros.inputs.freshness import StaleObservation
 
 
 class _Handle:

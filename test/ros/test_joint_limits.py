@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from ros.test_arm import DUE_S, LIMITS, PERIOD_S, RULES, _chunk_gate, _gate, _play, _rows
 
-from sequence_ai_ros.commands.joint_output import Interface
+from sequence_ai_ros.commands.kinds import Interface
 from sequence_ai_ros.safety.joint_limits import (
     JointLimit,
     JointLimitsError,
@@ -231,7 +231,8 @@ def test_without_joint_limits_only_max_step_applies() -> None:
 
 
 def test_rules_are_refused_for_insane_or_unreadable_limits() -> None:
-    from sequence_ai_ros.params.spec_table import SPECS, NodeConfig
+    from sequence_ai_ros.params.node_config import NodeConfig
+    from sequence_ai_ros.params.spec_table import SPECS
     from sequence_ai_ros.safety.gate import MotionRules
 
     defaults = {name: spec.default for name, spec in SPECS.items()}

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sequence_ai import Model
-from sequence_ai_ros.params import spec_table as parameters
+from sequence_ai_ros.commands.kinds import Interface
+from sequence_ai_ros.params import config_checks, spec_table
 from sequence_ai_ros.params.model_fit import controller_for, fit_problems
-from sequence_ai_ros.params.spec_table import Interface, NodeConfig
+from sequence_ai_ros.params.node_config import NodeConfig
 
 PI05 = Model(
     id="sequences/pi05-droid",
@@ -33,7 +34,7 @@ COSMOS = Model(
 
 
 def _config(**changes: object) -> NodeConfig:
-    values = {n: s.default for n, s in parameters.SPECS.items()}
+    values = {n: s.default for n, s in spec_table.SPECS.items()}
     values["gripper_joint"] = "panda_finger_joint1"
     values.update(changes)
     return NodeConfig.from_values(values)
@@ -92,7 +93,7 @@ def _bimanual(**changes: object) -> NodeConfig:
 def test_two_grippers_fit_a_bimanual_layout() -> None:
     config = _bimanual()
     assert config.grippers == ("left_gripper", "right_gripper")
-    assert parameters.check_config(config) == []
+    assert config_checks.check_config(config) == []
     assert fit_problems(config, BIMANUAL) == []
 
 
@@ -109,9 +110,9 @@ def test_a_gripper_count_that_does_not_fit_names_the_parameter_and_the_half() ->
 
 
 def test_gripper_joint_and_gripper_joints_are_not_both_set() -> None:
-    problems = parameters.check_config(_bimanual(gripper_joint="left_gripper"))
+    problems = config_checks.check_config(_bimanual(gripper_joint="left_gripper"))
     assert any("are both set" in p for p in problems)
-    problems = parameters.check_config(_bimanual(gripper_joints=["left_j0", "left_j0"]))
+    problems = config_checks.check_config(_bimanual(gripper_joints=["left_j0", "left_j0"]))
     assert any("repeats" in p for p in problems)
     assert any("'left_j0' is also in joint_names" in p for p in problems)
 

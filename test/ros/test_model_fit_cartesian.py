@@ -11,9 +11,9 @@ import pytest
 from sequence_ai import Model
 from sequence_ai.controllers import Controller
 from sequence_ai_ros.geometry import command_frame
-from sequence_ai_ros.params import spec_table as parameters
+from sequence_ai_ros.params import config_checks, spec_table
 from sequence_ai_ros.params.model_fit import controller_for, fit, fit_problems
-from sequence_ai_ros.params.spec_table import NodeConfig
+from sequence_ai_ros.params.node_config import NodeConfig
 
 EE_DELTA = Model(
     id="sequences/sim-stateless-ee-delta", control_hz=25.0, camera_views=("front",),
@@ -36,7 +36,7 @@ PI05 = Model(
 
 
 def _config(**changes: object) -> NodeConfig:
-    values = {n: s.default for n, s in parameters.SPECS.items()}
+    values = {n: s.default for n, s in spec_table.SPECS.items()}
     values.update(camera_views=["front"], camera_topics=["cameras/front/image_raw"],
                   camera_transports=["raw"], command_mode="step")
     values.update(changes)
@@ -88,14 +88,14 @@ def test_other_refusals_name_the_parameter_and_the_model_field(
 
 
 def test_cartesian_parameters_are_checked_like_the_others() -> None:
-    problems = parameters.check_config(_config(workspace_min=[0.9, -0.45, 0.05]))
+    problems = config_checks.check_config(_config(workspace_min=[0.9, -0.45, 0.05]))
     assert any("workspace_min" in p and "min < max" in p for p in problems)
-    problems = parameters.check_config(_config(workspace_max=[0.8, 0.45]))
+    problems = config_checks.check_config(_config(workspace_max=[0.8, 0.45]))
     assert any("workspace_max is [0.8, 0.45]" in p and "3 finite metres" in p for p in problems)
     assert "servo_command_type='newtons'" in (
-        parameters.check_value("servo_command_type", "newtons") or ""
+        spec_table.check_value("servo_command_type", "newtons") or ""
     )
-    assert "max_linear_speed=0.0" in (parameters.check_value("max_linear_speed", 0.0) or "")
+    assert "max_linear_speed=0.0" in (spec_table.check_value("max_linear_speed", 0.0) or "")
 
 
 def test_joint_space_models_fit_as_before() -> None:
@@ -105,4 +105,4 @@ def test_joint_space_models_fit_as_before() -> None:
     assert fit(droid, PI05) == (Controller.JOINT_POSITION, [])
     # The Cartesian parameters are not read for a joint model.
     assert fit(replace(droid, command_frame="world"), PI05) == (Controller.JOINT_POSITION, [])
-    assert "joint_names is empty" in " ".join(parameters.check_config(_config(joint_names=[])))
+    assert "joint_names is empty" in " ".join(config_checks.check_config(_config(joint_names=[])))

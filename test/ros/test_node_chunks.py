@@ -15,7 +15,8 @@ from action_msgs.msg import GoalStatus
 from support.node_harness import ArmHarness, ReceivedTrajectory, node_parameters
 from support.waiting import wait_for
 
-from sequence_ai_ros.params.spec_table import JOINT_TRAJECTORY, PANDA_LOWER, PANDA_UPPER
+from sequence_ai_ros.commands.kinds import JOINT_TRAJECTORY
+from sequence_ai_ros.params.spec_table import PANDA_LOWER, PANDA_UPPER
 
 INSTRUCTION = "pick up the cup"
 PERIOD_S = 1 / 15  # pi05-droid's catalogue rate

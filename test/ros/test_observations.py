@@ -11,7 +11,8 @@ import pytest
 from sensor_msgs.msg import Image, JointState
 
 from sequence_ai_ros.inputs.camera_feed import TakenFrame
-from sequence_ai_ros.inputs.observation_cache import ObservationCache, StaleObservation
+from sequence_ai_ros.inputs.freshness import StaleObservation
+from sequence_ai_ros.inputs.observation_cache import ObservationCache
 
 
 class FakeClock:

@@ -11,8 +11,10 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from sequence_ai.session import ValidateMode
-from sequence_ai_ros.params import spec_table as parameters
-from sequence_ai_ros.params.spec_table import NodeConfig, check_config
+from sequence_ai_ros.commands import kinds
+from sequence_ai_ros.params import config_checks, spec_table
+from sequence_ai_ros.params.config_checks import check_config
+from sequence_ai_ros.params.node_config import NodeConfig
 
 
 class Lifecycle:
@@ -31,10 +33,10 @@ def node(lifecycle: Lifecycle) -> Iterator[Node]:
     context = rclpy.Context()
     rclpy.init(context=context)
     node = Node("parameter_check", context=context)
-    parameters.declare(node)
+    spec_table.declare(node)
     node.add_on_set_parameters_callback(
-        parameters.validation_callback(
-            lambda: {n: node.get_parameter(n).value for n in parameters.SPECS},
+        config_checks.validation_callback(
+            lambda: {n: node.get_parameter(n).value for n in spec_table.SPECS},
             lambda: lifecycle.state,
         )
     )
@@ -65,7 +67,7 @@ def test_every_contract_parameter_is_declared_with_a_description(node: Node) -> 
         "workspace_min", "workspace_max", "max_linear_speed", "max_angular_speed",
         "max_pose_age_s",
     }
-    assert set(parameters.SPECS) == expected
+    assert set(spec_table.SPECS) == expected
     for name in expected:
         descriptor = node.describe_parameter(name)
         assert descriptor.description and descriptor.additional_constraints, name
@@ -93,7 +95,7 @@ def test_choice_parameters_list_their_values_in_the_descriptor(
 
 def test_choice_parameters_list_their_values_in_docs_node_md() -> None:
     text = (Path(__file__).resolve().parents[2] / "docs" / "node.md").read_text()
-    for name, spec in parameters.SPECS.items():
+    for name, spec in spec_table.SPECS.items():
         if spec.choices:
             row = next(line for line in text.splitlines() if line.startswith(f"| `{name}`"))
             assert all(f"`{choice}`" in row for choice in spec.choices), name
@@ -124,7 +126,7 @@ def test_every_refusal_names_the_parameter_the_value_and_what_is_allowed(
     for word in words:
         assert word in result.reason, result.reason
     # A refused value of another type does not change the parameter's type.
-    assert type(node.get_parameter(name).value) is type(parameters.SPECS[name].default)
+    assert type(node.get_parameter(name).value) is type(spec_table.SPECS[name].default)
 
 
 def test_parameters_read_at_configure_change_only_while_unconfigured(
@@ -142,21 +144,21 @@ def test_parameters_read_at_configure_change_only_while_unconfigured(
 
 
 def test_defaults_are_consistent() -> None:
-    config = NodeConfig.from_values({n: s.default for n, s in parameters.SPECS.items()})
+    config = NodeConfig.from_values({n: s.default for n, s in spec_table.SPECS.items()})
     assert check_config(config) == []
     assert config.smooth_seam == 0 and config.prefetch is True
 
 
 def test_the_snapshot_holds_the_enums_the_gate_and_the_client_take() -> None:
-    config = NodeConfig.from_values({n: s.default for n, s in parameters.SPECS.items()})
+    config = NodeConfig.from_values({n: s.default for n, s in spec_table.SPECS.items()})
     assert config.validate_mode is ValidateMode.STRICT
-    assert config.command_interface is parameters.Interface.POSITION
+    assert config.command_interface is kinds.Interface.POSITION
     # `auto` with the default Float64MultiArray resolves to step.
-    assert config.command_mode is parameters.CommandMode.STEP
+    assert config.command_mode is kinds.CommandMode.STEP
 
 
 def test_a_refused_enum_value_names_the_parameter() -> None:
-    values = {n: s.default for n, s in parameters.SPECS.items()}
+    values = {n: s.default for n, s in spec_table.SPECS.items()}
     values.update(command_interface="torque", validate_mode="loose")
     with pytest.raises(ValueError) as refused:
         NodeConfig.from_values(values)
@@ -212,26 +214,26 @@ def test_limits_must_stay_one_per_joint(node: Node) -> None:
 @pytest.mark.parametrize(
     ("command_type", "interface", "resolved"),
     [
-        (parameters.JOINT_TRAJECTORY, "position", "chunk"),
-        (parameters.JOINT_TRAJECTORY, "velocity", "step"),
-        (parameters.FLOAT64_MULTI_ARRAY, "position", "step"),
-        (parameters.JOINT_STATE, "position", "step"),
+        (kinds.JOINT_TRAJECTORY, "position", "chunk"),
+        (kinds.JOINT_TRAJECTORY, "velocity", "step"),
+        (kinds.FLOAT64_MULTI_ARRAY, "position", "step"),
+        (kinds.JOINT_STATE, "position", "step"),
     ],
 )
 def test_command_mode_auto_is_chunk_for_trajectories_of_positions(
     command_type: str, interface: str, resolved: str
 ) -> None:
-    values = {n: s.default for n, s in parameters.SPECS.items()}
+    values = {n: s.default for n, s in spec_table.SPECS.items()}
     values.update(command_type=command_type, command_interface=interface)
     config = NodeConfig.from_values(values)
     assert check_config(config) == []
-    assert config.command_mode is parameters.CommandMode(resolved)
+    assert config.command_mode is kinds.CommandMode(resolved)
 
 
 @pytest.mark.parametrize(
     ("change", "words"),
     [
-        ({"command_type": parameters.FLOAT64_MULTI_ARRAY},
+        ({"command_type": kinds.FLOAT64_MULTI_ARRAY},
          ["command_mode=chunk", "command_type is std_msgs/msg/Float64MultiArray",
           "expected trajectory_msgs/msg/JointTrajectory"]),
         ({"command_interface": "velocity"},
@@ -242,8 +244,8 @@ def test_command_mode_auto_is_chunk_for_trajectories_of_positions(
 def test_chunk_mode_needs_trajectories_of_positions(
     change: dict[str, str], words: list[str]
 ) -> None:
-    values = {n: s.default for n, s in parameters.SPECS.items()}
-    values.update(command_type=parameters.JOINT_TRAJECTORY, command_mode="chunk")
+    values = {n: s.default for n, s in spec_table.SPECS.items()}
+    values.update(command_type=kinds.JOINT_TRAJECTORY, command_mode="chunk")
     values.update(change)
     (problem,) = check_config(NodeConfig.from_values(values))
     for word in words:
@@ -251,7 +253,7 @@ def test_chunk_mode_needs_trajectories_of_positions(
 
 
 def test_config_problems_name_the_parameter() -> None:
-    values = {n: s.default for n, s in parameters.SPECS.items()}
+    values = {n: s.default for n, s in spec_table.SPECS.items()}
     values["camera_topics"] = ["only_one"]
     values["camera_transports"] = ["raw", "h264"]
     problems = check_config(NodeConfig.from_values(values))

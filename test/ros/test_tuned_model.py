@@ -11,7 +11,8 @@ from support.waiting import wait_for
 
 import sequence_ai
 from sequence_ai_ros.params.model_fit import controller_for, fit_problems
-from sequence_ai_ros.params.spec_table import SPECS, NodeConfig
+from sequence_ai_ros.params.node_config import NodeConfig
+from sequence_ai_ros.params.spec_table import SPECS
 
 
 def test_a_tuned_model_configures_and_runs_a_goal(

@@ -14,19 +14,16 @@ import pytest
 from geometry_msgs.msg import PoseStamped, TransformStamped
 
 import sequence_ai_ros
-from sequence_ai_ros.commands.joint_output import Interface
+from sequence_ai_ros.commands.kinds import EE_ABSOLUTE, EE_DELTA, Interface
 from sequence_ai_ros.geometry import pose_math
 from sequence_ai_ros.geometry.command_frame import CommandFrame
 from sequence_ai_ros.goals.stop_policy import ArmCommand, StopCause, arm_command
-from sequence_ai_ros.inputs.observation_cache import JointSnapshot, StaleObservation
+from sequence_ai_ros.inputs.freshness import StaleObservation
+from sequence_ai_ros.inputs.observation_cache import JointSnapshot
 from sequence_ai_ros.inputs.pose_source import TfPoses, TopicPoses
-from sequence_ai_ros.params.spec_table import SPECS, NodeConfig
-from sequence_ai_ros.safety.cartesian_space import (
-    EE_ABSOLUTE,
-    EE_DELTA,
-    CartesianRules,
-    CartesianSpace,
-)
+from sequence_ai_ros.params.node_config import NodeConfig
+from sequence_ai_ros.params.spec_table import SPECS
+from sequence_ai_ros.safety.cartesian_space import CartesianRules, CartesianSpace
 from sequence_ai_ros.safety.gate import ArmGate, CommandRefused, MotionRules
 from sequence_ai_ros.safety.joint_rules import SafetyLimits
 
@@ -340,6 +337,6 @@ def test_only_the_gate_and_the_dry_run_make_cartesian_outputs() -> None:
                     topic = next(k.value for k in call.keywords if k.arg == "topic")
                     assert getattr(topic, "id", "") == "PLANNED_TOPIC", ast.dump(topic)
     assert sorted(made) == [
-        "cartesian_commands.py:CartesianCommands", "command_groups.py:cartesian_output",
-        "dry_run.py:PlannedCartesian",
+        "cartesian_output.py:CartesianCommands", "dry_run.py:PlannedCartesian",
+        "group_output.py:cartesian_output",
     ]

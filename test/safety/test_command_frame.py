@@ -18,12 +18,13 @@ from safety.test_cartesian_arm_gate import (
 )
 from safety.test_cartesian_arm_gate import _gate as _cartesian_gate
 
+from sequence_ai_ros.commands.kinds import EE_ABSOLUTE, EE_DELTA
 from sequence_ai_ros.geometry import command_frame as frames
 from sequence_ai_ros.geometry import pose_math
-from sequence_ai_ros.inputs.observation_cache import StaleObservation
+from sequence_ai_ros.inputs.freshness import StaleObservation
+from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.params.preflight_cartesian import PoseProbe, pose_problem
-from sequence_ai_ros.params.spec_table import SPECS, NodeConfig
-from sequence_ai_ros.safety.cartesian_space import EE_ABSOLUTE, EE_DELTA
+from sequence_ai_ros.params.spec_table import SPECS
 
 # base_frame (panda_link0) seen from a command frame turned a quarter left about z and 1 m
 # along its x: a base-frame x becomes command-frame y.

@@ -48,7 +48,7 @@ from support.safety_support import (
 from support.waiting import wait_for
 
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.inputs.observation_cache import StaleObservation
+from sequence_ai_ros.inputs.freshness import StaleObservation
 from sequence_ai_ros.node import SequenceAiNode
 
 SIDE = "node act goal"
