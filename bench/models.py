@@ -1,7 +1,7 @@
 """Section models: every catalogue model end to end through the node on its own simulator.
 
 Each model's robot is started as the project's launcher starts it for `model:=<id> sim:=true`
-(launch_plan.py's MODEL_ROBOTS: the simulator, the node's parameter files in order), the node
+(node_launch.py's MODEL_ROBOTS: the simulator, the node's parameter files in order), the node
 configured and activated, and driven by one goal of GOAL_S seconds and a few goals cancelled
 mid-motion. A process that only receives the arm's commands (bench/command_timer.py, a
 controller's role) times them on the model's own command topic and type. The distance to the
@@ -29,7 +29,7 @@ from bench.stats import Summary, fmt
 if TYPE_CHECKING:
     from bench.ros_rig import RosProbe
     from sequence_ai_ros.demo.launcher import Launcher
-    from sequence_ai_ros.demo.planner import GoalRun
+    from sequence_ai_ros.demo.planner import SentGoal
     from sequence_ai_ros.demo.robots import DemoRobot
 
 MODELS = (
@@ -220,7 +220,7 @@ def _until(condition: Callable[[], bool], timeout_s: float, what: str) -> float:
     return time.monotonic()
 
 
-def _moving(goal: GoalRun) -> Callable[[], bool]:
+def _moving(goal: SentGoal) -> Callable[[], bool]:
     return lambda: goal.done() or any(f.actions > 0 for f in list(goal.feedback))
 
 

@@ -3,7 +3,7 @@
     python bench/node_probe.py AGES.json --ros-args ...
 
 Wraps methods of the node's observation path in this process only: the cache's
-``take_frames()`` (the frames a request takes: each view's age when taken) and the goal runner's
+``take_images()`` (the frames a request takes: each view's age when taken) and the goal runner's
 ``_observe()`` (how long building the observation took, and on which thread). On exit the
 samples are written to AGES.json: "requests" (per observation: observe() seconds, its thread's
 name, and each view's frame age at the moment the frames were taken — since received and since
@@ -42,7 +42,7 @@ def _instrument(record: dict[str, list[Any]]) -> None:
 
     # Per thread: with several requests in flight, each observes on its own fetch thread.
     local = threading.local()
-    original_take = observations.ObservationCache.take_frames
+    original_take = observations.ObservationCache.take_images
     original_observe = goal_drive.GoalDriver._observe
     original_run_policy = goal_drive.GoalDriver._run_policy
     original_hold = arm.ArmGate.hold
@@ -66,7 +66,7 @@ def _instrument(record: dict[str, list[Any]]) -> None:
         elif isinstance(event, UnderrunEnded):
             record["underruns"].append(event.time)
 
-    def take_frames(self: Any, views: Any = None, older_than_s: float = 0.0) -> None:
+    def take_images(self: Any, views: Any = None, older_than_s: float = 0.0) -> None:
         original_take(self, views, older_than_s)
         if older_than_s == 0.0:  # a request's take: every view's newest frame
             now, wall = time.monotonic(), time.time()
@@ -110,7 +110,7 @@ def _instrument(record: dict[str, list[Any]]) -> None:
             self, run, observe, {**options, "on_rows": on_rows, "observers": observers}
         )
 
-    observations.ObservationCache.take_frames = take_frames  # type: ignore[method-assign]
+    observations.ObservationCache.take_images = take_images  # type: ignore[method-assign]
     goal_drive.GoalDriver._observe = observe  # type: ignore[method-assign]
     goal_drive.GoalDriver._run_policy = run_policy  # type: ignore[method-assign]
     arm.ArmGate.hold = hold  # type: ignore[method-assign]

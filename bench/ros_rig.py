@@ -17,7 +17,7 @@ from bench.common import Context, log
 
 if TYPE_CHECKING:
     from sequence_ai_ros.demo.launcher import Launcher
-    from sequence_ai_ros.demo.planner import GoalRun
+    from sequence_ai_ros.demo.planner import SentGoal
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -163,7 +163,7 @@ class RosProbe:
             return [values for name, rows in self.diagnostics.items()
                     if name.startswith(f"/{robot.namespace}/") for values in rows]
 
-    def send_goal(self, robot: Robot, instruction: str, max_seconds: float) -> GoalRun:
+    def send_goal(self, robot: Robot, instruction: str, max_seconds: float) -> SentGoal:
         """Send an Act goal; ``result(timeout)`` of the answer waits for (status, result)."""
         return self.planner.act(robot.topic("act")).send(instruction, max_seconds)
 

@@ -34,7 +34,7 @@ from sequence_ai_ros.bringup.lifecycle_guard import ConfigureProbe, guard_change
 from sequence_ai_ros.bringup.readiness import Readiness
 from sequence_ai_ros.goals.instruction import shown
 from sequence_ai_ros.goals.runner import GoalRunner, ResultReason, StopCause, goal_problem
-from sequence_ai_ros.inputs.sent_images import serve_current_frames
+from sequence_ai_ros.inputs.sent_images import serve_sent_images
 from sequence_ai_ros.params import config_checks, spec_table
 from sequence_ai_ros.safety.gate import MotionRules
 from sequence_ai_ros.safety.motion_enable import Blocked, MotionEnable
@@ -113,7 +113,7 @@ class SequenceAiNode(LifecycleNode):
             result_service_qos_profile=ACTION_SERVICE_QOS,
             cancel_service_qos_profile=ACTION_SERVICE_QOS,
         )
-        serve_current_frames(self, lambda: None if (r := self._runner()) is None else r.frames)
+        serve_sent_images(self, lambda: None if (r := self._runner()) is None else r.frames)
         # ~/enable and the heartbeat deadman: a running goal stops held when motion is blocked.
         self._enable = MotionEnable(self, self._stop_blocked)
         # In every state, so a failed configure or one in progress is visible too.

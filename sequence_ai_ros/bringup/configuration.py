@@ -21,7 +21,7 @@ from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.geometry.command_frame import command_frame
 from sequence_ai_ros.goals.driving import GoalParts
 from sequence_ai_ros.goals.runner import GoalRunner
-from sequence_ai_ros.inputs.camera_feed import Cameras
+from sequence_ai_ros.inputs.camera_feed import CameraFeed
 from sequence_ai_ros.inputs.joint_feed import JointFeed
 from sequence_ai_ros.inputs.observation_cache import ObservationCache
 from sequence_ai_ros.inputs.pose_source import PoseSource, TfPoses, open_pose_source
@@ -46,7 +46,7 @@ class Configured:
     """Everything configure built; never changed, released once."""
 
     policy: sequence_ai.Policy
-    cameras: Cameras
+    cameras: CameraFeed
     cache: ObservationCache
     joints: JointFeed
     # The only publisher of arm commands (it owns the CommandPublisher), beside the dry run's.
@@ -108,7 +108,7 @@ def configure(
     try:
         # Frames are taken by whoever needs one, from a node nothing spins (cameras.py);
         # topics are resolved here, with this node's namespace and remappings.
-        cameras = Cameras(
+        cameras = CameraFeed(
             node.context,
             node.get_name(),
             node.get_namespace(),
@@ -164,7 +164,7 @@ def configure(
             health=health,
             live_config=lambda: spec_table.read_config(node),
             error=node.get_logger().error,
-            frames=cache.newest_frames,
+            frames=cache.newest_images,
         )
         # An ee model's commands go through the same gate, with the Cartesian rules.
         cartesian = None

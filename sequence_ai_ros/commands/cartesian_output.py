@@ -18,7 +18,7 @@ from geometry_msgs.msg import PoseStamped, TwistStamped
 from rclpy.lifecycle import LifecycleNode
 from std_msgs.msg import Float64MultiArray
 
-from sequence_ai_ros.commands.chunk_trajectory import TrajectoryPlan
+from sequence_ai_ros.commands.chunk_trajectory import ChunkTrajectory
 from sequence_ai_ros.commands.joint_output import COMMAND_QOS
 from sequence_ai_ros.commands.kinds import EE_DELTA, Interface
 from sequence_ai_ros.geometry import pose_math
@@ -85,7 +85,7 @@ class CartesianCommands:
         orientation.x, orientation.y, orientation.z, orientation.w = qx, qy, qz, qw
         return msg
 
-    def publish_trajectory(self, plan: TrajectoryPlan) -> None:
+    def publish_trajectory(self, trajectory: ChunkTrajectory) -> None:
         raise RuntimeError("Cartesian commands play in step mode; a chunk trajectory has no pose")
 
     def publish_gripper(self, values: Sequence[float]) -> None:
@@ -110,7 +110,7 @@ class CartesianCommands:
             self._on_publish(group, msg)
 
 
-class PlannedCartesian(CartesianCommands):
+class DryRunCartesian(CartesianCommands):
     """A dry run's sink for Cartesian commands: the twists or pose targets on `~/planned`, the
     gripper on `~/planned_gripper`. The plan is not integrated into a pose: an observation
     during a dry goal reports the measured pose."""

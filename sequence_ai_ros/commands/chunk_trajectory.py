@@ -1,7 +1,7 @@
 """A chunk as one joint trajectory: which rows become points, when, with which velocities, and
 what the controller commands at any moment of it.
 
-Pure Python, no ROS: the arm gate checks every point of a `TrajectoryPlan` and the output stage
+Pure Python, no ROS: the arm gate checks every point of a `ChunkTrajectory` and the output stage
 turns it into a `trajectory_msgs/JointTrajectory`. docs/node.md ("Chunk playback") states the
 scheme and why it is continuous under both ways a controller can take a new trajectory.
 """
@@ -27,7 +27,7 @@ Position = tuple[float, ...]
 
 
 @dataclass(frozen=True)
-class TrajectoryPlan:
+class ChunkTrajectory:
     """One trajectory in the node's monotonic clock.
 
     `start_s` is the header stamp: the seam, where the trajectory takes over, with the position
@@ -46,7 +46,7 @@ class TrajectoryPlan:
     first_row: Position = ()
 
     @classmethod
-    def still(cls, positions: Sequence[float], now_s: float) -> TrajectoryPlan:
+    def still(cls, positions: Sequence[float], now_s: float) -> ChunkTrajectory:
         """Stay at `positions` from now on, with zero velocity: the stop and the hold. Never
         empty: on Humble an empty trajectory stopped nothing (ros2_controllers#683)."""
         at = tuple(float(v) for v in positions)
@@ -77,13 +77,13 @@ class TrajectoryPlan:
         )
 
 
-def plan_chunk(
+def build_trajectory(
     rows: Sequence[Sequence[float]],
     first_due_s: float,
     period_s: float,
     now_s: float,
     commanded: Callable[[float], Sequence[float]],
-) -> TrajectoryPlan | None:
+) -> ChunkTrajectory | None:
     """The trajectory that plays `rows` (arm joint targets; row k due at `first_due_s +
     k * period_s`), published at `now_s`; None when every row is due before the lead.
 
@@ -111,7 +111,7 @@ def plan_chunk(
                                 for b, v in zip(before, row)))
         else:
             points.append(tuple(float(v) for v in row))
-    return TrajectoryPlan(
+    return ChunkTrajectory(
         start_s=start_s,
         seam=seam,
         times_s=tuple((k + 1) * period_s for k in range(len(points))),

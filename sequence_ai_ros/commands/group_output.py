@@ -18,7 +18,7 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 
 from sequence_ai_ros.commands.cartesian_output import CartesianCommands, cartesian_output
-from sequence_ai_ros.commands.chunk_trajectory import TrajectoryPlan
+from sequence_ai_ros.commands.chunk_trajectory import ChunkTrajectory
 from sequence_ai_ros.commands.joint_output import COMMAND_QOS, CommandPublisher
 from sequence_ai_ros.commands.kinds import COMMAND_TYPES, EE_SPACES, FLOAT64_MULTI_ARRAY, Interface
 from sequence_ai_ros.params.node_config import NodeConfig
@@ -182,7 +182,7 @@ class GroupedCommands:
                 if self._on_publish is not None:
                     self._on_publish("gripper", msg)
 
-    def publish_trajectory(self, plan: TrajectoryPlan) -> None:
+    def publish_trajectory(self, trajectory: ChunkTrajectory) -> None:
         raise RuntimeError("command_groups play in step mode; a chunk trajectory has no group")
 
     def command_rate_hz(self) -> float:

@@ -19,7 +19,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from sequence_ai_ros.commands.chunk_trajectory import TrajectoryPlan
+from sequence_ai_ros.commands.chunk_trajectory import ChunkTrajectory
 from sequence_ai_ros.commands.kinds import (
     FLOAT64_MULTI_ARRAY,
     JOINT_STATE,
@@ -97,13 +97,13 @@ class CommandPublisher:
         self._count()
         self._published("arm", msg)
 
-    def publish_trajectory(self, plan: TrajectoryPlan) -> None:
+    def publish_trajectory(self, trajectory: ChunkTrajectory) -> None:
         """One JointTrajectory with every point of `plan`, stamped in ROS time (a zero stamp,
         "now", for an immediate plan)."""
         msg = JointTrajectory(joint_names=self._joint_names)
-        if not plan.immediate:
+        if not trajectory.immediate:
             # The plan's times are monotonic; the controller reads the stamp on the ROS clock.
-            offset = plan.start_s - time.monotonic()
+            offset = trajectory.start_s - time.monotonic()
             stamp = self._node.get_clock().now() + RosDuration(nanoseconds=round(offset * 1e9))
             msg.header.stamp = stamp.to_msg()
         msg.points = [
@@ -113,7 +113,7 @@ class CommandPublisher:
                 time_from_start=_duration(offset_s),
             )
             for offset_s, positions, velocities in zip(
-                plan.times_s, plan.positions, plan.velocities
+                trajectory.times_s, trajectory.positions, trajectory.velocities
             )
         ]
         self._arm.publish(msg)

@@ -37,7 +37,7 @@ from sequence_ai_ros.demo.robots import (
 
 if TYPE_CHECKING:
     from sequence_ai_ros.demo.launcher import Launcher
-    from sequence_ai_ros.demo.planner import ActClient, GoalRun, Planner
+    from sequence_ai_ros.demo.planner import ActClient, Planner, SentGoal
 
 FIRST_INSTRUCTION = "pick up the cup"
 SECOND_INSTRUCTION = "put the cup on the blue block"
@@ -89,7 +89,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         choices=("vlm", "scripted"),
         default=None,
         help="vlm (default where the simulated chat model can plan for the model's robot, "
-        "the DROID arm): the VLM planner (vlm_planner) plans --task step by step with "
+        "the DROID arm): the VLM planner (vlm_planner) launches --task step by step with "
         "hand-overs; scripted (the default for the other robots): two fixed instructions, the "
         "second preempting the first",
     )
@@ -226,10 +226,10 @@ class Recording:
 
 
 def _params_files(model: str) -> tuple[str, ...]:
-    """The node's parameters files a sim:=true launch of `model` takes (launch_plan's choice)."""
-    from sequence_ai_ros.params import launch as launch_plan
+    """The node's parameters files a sim:=true launch of `model` takes (node_launch's choice)."""
+    from sequence_ai_ros.params import launch as node_launch
 
-    return launch_plan.plan({"model": model}).params_files
+    return node_launch.launch_for({"model": model}).params_files
 
 
 def _ros2_launch_available() -> bool:
@@ -329,7 +329,7 @@ class Demo:
 
     def start_processes(self) -> None:
         from sequence_ai_ros.demo import launcher
-        from sequence_ai_ros.params import launch as launch_plan
+        from sequence_ai_ros.params import launch as node_launch
 
         namespace = self.args.namespace
         model = self.args.model
@@ -342,9 +342,9 @@ class Demo:
         else:
             values = launcher.parse_arguments(arguments)
             given_file = values.pop(launcher.PARAMS_FILE_ARGUMENT)
-            plan = launch_plan.plan(values)
+            launch = node_launch.launch_for(values)
             # The model's own parameters files, as launcher.main picks them.
-            specs = launcher.specs_for(plan, launcher.params_files(plan, given_file))
+            specs = launcher.specs_for(launch, launcher.params_files(launch, given_file))
             self.via = f"python -m sequence_ai_ros.demo.launcher {shown} (no ros2 launch here)"
         self.launcher = launcher.Launcher(specs, log_dir=self.log_dir)
         self.launcher.start()
@@ -472,7 +472,7 @@ class Demo:
 
     # ----- goals -----
 
-    def _send(self, goal: GoalRecord) -> GoalRun:
+    def _send(self, goal: GoalRecord) -> SentGoal:
         assert self.act is not None
         goal.sent_t = time.monotonic()
         goal.start_q = self.recording.latest_joints()

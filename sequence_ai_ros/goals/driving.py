@@ -20,12 +20,12 @@ from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.goals.feedback import GoalFeedback
 from sequence_ai_ros.goals.goal_state import GoalPhase, GoalRun
 from sequence_ai_ros.goals.instruction import shown
-from sequence_ai_ros.goals.results import GoalEnd, GoalResults
+from sequence_ai_ros.goals.results import GoalOutcome, GoalResults
 from sequence_ai_ros.goals.stop_policy import ArmCommand, arm_command
 from sequence_ai_ros.goals.takeover import RunBaton, handed_over_outcome, own_outcome
 from sequence_ai_ros.inputs.freshness import StaleObservation
 from sequence_ai_ros.inputs.observation_cache import ObservationCache
-from sequence_ai_ros.inputs.sent_images import LastFrames
+from sequence_ai_ros.inputs.sent_images import SentImages
 from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.safety.dry_run import GateSwitch
 from sequence_ai_ros.safety.gate import MotionRules
@@ -53,7 +53,7 @@ class GoalParts:
     # Told each goal's start, end, observations and holds; an observer of its run's events.
     episodes: EpisodeRecorder
     # The last observation's frames, for ~/current_frames (frame_service.py).
-    frames: LastFrames = field(default_factory=LastFrames)
+    frames: SentImages = field(default_factory=SentImages)
 
 
 class GoalDriver:
@@ -82,7 +82,7 @@ class GoalDriver:
         self._baton: RunBaton | None = None
 
     @property
-    def frames(self) -> LastFrames:
+    def frames(self) -> SentImages:
         return self._frames
 
     @property
@@ -90,7 +90,7 @@ class GoalDriver:
         """The run under way (read under cond)."""
         return self._baton
 
-    def run(self, run: GoalRun, config: NodeConfig) -> GoalEnd:
+    def run(self, run: GoalRun, config: NodeConfig) -> GoalOutcome:
         """Drive the goal's run to its end, hold the arm as the stop policy says, end it."""
         goal = run.handle.request
         self._episodes.goal_started(bytes(run.handle.goal_id.uuid), goal, config)
@@ -167,7 +167,7 @@ class GoalDriver:
             outcome = own_outcome(holder.feedback, outcome, error)
         return self._results.end(holder, outcome, error, ran=True)
 
-    def hand_over(self, previous: GoalRun, run: GoalRun, config: NodeConfig) -> GoalEnd:
+    def hand_over(self, previous: GoalRun, run: GoalRun, config: NodeConfig) -> GoalOutcome:
         """The run under way goes on for `run`, which took it over from `previous`
         (`goal_handover.take_over`, under cond); the result of `previous`, handed over."""
         goal = run.handle.request

@@ -28,7 +28,7 @@ from sequence_ai.events import (
 from sequence_ai.run_stats import RunStats
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.bringup.diagnostics import HealthRecord
-from sequence_ai_ros.goals.instruction_progress import PlanView
+from sequence_ai_ros.goals.instruction_progress import InstructionProgress
 
 __all__ = ["FEEDBACK_PERIOD_S", "GoalFeedback", "request_latency_s"]
 
@@ -61,7 +61,7 @@ class GoalFeedback:
         self._health = health
         self._started_s = started_s
         self._stats = RunStats(lambda: 0)
-        self._view = PlanView(handle.request.instruction, started_s)
+        self._view = InstructionProgress(handle.request.instruction, started_s)
         # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
         # Under _lock: what the feedback shows besides the stats; when it was last published;

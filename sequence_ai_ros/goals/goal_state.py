@@ -29,7 +29,7 @@ class GoalPhase(enum.Enum):
     PENDING = "pending"  # accepted; waits for the previous goal to end
     RUNNING = "running"  # its run drives the arm
     STOPPING = "stopping"  # a stop cause is set; the run (if any) is being interrupted
-    ENDED = "ended"  # its GoalEnd handed to its execute, which sets the terminal state
+    ENDED = "ended"  # its GoalOutcome handed to its execute, which sets the terminal state
 
 
 @dataclass(eq=False)

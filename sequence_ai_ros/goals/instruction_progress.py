@@ -11,10 +11,10 @@ import threading
 from sequence_ai.events import ChunkInstalled, RowPlayed, RunEvent
 from sequence_ai_interfaces.action import Act
 
-__all__ = ["PlanView"]
+__all__ = ["InstructionProgress"]
 
 
-class PlanView:
+class InstructionProgress:
     """One goal's view of the plan; any thread. `_lock` is a leaf."""
 
     def __init__(self, instruction: str, accepted_s: float) -> None:

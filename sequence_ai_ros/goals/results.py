@@ -20,11 +20,11 @@ from sequence_ai_ros.goals.goal_state import GoalRun
 from sequence_ai_ros.goals.instruction import shown
 from sequence_ai_ros.goals.stop_policy import NEVER_STARTED, ResultReason, Terminal, goal_ending
 
-__all__ = ["GoalEnd", "GoalResults", "continuity_into", "crashed_result"]
+__all__ = ["GoalOutcome", "GoalResults", "continuity_into", "crashed_result"]
 
 
 @dataclass(frozen=True)
-class GoalEnd:
+class GoalOutcome:
     """A goal's terminal status and its result, as its `execute` hands them to rclpy."""
 
     terminal: Terminal
@@ -68,7 +68,7 @@ class GoalResults:
         error: Exception | None,
         *,
         ran: bool,
-    ) -> GoalEnd:
+    ) -> GoalOutcome:
         """The goal's terminal state and result, from its `GoalEnding` row."""
         detail = self._detail(run, outcome, error) if ran else NEVER_STARTED
         if outcome is not None:
@@ -117,7 +117,7 @@ class GoalResults:
             f"goal {shown(run.handle.request.instruction)} ended {result.reason}: "
             f"{result.message}"
         )
-        return GoalEnd(row.terminal, result)
+        return GoalOutcome(row.terminal, result)
 
     def _detail(
         self, run: GoalRun, outcome: sequence_ai.RunOutcome | None, error: Exception | None
@@ -130,14 +130,14 @@ class GoalResults:
                 return run.validate_reason
         return repr(outcome)
 
-    def crashed(self, run: GoalRun, exc: Exception) -> GoalEnd:
+    def crashed(self, run: GoalRun, exc: Exception) -> GoalOutcome:
         """`crashed_result`, aborted, and the goal's episode closed with it."""
         result = crashed_result(exc)
         self._episodes.goal_ended(
             bytes(run.handle.goal_id.uuid), run.handle.request, result, None,
             Terminal.ABORTED.value,
         )
-        return GoalEnd(Terminal.ABORTED, result)
+        return GoalOutcome(Terminal.ABORTED, result)
 
 
 def crashed_result(exc: Exception) -> Act.Result:

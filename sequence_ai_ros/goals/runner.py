@@ -21,7 +21,7 @@ from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.goals.driving import GoalDriver, GoalParts
 from sequence_ai_ros.goals.goal_state import GoalPhase, GoalRun, goal_problem
 from sequence_ai_ros.goals.instruction import shown
-from sequence_ai_ros.goals.results import GoalEnd, GoalResults
+from sequence_ai_ros.goals.results import GoalOutcome, GoalResults
 from sequence_ai_ros.goals.stop_policy import (
     ENDING_BY_CAUSE,
     ENDING_BY_RUN,
@@ -35,7 +35,7 @@ from sequence_ai_ros.goals.stop_policy import (
     goal_ending,
 )
 from sequence_ai_ros.goals.takeover import handover_problem, take_over
-from sequence_ai_ros.inputs.sent_images import LastFrames
+from sequence_ai_ros.inputs.sent_images import SentImages
 from sequence_ai_ros.params.node_config import NodeConfig
 
 # The names other modules and tests import from here (their home is the module named above).
@@ -124,7 +124,7 @@ class GoalRunner:
         handle.execute()
 
     @property
-    def frames(self) -> LastFrames:
+    def frames(self) -> SentImages:
         """The last observation's frames (~/current_frames)."""
         return self._driver.frames
 
@@ -148,7 +148,7 @@ class GoalRunner:
         return current if problem is None else None
 
     def result_of(self, handle: ServerGoalHandle) -> Future:
-        """The future the driving thread completes with the goal's `GoalEnd` (`execute` awaits
+        """The future the driving thread completes with the goal's `GoalOutcome` (`execute` awaits
         it and concludes the goal on the executor's thread)."""
         with self._cond:
             run = self._goals.get(bytes(handle.goal_id.uuid))
@@ -271,7 +271,7 @@ class GoalRunner:
             result = self._results.crashed(run, exc)
         self._finish(run, result)
 
-    def _finish(self, run: GoalRun, result: GoalEnd) -> None:
+    def _finish(self, run: GoalRun, result: GoalOutcome) -> None:
         """The goal is over: forget it, answer its `execute`, wake the executor."""
         with self._cond:
             run.phase = GoalPhase.ENDED

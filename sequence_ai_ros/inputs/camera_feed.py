@@ -33,7 +33,7 @@ CAMERA_NODE_SUFFIX = "_cameras"
 
 
 @dataclass(frozen=True)
-class TakenFrame:
+class TakenImage:
     """One camera message as taken, with when it was received and published.
 
     `received_s` is monotonic (this process's clock); `published_s` is the publisher's write time
@@ -47,7 +47,7 @@ class TakenFrame:
     sequence: int | None
 
 
-class Cameras:
+class CameraFeed:
     """The camera subscriptions of one configuration, on a node of their own that is never spun.
 
     `take(view)` is safe from any thread: the subscription's handle is held while taking, and
@@ -84,7 +84,7 @@ class Cameras:
     def views(self) -> Sequence[str]:
         return tuple(self._subscriptions)
 
-    def take(self, view: str) -> TakenFrame | None:
+    def take(self, view: str) -> TakenImage | None:
         """The newest frame of `view` received since the last take, or None."""
         with self._lock:
             subscription = self._subscriptions.get(view)
@@ -95,7 +95,7 @@ class Cameras:
         if taken is None:
             return None
         msg, info = taken
-        return TakenFrame(
+        return TakenImage(
             msg,
             _received_monotonic(info.get("received_timestamp", 0)),
             info.get("source_timestamp", 0) * 1e-9 or math.nan,

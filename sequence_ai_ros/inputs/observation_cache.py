@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 from sensor_msgs.msg import CompressedImage, Image, JointState
 
-from sequence_ai_ros.inputs.camera_feed import TakenFrame
+from sequence_ai_ros.inputs.camera_feed import TakenImage
 from sequence_ai_ros.inputs.freshness import StaleObservation, check_camera_age
 from sequence_ai_ros.inputs.image_conversion import MAX_FRAME_PIXELS, ImageConversionError, to_array
 
@@ -33,7 +33,7 @@ _DDS_PROFILE_ENVS = ("FASTRTPS_DEFAULT_PROFILES_FILE", "FASTDDS_DEFAULT_PROFILES
 _LARGE_FRAMES_PROFILE = "fastdds_large_frames.xml"
 
 
-def late_frame_advice(environ: Mapping[str, str]) -> str:
+def late_image_advice(environ: Mapping[str, str]) -> str:
     """What to do about late camera frames, given the transport profile in use."""
     profiles = [environ[name] for name in _DDS_PROFILE_ENVS if environ.get(name)]
     if any(os.path.basename(p) == _LARGE_FRAMES_PROFILE for p in profiles):
@@ -76,10 +76,10 @@ class PoseInput(Protocol):
     def vector(self, max_age_s: float) -> list[float]: ...
 
 
-class FrameSource(Protocol):
-    """Where camera frames are taken from (`cameras.Cameras`)."""
+class ImageSource(Protocol):
+    """Where camera frames are taken from (`cameras.CameraFeed`)."""
 
-    def take(self, view: str) -> TakenFrame | None:
+    def take(self, view: str) -> TakenImage | None:
         """The newest frame of `view` received since the last take, or None."""
         ...
 
@@ -110,7 +110,7 @@ def _stamp_seconds(msg: Any) -> float:
 
 
 @dataclass
-class _FrameClock:
+class _ImageClock:
     """What the takes of one view tell about its camera: for the late-frame warning."""
 
     published_s: float = math.nan
@@ -138,7 +138,7 @@ class ObservationCache:
         joint_names: Sequence[str],
         gripper_joints: Sequence[str],
         clock: Callable[[], float] = time.monotonic,
-        frames: FrameSource | None = None,
+        frames: ImageSource | None = None,
         warn: Callable[[str], object] | None = None,
         pose: PoseInput | None = None,
     ) -> None:
@@ -154,7 +154,7 @@ class ObservationCache:
         # Lock order 3: the camera lock (4), this cache's _lock (5) and, from a first
         # frame's listener, the goal runner's condition (6) are taken under it.
         self._take_lock = threading.Lock()
-        self._clocks = {view: _FrameClock() for view in self._views}
+        self._clocks = {view: _ImageClock() for view in self._views}
         self._late_warned = False
         # Guards every field below; listeners are called after it is released.
         # Lock order 5: nothing is taken under it (listeners run after its release).
@@ -177,7 +177,7 @@ class ObservationCache:
         for listener in listeners:
             listener()
 
-    def take_frames(self, views: Sequence[str] | None = None, older_than_s: float = 0.0) -> None:
+    def take_images(self, views: Sequence[str] | None = None, older_than_s: float = 0.0) -> None:
         """Take the newest frame of each of `views` (default: all); with `older_than_s`, only of
         the views whose frame in hand is older than that (or missing)."""
         if self._frames is None:
@@ -215,7 +215,7 @@ class ObservationCache:
         with self._lock:
             self._retake_after_s = max(max_age_s / 2, max_age_s - _RETAKE_MARGIN_S)
 
-    def _note_timing(self, view: str, state: _FrameClock, taken: TakenFrame) -> None:
+    def _note_timing(self, view: str, state: _ImageClock, taken: TakenImage) -> None:
         """Update the view's frame period; warn once when a frame is taken later than two
         periods after it was published (a transport that delivers frames late or loses them)."""
         published, sequence = taken.published_s, taken.sequence
@@ -233,7 +233,7 @@ class ObservationCache:
         self._warn(
             f"camera {view}: a frame taken {age * 1000:.0f} ms after it was published, more "
             f"than two frame periods ({state.period_s * 1000:.0f} ms): frames arrive late or "
-            f"are lost; {late_frame_advice(os.environ)} (warned once)"
+            f"are lost; {late_image_advice(os.environ)} (warned once)"
         )
 
     def add_listener(self, listener: Callable[[], None]) -> None:
@@ -247,7 +247,7 @@ class ObservationCache:
 
     def missing(self) -> list[str]:
         """The inputs that have never delivered: cameras, joint_states, joints it lacks."""
-        self.take_frames(older_than_s=math.inf)
+        self.take_images(older_than_s=math.inf)
         with self._lock:
             views = [f"camera {v}" for v in self._views if v not in self._images]
             received = self._joint_state.received is not None
@@ -291,7 +291,7 @@ class ObservationCache:
         newest first."""
         with self._lock:
             retake_after_s = self._retake_after_s
-        self.take_frames(older_than_s=retake_after_s)
+        self.take_images(older_than_s=retake_after_s)
         now = self._clock()
         with self._lock:
             images = dict(self._images)
@@ -322,10 +322,10 @@ class ObservationCache:
             return None
         return max(stamps) - min(stamps)
 
-    def newest_frames(self) -> dict[str, Image | CompressedImage]:
+    def newest_images(self) -> dict[str, Image | CompressedImage]:
         """The newest camera message of each view, as received (taken first); for the episode
         recorder's `record_cameras_hz`."""
-        self.take_frames()
+        self.take_images()
         with self._lock:
             return {view: entry.msg for view, entry in self._images.items()}
 
@@ -336,7 +336,7 @@ class ObservationCache:
         (older than `max_age_s`, undecodable, or a compressed frame of more than `max_pixels`).
 
         Takes every view's newest frame first: called on the thread that builds a request."""
-        self.take_frames()
+        self.take_images()
         now = self._clock()
         with self._lock:
             entries = {view: self._images.get(view) for view in self._views}

@@ -21,12 +21,12 @@ from sensor_msgs.msg import CompressedImage
 import sequence_ai
 from sequence_ai_interfaces.srv import CurrentFrames
 
-__all__ = ["LastFrames", "serve_current_frames"]
+__all__ = ["SentImages", "serve_sent_images"]
 
 SERVICE = "~/current_frames"
 
 
-class LastFrames:
+class SentImages:
     """The last observation's frames; any thread. `_lock` is a leaf."""
 
     def __init__(self) -> None:
@@ -65,7 +65,7 @@ class LastFrames:
         return response
 
 
-def serve_current_frames(node: Node, frames: Callable[[], LastFrames | None]) -> None:
+def serve_sent_images(node: Node, frames: Callable[[], SentImages | None]) -> None:
     """Serve `~/current_frames` from `frames()` (None while the node is not configured)."""
 
     def answer(

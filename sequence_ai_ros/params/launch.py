@@ -1,7 +1,7 @@
 """The processes `droid.launch.py` starts, described once.
 
-`launch/droid.launch.py` turns this plan into launch actions; where `ros2 launch` is missing,
-`python -m sequence_ai_ros.demo.launcher` starts the same plan as subprocesses. Pure Python:
+`launch/droid.launch.py` turns this into launch actions; where `ros2 launch` is missing,
+`python -m sequence_ai_ros.demo.launcher` starts the same launch as subprocesses. Pure Python:
 it imports neither launch nor rclpy.
 """
 
@@ -64,7 +64,7 @@ GATEWAY_KEYS_ENV = "SEQUENCES_GATEWAY_KEYS"
 # A program that starts a sim:=true launch and talks to its gateway itself (make demo's VLM
 # planner) chooses the launch's random key through this variable.
 SIM_KEY_ENV = "SEQUENCE_AI_SIM_KEY"
-# The Fast DDS profile every ROS process of the plan gets (docs/node.md "Large camera frames"):
+# The Fast DDS profile every ROS process of the launch gets (docs/node.md "Large camera frames"):
 # the default shared-memory segment is smaller than one camera frame. Humble's and Jazzy's
 # Fast DDS (2.x) read the first variable, Fast DDS 3 the second; a profile the environment
 # already names (say, the robot's camera drivers' own) is left alone.
@@ -74,7 +74,7 @@ _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
 
 
-class PlanError(ValueError):
+class LaunchArgumentError(ValueError):
     """A launch argument that is unknown or has a value it cannot take."""
 
 
@@ -111,10 +111,10 @@ BOOLEAN_ARGUMENTS = ("sim", "autostart")
 
 @dataclass(frozen=True)
 class Process:
-    """One process of the plan.
+    """One process of the launch.
 
-    A ROS node (`node_name` set) is started with the package's `executable` in the plan's
-    namespace, reading the plan's parameters files (in order) when `params_file` and then
+    A ROS node (`node_name` set) is started with the package's `executable` in the launch's
+    namespace, reading the launch's parameters files (in order) when `params_file` and then
     `parameters`; any other process (the gateway) gets `arguments` on its command line.
     """
 
@@ -129,7 +129,7 @@ class Process:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Launch:
     """The processes to start, in start order, and whether to bring the node up."""
 
     namespace: str
@@ -141,7 +141,7 @@ class Plan:
 
     @property
     def gateway(self) -> Process | None:
-        """The local gateway, if the plan starts one: configure waits until it serves."""
+        """The local gateway, if the launch starts one: configure waits until it serves."""
         return next((p for p in self.processes if not p.node_name), None)
 
     @property
@@ -160,14 +160,14 @@ def is_true(name: str, text: str) -> bool:
         return True
     if value in _FALSE:
         return False
-    raise PlanError(f"argument {name}:={text}: expected true or false")
+    raise LaunchArgumentError(f"argument {name}:={text}: expected true or false")
 
 
 def arguments(given: Mapping[str, str]) -> dict[str, str]:
     """Every argument's value: `given` over the defaults; an unknown name is refused."""
     unknown = sorted(set(given) - set(ARGUMENTS))
     if unknown:
-        raise PlanError(
+        raise LaunchArgumentError(
             f"argument {unknown[0]!r}: expected one of {', '.join(sorted(ARGUMENTS))}"
         )
     values = {name: argument.default for name, argument in ARGUMENTS.items()}
@@ -175,7 +175,7 @@ def arguments(given: Mapping[str, str]) -> dict[str, str]:
     for name in BOOLEAN_ARGUMENTS:
         is_true(name, values[name])
     if values["controller"] not in PARAMS_FILES:
-        raise PlanError(
+        raise LaunchArgumentError(
             f"argument controller:={values['controller']}: expected "
             f"{' or '.join(PARAMS_FILES)}"
         )
@@ -201,7 +201,9 @@ def share_file(relative: str) -> Path:
     try:
         from ament_index_python.packages import get_package_share_directory
     except ImportError as exc:
-        raise PlanError(f"{relative}: not next to the package and no ament index") from exc
+        raise LaunchArgumentError(
+            f"{relative}: not next to the package and no ament index"
+        ) from exc
     return Path(get_package_share_directory(PACKAGE)) / relative
 
 
@@ -222,9 +224,9 @@ def free_port(host: str = GATEWAY_HOST) -> int:
         return int(probe.getsockname()[1])
 
 
-def plan(
+def launch_for(
     given: Mapping[str, str], *, gateway_port: int | None = None, api_key: str | None = None
-) -> Plan:
+) -> Launch:
     """The processes for these launch arguments.
 
     With sim:=true and no base_url, the launch gets a gateway of its own on a free port (so a
@@ -271,7 +273,7 @@ def plan(
             env=node_env,
         )
     )
-    return Plan(
+    return Launch(
         namespace,
         tuple(processes),
         is_true("autostart", values["autostart"]),

@@ -20,8 +20,8 @@ from dataclasses import replace
 from rclpy.lifecycle import LifecycleNode
 from sensor_msgs.msg import JointState
 
-from sequence_ai_ros.commands.cartesian_output import PlannedCartesian
-from sequence_ai_ros.commands.chunk_trajectory import TrajectoryPlan
+from sequence_ai_ros.commands.cartesian_output import DryRunCartesian
+from sequence_ai_ros.commands.chunk_trajectory import ChunkTrajectory
 from sequence_ai_ros.commands.joint_output import COMMAND_QOS, CommandPublisher
 from sequence_ai_ros.commands.kinds import CommandMode, Interface
 from sequence_ai_ros.inputs.observation_cache import JointSnapshot
@@ -29,12 +29,12 @@ from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.safety.cartesian_space import CartesianSpace
 from sequence_ai_ros.safety.gate import ArmGate, Measurements, MotionRules
 
-PLANNED_TOPIC = "~/planned"
+DRY_RUN_TOPIC = "~/planned"
 PLANNED_GRIPPER_TOPIC = "~/planned_gripper"
 GHOST_TOPIC = "~/planned_joint_states"
 
 
-class PlannedOutput:
+class DryRunOutput:
     """The dry run's command sink (a `CommandOutput`): the planned commands and their ghost.
 
     The gate publishes from the driving thread; the ghost timer (the executor's) samples a
@@ -60,7 +60,7 @@ class PlannedOutput:
             node,
             joint_names=joint_names,
             interface=interface,
-            command_topic=PLANNED_TOPIC,
+            command_topic=DRY_RUN_TOPIC,
             command_type=command_type,
             gripper_topic=PLANNED_GRIPPER_TOPIC if gripper else "",
             period_s=period_s,
@@ -72,7 +72,7 @@ class PlannedOutput:
         # the measured pose the plan started at), or the trajectory in force.
         self._pose: list[float] | None = None
         self._base: list[float] | None = None
-        self._plan: TrajectoryPlan | None = None
+        self._trajectory: ChunkTrajectory | None = None
         self._timer = node.create_timer(period_s, self._sample_plan)
         self._timer.cancel()
 
@@ -83,14 +83,14 @@ class PlannedOutput:
     def restart(self) -> None:
         """A dry goal begins: its plan starts from the measured arm."""
         with self._lock:
-            self._pose = self._base = self._plan = None
+            self._pose = self._base = self._trajectory = None
         self._timer.cancel()
 
     def pose(self, measured: Sequence[float]) -> list[float]:
         """Where the plan has the arm now; `measured` until it has a pose."""
         with self._lock:
-            if self._plan is not None:
-                return self._plan.position_at(self._clock())
+            if self._trajectory is not None:
+                return self._trajectory.position_at(self._clock())
             if self._pose is None:
                 self._base = list(measured)
                 return list(measured)
@@ -99,7 +99,7 @@ class PlannedOutput:
     def publish_arm(self, values: Sequence[float]) -> None:
         self._commands.publish_arm(values)
         with self._lock:
-            self._plan = None
+            self._trajectory = None
             if self.interface is Interface.VELOCITY:
                 start = self._pose if self._pose is not None else self._base
                 if start is not None:
@@ -111,10 +111,10 @@ class PlannedOutput:
         if ghost is not None:
             self._publish_ghost(ghost)
 
-    def publish_trajectory(self, plan: TrajectoryPlan) -> None:
-        self._commands.publish_trajectory(plan)
+    def publish_trajectory(self, trajectory: ChunkTrajectory) -> None:
+        self._commands.publish_trajectory(trajectory)
         with self._lock:
-            self._plan = plan
+            self._trajectory = trajectory
         self._sample_plan()
         self._timer.reset()
 
@@ -131,12 +131,12 @@ class PlannedOutput:
 
     def _sample_plan(self) -> None:
         with self._lock:
-            plan = self._plan
+            trajectory = self._trajectory
             now = self._clock()
-        if plan is None:
+        if trajectory is None:
             return
-        self._publish_ghost(plan.position_at(now))
-        if now > plan.end_s:
+        self._publish_ghost(trajectory.position_at(now))
+        if now > trajectory.end_s:
             self._timer.cancel()
 
     def _publish_ghost(self, positions: Sequence[float]) -> None:
@@ -145,10 +145,10 @@ class PlannedOutput:
         self._ghost.publish(msg)
 
 
-class PlannedMeasurements:
+class DryRunMeasurements:
     """The dry gate's measurements: the real inputs' freshness, the plan's pose."""
 
-    def __init__(self, real: Measurements, output: PlannedOutput) -> None:
+    def __init__(self, real: Measurements, output: DryRunOutput) -> None:
         self._real = real
         self._output = output
 
@@ -169,7 +169,7 @@ class GateSwitch:
     """
 
     def __init__(
-        self, real: ArmGate, dry: ArmGate, planned: PlannedOutput | PlannedCartesian
+        self, real: ArmGate, dry: ArmGate, planned: DryRunOutput | DryRunCartesian
     ) -> None:
         self._real = real
         self._dry = dry
@@ -252,17 +252,17 @@ def gate_switch(
     """The arm's gate beside a dry-run gate of the same rules on the planned sink."""
     if space is not None:
         # An ee model: the same Cartesian rules, the commands on ~/planned.
-        cartesian = PlannedCartesian(
-            node, space=space.space, topic=PLANNED_TOPIC,
+        cartesian = DryRunCartesian(
+            node, space=space.space, topic=DRY_RUN_TOPIC,
             command_frame=config.command_frame or config.base_frame,
             gripper_topic=PLANNED_GRIPPER_TOPIC if config.gripper_command_topic else "",
         )
         dry_ee = ArmGate(
-            cartesian, PlannedMeasurements(measurements, cartesian), joints=0,
+            cartesian, DryRunMeasurements(measurements, cartesian), joints=0,
             period_s=period_s, log=node.get_logger(), mode=real.mode, space=space,
         )
         return GateSwitch(real, dry_ee, cartesian)
-    planned = PlannedOutput(
+    planned = DryRunOutput(
         node,
         joint_names=config.joint_names,
         interface=config.command_interface,
@@ -272,7 +272,7 @@ def gate_switch(
     )
     dry = ArmGate(
         planned,
-        PlannedMeasurements(measurements, planned),
+        DryRunMeasurements(measurements, planned),
         joints=len(config.joint_names),
         period_s=period_s,
         log=node.get_logger(),

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from sequence_ai_ros.commands.chunk_trajectory import TrajectoryPlan, plan_chunk
+from sequence_ai_ros.commands.chunk_trajectory import ChunkTrajectory, build_trajectory
 from sequence_ai_ros.commands.kinds import CommandMode, Interface
 from sequence_ai_ros.inputs.freshness import StaleObservation, check_camera_age
 from sequence_ai_ros.inputs.observation_cache import JointSnapshot
@@ -52,7 +52,7 @@ class CommandOutput(Protocol):
 
     def publish_arm(self, values: Sequence[float]) -> None: ...
 
-    def publish_trajectory(self, plan: TrajectoryPlan) -> None: ...
+    def publish_trajectory(self, trajectory: ChunkTrajectory) -> None: ...
 
     def publish_gripper(self, values: Sequence[float]) -> None: ...
 
@@ -204,7 +204,7 @@ class ArmGate:
         self._target: _Sent | None = None
         # Chunk mode: the last trajectory published (a chunk's, or a hold's): what the arm is
         # commanded to at any time from its stamp on.
-        self._trajectory: TrajectoryPlan | None = None
+        self._trajectory: ChunkTrajectory | None = None
         # The next step continues from _target; False at a goal's start and after a wait,
         # when the next step is checked against a fresh measurement instead.
         self._continuous = False
@@ -293,11 +293,11 @@ class ArmGate:
                 if reason is not None:
                     return f"row {k} of the chunk: {reason}"
             previous = self._trajectory if self._continuous else None
-            plan = plan_chunk(
+            trajectory = build_trajectory(
                 [row[:n] for row in rows], first_due_s, self._period_s, self._clock(),
                 previous.position_at if previous is not None else lambda _t: measured,
             )
-            if plan is None:
+            if trajectory is None:
                 # Every row is due before a controller could reach it: the arm keeps the
                 # trajectory in force (already checked); the rows are only counted.
                 return None
@@ -308,14 +308,14 @@ class ArmGate:
             # max_step of the seam. Speeds are checked on the points as blended (below): they
             # are what the controller commands, and a first chunk's row is already rows into
             # its plan (those due within the lead are skipped) while the arm is at rest.
-            reason = safety.check_position_target(plan.first_row, plan.seam, limits)
+            reason = safety.check_position_target(trajectory.first_row, trajectory.seam, limits)
             if reason is not None:
                 return f"trajectory point 0 (before the seam blend): {reason}"
-            reason = _trajectory_problem(rules, plan, previous, self._period_s)
+            reason = _trajectory_problem(rules, trajectory, previous, self._period_s)
             if reason is not None:
                 return reason
-            self._output.publish_trajectory(plan)
-            self._trajectory = plan
+            self._output.publish_trajectory(trajectory)
+            self._trajectory = trajectory
             self._continuous = True
             self._held = False
         return None
@@ -481,7 +481,7 @@ class ArmGate:
         """A position command that stays at `positions`: in chunk mode a trajectory holding
         them with zero velocity, which replaces the one running at once."""
         if self._mode is CommandMode.CHUNK:
-            self._trajectory = TrajectoryPlan.still(positions, self._clock())
+            self._trajectory = ChunkTrajectory.still(positions, self._clock())
             self._output.publish_trajectory(self._trajectory)
         else:
             self._output.publish_arm(positions)
@@ -501,9 +501,12 @@ class ArmGate:
 
 
 def _trajectory_problem(
-    rules: MotionRules, plan: TrajectoryPlan, previous: TrajectoryPlan | None, period_s: float
+    rules: MotionRules,
+    trajectory: ChunkTrajectory,
+    previous: ChunkTrajectory | None,
+    period_s: float,
 ) -> str | None:
-    """Why a point of `plan` must not be played: each within limits and max_step of the one
+    """Why a point of `trajectory` must not be played: each within limits and max_step of the one
     before (the seam for the first), and with joint limits its velocity (the controller's,
     and the one implied by the move) and the acceleration between points."""
     rates = rules.rates
@@ -513,23 +516,23 @@ def _trajectory_problem(
         before = [
             (a - b) / period_s
             for a, b in zip(
-                previous.position_at(plan.start_s),
-                previous.position_at(plan.start_s - period_s),
+                previous.position_at(trajectory.start_s),
+                previous.position_at(trajectory.start_s - period_s),
             )
         ]
-    reference: Sequence[float] = plan.seam
+    reference: Sequence[float] = trajectory.seam
     at_s = 0.0
-    for k, point in enumerate(plan.positions):
+    for k, point in enumerate(trajectory.positions):
         reason = safety.check_position_target(point, reference, rules.limits)
         if reason is None and rates is not None:
-            reason = check_velocity(plan.velocities[k], rates, "is commanded at")
+            reason = check_velocity(trajectory.velocities[k], rates, "is commanded at")
             if reason is None:
                 reason, before = check_move(
-                    point, reference, before, plan.times_s[k] - at_s, rates
+                    point, reference, before, trajectory.times_s[k] - at_s, rates
                 )
         if reason is not None:
             return f"trajectory point {k}: {reason}"
-        reference, at_s = point, plan.times_s[k]
+        reference, at_s = point, trajectory.times_s[k]
     return None
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import sequence_ai_ros
-from sequence_ai_ros.commands.chunk_trajectory import BLEND_POINTS, LEAD_PERIODS, TrajectoryPlan
+from sequence_ai_ros.commands.chunk_trajectory import BLEND_POINTS, LEAD_PERIODS, ChunkTrajectory
 from sequence_ai_ros.commands.kinds import CommandMode, Interface
 from sequence_ai_ros.inputs.freshness import StaleObservation
 from sequence_ai_ros.inputs.observation_cache import JointSnapshot
@@ -356,7 +356,7 @@ def test_nothing_but_the_gate_holds_a_command_publisher() -> None:
     """A command output is made in one place, straight into the gate, so that no path can
     command the arm around the gate's checks: `command_output` (commands/group_output.py, the only
     maker of a CommandPublisher or GroupedCommands for the arm) is called inside ArmGate(...)."""
-    from sequence_ai_ros.safety.dry_run import PLANNED_TOPIC
+    from sequence_ai_ros.safety.dry_run import DRY_RUN_TOPIC
 
     package = Path(sequence_ai_ros.__file__).parent
     made_in: list[str] = []
@@ -379,14 +379,14 @@ def test_nothing_but_the_gate_holds_a_command_publisher() -> None:
             elif name == "CommandPublisher":
                 # Else only a dry run's sink, on its own topics (its gate checks it as well).
                 topic = next(k.value for k in call.keywords if k.arg == "command_topic")
-                assert getattr(topic, "id", "") == "PLANNED_TOPIC", ast.dump(topic)
+                assert getattr(topic, "id", "") == "DRY_RUN_TOPIC", ast.dump(topic)
                 planned_in.append(source.name)
             else:
                 assert name not in makers, f"{source.name} makes a {name}"
     assert made_in == ["configuration.py"] and planned_in == ["dry_run.py"]
     # command_output makes either; GroupedCommands makes one CommandPublisher per arm group.
     assert sorted(outputs_in) == ["CommandPublisher", "CommandPublisher", "GroupedCommands"]
-    assert PLANNED_TOPIC.startswith("~/")
+    assert DRY_RUN_TOPIC.startswith("~/")
 
 
 # ----- chunk mode: every point of a chunk's trajectory passes the gate -----
@@ -397,9 +397,9 @@ class _TrajectoryOutput(_Output):
 
     def __init__(self) -> None:
         super().__init__(Interface.POSITION)
-        self.trajectories: list[TrajectoryPlan] = []
+        self.trajectories: list[ChunkTrajectory] = []
 
-    def publish_trajectory(self, plan: TrajectoryPlan) -> None:
+    def publish_trajectory(self, plan: ChunkTrajectory) -> None:
         self.trajectories.append(plan)
 
 

@@ -10,7 +10,7 @@ from lifecycle_msgs.msg import Transition
 from support.node_harness import node_parameters
 from support.waiting import wait_for
 
-from sequence_ai_ros.inputs.observation_cache import late_frame_advice
+from sequence_ai_ros.inputs.observation_cache import late_image_advice
 
 
 def test_without_a_key_configure_names_the_variable_and_the_parameter(
@@ -45,7 +45,7 @@ def test_without_a_key_configure_names_the_variable_and_the_parameter(
 def test_the_late_camera_advice_fits_the_transport_in_use(
     environ: dict[str, str], words: str, not_words: str
 ) -> None:
-    advice = late_frame_advice(environ)
+    advice = late_image_advice(environ)
     assert words in advice and not_words not in advice
 
 

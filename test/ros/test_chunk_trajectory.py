@@ -15,9 +15,9 @@ from sequence_ai_ros.commands import chunk_trajectory
 from sequence_ai_ros.commands.chunk_trajectory import (
     BLEND_POINTS,
     LEAD_PERIODS,
-    TrajectoryPlan,
+    ChunkTrajectory,
+    build_trajectory,
     knot_velocities,
-    plan_chunk,
 )
 from sequence_ai_ros.sim.trajectory import (
     Replacement,
@@ -50,7 +50,7 @@ def test_rows_due_after_the_lead_are_points_one_period_apart_from_a_stamp_at_the
     rows = _path(0.0, 0.6, 1, 5)
     # Installed mid-period: the first row is due 0.3 periods after the lead.
     due = T0 + (LEAD_PERIODS + 0.3) * P
-    plan = plan_chunk(rows, due, P, T0, _on_path(0.0, 0.6, 1, due))
+    plan = build_trajectory(rows, due, P, T0, _on_path(0.0, 0.6, 1, due))
     assert plan is not None and not plan.immediate
     # The stamp is one period before the first point: where its left neighbour was due.
     assert plan.start_s == pytest.approx(due - P)
@@ -62,22 +62,24 @@ def test_rows_due_after_the_lead_are_points_one_period_apart_from_a_stamp_at_the
 def test_rows_due_before_the_lead_are_left_to_the_controllers_join() -> None:
     rows = _path(0.0, 0.6, 1, 5)
     # The first chunk of a goal is due at once: rows due within the lead are not sent.
-    plan = plan_chunk(rows, T0, P, T0, _on_path(0.0, 0.6, 1, T0))
+    plan = build_trajectory(rows, T0, P, T0, _on_path(0.0, 0.6, 1, T0))
     assert plan is not None
     skipped = math.ceil(LEAD_PERIODS)
     assert np.allclose(plan.positions, rows[skipped:])
     assert plan.start_s == pytest.approx(T0 + (skipped - 1) * P)
     # Due just inside the lead: skipped as well; just outside it: kept.
-    assert len(plan_chunk(rows, T0 + (LEAD_PERIODS - 0.01) * P, P, T0, _at([0, 0])).positions) == 4
-    assert len(plan_chunk(rows, T0 + (LEAD_PERIODS + 0.01) * P, P, T0, _at([0, 0])).positions) == 5
+    inside = build_trajectory(rows, T0 + (LEAD_PERIODS - 0.01) * P, P, T0, _at([0, 0]))
+    outside = build_trajectory(rows, T0 + (LEAD_PERIODS + 0.01) * P, P, T0, _at([0, 0]))
+    assert len(inside.positions) == 4
+    assert len(outside.positions) == 5
     # Every row already due: nothing to send.
-    assert plan_chunk(rows[:1], T0, P, T0, _at([0.0, 0.5])) is None
+    assert build_trajectory(rows[:1], T0, P, T0, _at([0.0, 0.5])) is None
 
 
 def test_a_new_plans_offset_from_the_motion_in_force_is_taken_up_over_the_blend_points() -> None:
     rows = [[0.3, 0.5]] * (BLEND_POINTS + 3)
     due = T0 + (LEAD_PERIODS + 0.3) * P
-    plan = plan_chunk(rows, due, P, T0, _at([0.0, 0.5]))
+    plan = build_trajectory(rows, due, P, T0, _at([0.0, 0.5]))
     assert plan is not None
     shares = [min(1.0, (k + 1) / (BLEND_POINTS + 1)) for k in range(len(rows))]
     assert [p[0] for p in plan.positions] == pytest.approx([0.3 * w for w in shares])
@@ -85,10 +87,10 @@ def test_a_new_plans_offset_from_the_motion_in_force_is_taken_up_over_the_blend_
 
 
 def test_the_seam_is_what_the_replaced_trajectory_commands_at_the_stamp() -> None:
-    old = plan_chunk(_path(0.0, 0.6, 1, 15), T0 + 0.9 * P, P, T0, _at([0.0, 0.5]))
+    old = build_trajectory(_path(0.0, 0.6, 1, 15), T0 + 0.9 * P, P, T0, _at([0.0, 0.5]))
     assert old is not None
     later = T0 + 5.3 * P
-    new = plan_chunk(_path(0.1, 0.6, 6, 10), later + 0.7 * P, P, later, old.position_at)
+    new = build_trajectory(_path(0.1, 0.6, 6, 10), later + 0.7 * P, P, later, old.position_at)
     assert new is not None
     assert new.seam == pytest.approx(old.position_at(new.start_s))
 
@@ -114,7 +116,7 @@ def test_velocities_keep_each_segment_between_its_points() -> None:
     assert velocities[1] == 0.0  # turns
     assert velocities[2] == pytest.approx(3 * 0.01 / P)  # limited, not (0.5 - 0.1) / 2P
     assert velocities[3] == 0.0  # stops
-    plan = TrajectoryPlan(T0, seam, tuple((k + 1) * P for k in range(5)), tuple(points),
+    plan = ChunkTrajectory(T0, seam, tuple((k + 1) * P for k in range(5)), tuple(points),
                           knot_velocities(seam, points, P))
     for k in range(4):
         low, high = sorted((points[k][0], points[k + 1][0]))
@@ -123,7 +125,7 @@ def test_velocities_keep_each_segment_between_its_points() -> None:
 
 
 def test_a_plan_passes_through_its_points_at_their_times_and_holds_the_last() -> None:
-    plan = plan_chunk(_path(0.0, 0.6, 1, 6), T0 + 0.7 * P, P, T0, _at([0.0, 0.5]))
+    plan = build_trajectory(_path(0.0, 0.6, 1, 6), T0 + 0.7 * P, P, T0, _at([0.0, 0.5]))
     assert plan is not None
     for t, q in zip(plan.times_s, plan.positions):
         assert plan.position_at(plan.start_s + t) == pytest.approx(list(q))
@@ -132,7 +134,7 @@ def test_a_plan_passes_through_its_points_at_their_times_and_holds_the_last() ->
 
 
 def test_a_stop_holds_one_point_with_zero_velocity_never_an_empty_trajectory() -> None:
-    stop = TrajectoryPlan.still([0.3, -0.2], T0)
+    stop = ChunkTrajectory.still([0.3, -0.2], T0)
     assert stop.immediate and stop.times_s == (0.0,)
     assert stop.positions == ((0.3, -0.2),) and stop.velocities == ((0.0, 0.0),)
     assert stop.position_at(T0 + 3.0) == [0.3, -0.2]
@@ -141,7 +143,7 @@ def test_a_stop_holds_one_point_with_zero_velocity_never_an_empty_trajectory() -
 # ----- seams played by a controller -----
 
 
-def _message(plan: TrajectoryPlan, publish_s: float) -> Trajectory:
+def _message(plan: ChunkTrajectory, publish_s: float) -> Trajectory:
     start = publish_s if plan.immediate else plan.start_s
     return Trajectory(
         JOINTS, start,
@@ -161,12 +163,12 @@ def _play(
     first row due, rows) are sent the node's way and taken `delay_s` later."""
     controller = TrajectoryController(JOINTS, replacement=replacement)
     start = np.array([0.0, 0.5])
-    controller.receive(_message(TrajectoryPlan.still(start, T0 - 1.0), T0 - 1.0), T0 - 1.0,
+    controller.receive(_message(ChunkTrajectory.still(start, T0 - 1.0), T0 - 1.0), T0 - 1.0,
                        start, np.zeros(2))
-    sent: TrajectoryPlan | None = None
+    sent: ChunkTrajectory | None = None
     pending = []
     for publish_s, first_due_s, rows in chunks:
-        sent = plan_chunk(rows, first_due_s, P, publish_s,
+        sent = build_trajectory(rows, first_due_s, P, publish_s,
                           sent.position_at if sent is not None else _at(start))
         assert sent is not None
         pending.append((publish_s + delay_s, _message(sent, publish_s)))
@@ -226,11 +228,11 @@ def test_the_literal_stamp_would_jump_where_a_controller_splices(
     # Unblended, so that the first point carries the whole seam jump.
     monkeypatch.setattr(chunk_trajectory, "BLEND_POINTS", 0)
     controller = TrajectoryController(JOINTS, replacement=Replacement.SPLICE)
-    old = plan_chunk(_path(0.0, 0.6, 0, 15), T0, P, T0, _at([0.0, 0.5]))
+    old = build_trajectory(_path(0.0, 0.6, 0, 15), T0, P, T0, _at([0.0, 0.5]))
     assert old is not None
     controller.receive(_message(old, T0), T0, np.array([0.0, 0.5]), np.zeros(2))
     publish = T0 + 6.4 * P
-    new = plan_chunk(_path(0.04, 0.6, 7, 15), publish + 0.9 * P, P, publish, old.position_at)
+    new = build_trajectory(_path(0.04, 0.6, 7, 15), publish + 0.9 * P, P, publish, old.position_at)
     assert new is not None
     literal = Trajectory(JOINTS, new.start_s + P, [
         TrajectoryPoint(t - P, list(q), list(v))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sensor_msgs.msg import Image, JointState
 
-from sequence_ai_ros.inputs.camera_feed import TakenFrame
+from sequence_ai_ros.inputs.camera_feed import TakenImage
 from sequence_ai_ros.inputs.freshness import StaleObservation
 from sequence_ai_ros.inputs.observation_cache import ObservationCache
 
@@ -141,17 +141,17 @@ class FakeCamera:
     """A frame source: hands out queued frames, counts the takes."""
 
     def __init__(self) -> None:
-        self.queued: dict[str, list[TakenFrame]] = {}
+        self.queued: dict[str, list[TakenImage]] = {}
         self.takes = 0
 
-    def take(self, view: str) -> TakenFrame | None:
+    def take(self, view: str) -> TakenImage | None:
         self.takes += 1
         frames = self.queued.get(view) or []
         return frames.pop(0) if frames else None
 
 
-def _taken(received_s: float, published_s: float, sequence: int | None) -> TakenFrame:
-    return TakenFrame(_rgb(), received_s, published_s, sequence)
+def _taken(received_s: float, published_s: float, sequence: int | None) -> TakenImage:
+    return TakenImage(_rgb(), received_s, published_s, sequence)
 
 
 def test_frames_are_taken_when_a_request_needs_them_not_before(clock: FakeClock) -> None:

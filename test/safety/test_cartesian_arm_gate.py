@@ -330,13 +330,13 @@ def test_only_the_gate_and_the_dry_run_make_cartesian_outputs() -> None:
         for call in ast.walk(tree):
             name = getattr(getattr(call, "func", None), "id", "")
             if isinstance(call, ast.Call) and name in (
-                "CartesianCommands", "PlannedCartesian", "cartesian_output"
+                "CartesianCommands", "DryRunCartesian", "cartesian_output"
             ):
                 made.append(f"{source.name}:{name}")
-                if name == "PlannedCartesian":
+                if name == "DryRunCartesian":
                     topic = next(k.value for k in call.keywords if k.arg == "topic")
-                    assert getattr(topic, "id", "") == "PLANNED_TOPIC", ast.dump(topic)
+                    assert getattr(topic, "id", "") == "DRY_RUN_TOPIC", ast.dump(topic)
     assert sorted(made) == [
-        "cartesian_output.py:CartesianCommands", "dry_run.py:PlannedCartesian",
+        "cartesian_output.py:CartesianCommands", "dry_run.py:DryRunCartesian",
         "group_output.py:cartesian_output",
     ]
