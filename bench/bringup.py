@@ -50,7 +50,7 @@ class _Arm:
         self.positions = list(HOME)
 
     def joints(self, max_age_s: float) -> Any:
-        from sequence_ai_ros.inputs.observation_cache import JointSnapshot
+        from sequence_ai_ros.inputs.readings import JointSnapshot
 
         return JointSnapshot(list(self.positions), [0.0], 0.0, "")
 

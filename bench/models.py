@@ -302,7 +302,7 @@ class _Inputs:
         self._views = tuple(views)
 
     def joints(self, max_age_s: float) -> Any:
-        from sequence_ai_ros.inputs.observation_cache import JointSnapshot
+        from sequence_ai_ros.inputs.readings import JointSnapshot
 
         gripper = [0.0] if self.positions else None
         return JointSnapshot(list(self.positions), gripper, 0.0)

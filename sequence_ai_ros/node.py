@@ -113,7 +113,7 @@ class SequenceAiNode(LifecycleNode):
             result_service_qos_profile=ACTION_SERVICE_QOS,
             cancel_service_qos_profile=ACTION_SERVICE_QOS,
         )
-        serve_sent_images(self, lambda: None if (r := self._runner()) is None else r.frames)
+        serve_sent_images(self, lambda: None if (r := self._runner()) is None else r.images)
         # ~/enable and the heartbeat deadman: a running goal stops held when motion is blocked.
         self._enable = MotionEnable(self, self._stop_blocked)
         # In every state, so a failed configure or one in progress is visible too.

@@ -19,12 +19,13 @@ from sequence_ai_ros.commands.group_output import command_output
 from sequence_ai_ros.commands.kinds import EE_SPACES
 from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.geometry.command_frame import command_frame
-from sequence_ai_ros.goals.driving import GoalParts
+from sequence_ai_ros.goals.driving import GoalParts, goal_runner
 from sequence_ai_ros.goals.runner import GoalRunner
 from sequence_ai_ros.inputs.camera_feed import CameraFeed
 from sequence_ai_ros.inputs.joint_feed import JointFeed
 from sequence_ai_ros.inputs.observation_cache import ObservationCache
-from sequence_ai_ros.inputs.pose_source import PoseSource, TfPoses, open_pose_source
+from sequence_ai_ros.inputs.pose_source import TfPoses, open_pose_source
+from sequence_ai_ros.inputs.readings import PoseSource
 from sequence_ai_ros.params import config_checks, spec_table
 from sequence_ai_ros.params.model_fit import fit, space_of
 from sequence_ai_ros.params.node_config import NodeConfig
@@ -191,7 +192,7 @@ def configure(
         )
         # The switch destroys both gates.
         built[-1] = gate.destroy
-        runner = GoalRunner(
+        runner = goal_runner(
             GoalParts(policy, model, controller, cache, gate, health, episodes),
             live_config=lambda: spec_table.read_config(node),
             log=node.get_logger(),

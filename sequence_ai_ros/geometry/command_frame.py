@@ -15,11 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from rclpy.time import Time
-
 from sequence_ai_ros.geometry.pose_math import Transform, pose_vector_to_pose
 from sequence_ai_ros.inputs.freshness import StaleObservation
-from sequence_ai_ros.inputs.pose_source import TransformLookup
+from sequence_ai_ros.inputs.readings import TransformLookup
 
 # Which transform runs, as /diagnostics says it (`command_frame_source`).
 SAME = "same as base_frame"
@@ -63,13 +61,19 @@ class TfFrame:
     source = TF2
 
     def __init__(self, buffer: TransformLookup, command_frame: str, base_frame: str) -> None:
+        # tf2's "the newest transform" (time zero); rclpy only where tf2 runs.
+        from rclpy.time import Time
+
+        self._latest = Time()
         self._buffer = buffer
         self._command_frame = command_frame
         self._base_frame = base_frame
 
     def transform(self) -> Transform:
         try:
-            found = self._buffer.lookup_transform(self._command_frame, self._base_frame, Time())
+            found = self._buffer.lookup_transform(
+                self._command_frame, self._base_frame, self._latest
+            )
         except Exception as exc:  # noqa: BLE001 - every tf2 failure is a missing transform
             raise StaleObservation(
                 f"tf {self._command_frame} <- {self._base_frame}: {type(exc).__name__}: {exc}"

@@ -1,5 +1,6 @@
-"""`GoalDriver`: what the driving thread does for one goal — wire its run, wait for its inputs,
-drive `Policy.act`/`run` with every step and hold through the arm gate, and end it."""
+"""`GoalDriver`: the node's `Driver` (driver.py) — what the driving thread does for one goal:
+wire its run, wait for its inputs, drive `Policy.act`/`run` with every step and hold through the
+arm gate, and end it. `goal_runner` makes the goal state machine around it."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from sequence_ai_ros.goals.feedback import GoalFeedback
 from sequence_ai_ros.goals.goal_state import GoalPhase, GoalRun
 from sequence_ai_ros.goals.instruction import shown
 from sequence_ai_ros.goals.results import GoalOutcome, GoalResults
+from sequence_ai_ros.goals.runner import GoalRunner
 from sequence_ai_ros.goals.stop_policy import ArmCommand, arm_command
 from sequence_ai_ros.goals.takeover import RunBaton, handed_over_outcome, own_outcome
 from sequence_ai_ros.inputs.freshness import StaleObservation
@@ -30,7 +32,7 @@ from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.safety.dry_run import GateSwitch
 from sequence_ai_ros.safety.gate import MotionRules
 
-__all__ = ["GoalDriver", "GoalParts"]
+__all__ = ["GoalDriver", "GoalParts", "goal_runner"]
 
 # A goal waiting for its first camera frames looks again this often: frames are taken, not
 # pushed, so no callback announces them.
@@ -52,8 +54,25 @@ class GoalParts:
     health: HealthRecord
     # Told each goal's start, end, observations and holds; an observer of its run's events.
     episodes: EpisodeRecorder
-    # The last observation's frames, for ~/current_frames (frame_service.py).
-    frames: SentImages = field(default_factory=SentImages)
+    # The images of the last observation sent, for ~/current_frames (inputs/sent_images.py).
+    images: SentImages = field(default_factory=SentImages)
+
+
+def goal_runner(
+    parts: GoalParts,
+    *,
+    live_config: Callable[[], NodeConfig],
+    log: RcutilsLogger,
+    wake: Callable[[], None],
+) -> GoalRunner:
+    """The goal state machine with this node's driver and results, sharing one condition."""
+    # Lock order 6: the runner's, shared with the driver and the results.
+    cond = threading.Condition()
+    results = GoalResults(cond, parts.health, log, parts.episodes)
+    driver = GoalDriver(parts, results=results, log=log, cond=cond)
+    return GoalRunner(
+        cond=cond, driver=driver, results=results, live_config=live_config, log=log, wake=wake
+    )
 
 
 class GoalDriver:
@@ -72,7 +91,7 @@ class GoalDriver:
         self._gate = parts.gate
         self._health = parts.health
         self._episodes = parts.episodes
-        self._frames = parts.frames
+        self._images = parts.images
         self._results = results
         self._log = log
         self._cond = cond
@@ -82,8 +101,8 @@ class GoalDriver:
         self._baton: RunBaton | None = None
 
     @property
-    def frames(self) -> SentImages:
-        return self._frames
+    def images(self) -> SentImages:
+        return self._images
 
     @property
     def baton(self) -> RunBaton | None:
@@ -272,7 +291,7 @@ class GoalDriver:
             quality=config.jpeg_quality,
         )
         self._episodes.observation_sent(observation, captured_ns)
-        self._frames.sent(observation, captured_ns)
+        self._images.sent(observation, captured_ns)
         return observation
 
     def _validate(self, run: GoalRun, step: list[float]) -> bool:

@@ -9,18 +9,26 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rclpy.action.server import ServerGoalHandle
-from rclpy.task import Future
-
 from sequence_ai import CallHandle
-from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.goals.instruction import instruction_problem
 from sequence_ai_ros.goals.stop_policy import StopCause
 
 if TYPE_CHECKING:
+    from rclpy.action.server import ServerGoalHandle
+    from rclpy.task import Future
+
+    from sequence_ai_interfaces.action import Act
     from sequence_ai_ros.goals.feedback import GoalFeedback
 
 __all__ = ["GoalPhase", "GoalRun", "goal_problem"]
+
+
+def _result_future() -> Future:
+    """The future a goal's `execute` awaits on the executor: rclpy's, imported when a goal is
+    made, so the state machine imports without ROS."""
+    from rclpy.task import Future
+
+    return Future()
 
 
 class GoalPhase(enum.Enum):
@@ -43,7 +51,7 @@ class GoalRun:
     handle: ServerGoalHandle
     call: CallHandle = field(default_factory=CallHandle)
     started_s: float = field(default_factory=time.monotonic)
-    result: Future = field(default_factory=Future)
+    result: Future = field(default_factory=_result_future)
     phase: GoalPhase = GoalPhase.PENDING
     # Someone (the driving thread, or the watchdog for a stuck one) is ending it.
     ending: bool = False

@@ -2,9 +2,10 @@
 `handover`, takes the running motion over: goal_handover.py), cancel interrupts, every end
 holds, and each way a goal can end is one row of `GoalEnding` (stop_policy.py).
 
-`GoalRunner` holds the ROS callbacks and the goal state machine; the driving thread's work for
-one goal is `GoalDriver` (goal_drive.py), its feedback `GoalFeedback` (goal_feedback.py), its
-result `GoalResults` (goal_results.py).
+`GoalRunner` holds the action server's callbacks and the goal state machine; the driving
+thread's work for one goal is a `Driver` (driver.py; the node's is `GoalDriver`, driving.py),
+endings that no run reached are its `Results` (results.py). It imports without ROS: the fakes of
+test/goals drive it.
 """
 
 from __future__ import annotations
@@ -12,16 +13,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
-from rclpy.action.server import ServerGoalHandle
-from rclpy.impl.rcutils_logger import RcutilsLogger
-from rclpy.task import Future
-
-from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.goals.driving import GoalDriver, GoalParts
+from sequence_ai_ros.goals.driver import Driver, Results
 from sequence_ai_ros.goals.goal_state import GoalPhase, GoalRun, goal_problem
 from sequence_ai_ros.goals.instruction import shown
-from sequence_ai_ros.goals.results import GoalOutcome, GoalResults
 from sequence_ai_ros.goals.stop_policy import (
     ENDING_BY_CAUSE,
     ENDING_BY_RUN,
@@ -35,8 +31,15 @@ from sequence_ai_ros.goals.stop_policy import (
     goal_ending,
 )
 from sequence_ai_ros.goals.takeover import handover_problem, take_over
-from sequence_ai_ros.inputs.sent_images import SentImages
 from sequence_ai_ros.params.node_config import NodeConfig
+
+if TYPE_CHECKING:
+    from rclpy.action.server import ServerGoalHandle
+    from rclpy.task import Future
+
+    from sequence_ai_interfaces.action import Act
+    from sequence_ai_ros.goals.results import GoalOutcome
+    from sequence_ai_ros.inputs.sent_images import SentImages
 
 # The names other modules and tests import from here (their home is the module named above).
 __all__ = [
@@ -60,6 +63,12 @@ __all__ = [
 DRIVING_THREAD = "sequence_ai-drive"
 
 
+class Log(Protocol):
+    """Where the runner reports a goal that failed (the node's logger)."""
+
+    def error(self, message: str) -> object: ...
+
+
 class GoalRunner:
     """Runs goals through `Policy.act` on one long-lived driving thread; every step and hold
     goes through the arm gate, and every end holds.
@@ -74,20 +83,23 @@ class GoalRunner:
 
     def __init__(
         self,
-        parts: GoalParts,
         *,
+        cond: threading.Condition,
+        driver: Driver,
+        results: Results,
         live_config: Callable[[], NodeConfig],
-        log: RcutilsLogger,
+        log: Log,
         wake: Callable[[], None],
     ) -> None:
         self._live_config = live_config
         self._log = log
         self._wake = wake
-        # Lock order 6: shared with GoalDriver and GoalResults; never held while the gate,
-        # the observation cache or a call handle is used.
-        self._cond = threading.Condition()
-        self._results = GoalResults(self._cond, parts.health, log, parts.episodes)
-        self._driver = GoalDriver(parts, results=self._results, log=log, cond=self._cond)
+        # Lock order 6: shared with the driver and the results (driving.py's `goal_runner`
+        # makes all three); never held while the gate, the observation cache or a call handle
+        # is used.
+        self._cond = cond
+        self._results = results
+        self._driver = driver
         # Every goal not yet ended, by goal id, in the order they were accepted.
         self._goals: dict[bytes, GoalRun] = {}
         self._current: GoalRun | None = None  # the goal whose run drives the arm
@@ -124,9 +136,9 @@ class GoalRunner:
         handle.execute()
 
     @property
-    def frames(self) -> SentImages:
-        """The last observation's frames (~/current_frames)."""
-        return self._driver.frames
+    def images(self) -> SentImages:
+        """The images of the last observation sent (~/current_frames)."""
+        return self._driver.images
 
     def handover_problem(self, goal: Act.Goal) -> str | None:
         """Why a goal asking for a hand-over is rejected (goal_handover.py), or None."""

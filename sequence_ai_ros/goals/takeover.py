@@ -13,16 +13,19 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-
-from rclpy.action.server import ServerGoalHandle
+from typing import TYPE_CHECKING
 
 from sequence_ai import Ending, RunOutcome
 from sequence_ai.events import ChunkInstalled, RowPlayed, RunEvent, RunStarted
-from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.goals.feedback import GoalFeedback
 from sequence_ai_ros.goals.goal_state import GoalPhase, GoalRun
 from sequence_ai_ros.goals.stop_policy import StopCause
 from sequence_ai_ros.params.node_config import NodeConfig
+
+if TYPE_CHECKING:
+    from rclpy.action.server import ServerGoalHandle
+
+    from sequence_ai_interfaces.action import Act
+    from sequence_ai_ros.goals.feedback import GoalFeedback
 
 __all__ = ["RunBaton", "handed_over_outcome", "handover_problem", "own_outcome", "take_over"]
 

@@ -18,6 +18,7 @@ from sensor_msgs.msg import CompressedImage, Image, JointState
 from sequence_ai_ros.inputs.camera_feed import TakenImage
 from sequence_ai_ros.inputs.freshness import StaleObservation, check_camera_age
 from sequence_ai_ros.inputs.image_conversion import MAX_FRAME_PIXELS, ImageConversionError, to_array
+from sequence_ai_ros.inputs.readings import JointSnapshot
 
 # A camera age read (the gate's check, diagnostics) takes a frame only when the one in hand is
 # older than this — or, once a goal has said its limit (`watch_images`), within _RETAKE_MARGIN_S
@@ -91,17 +92,6 @@ class Cached:
     msg: Any
     received_s: float
     stamp_s: float
-
-
-@dataclass(frozen=True)
-class JointSnapshot:
-    """Joint positions in the model's order, the gripper values (None: no gripper), their age."""
-
-    positions: list[float]
-    gripper: list[float] | None
-    age_s: float
-    # The joint whose value is oldest: the one to look at when the snapshot is stale.
-    oldest: str = ""
 
 
 def _stamp_seconds(msg: Any) -> float:

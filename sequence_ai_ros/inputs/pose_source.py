@@ -9,12 +9,9 @@ is a measurement like the joints' age: a pose older than `max_pose_age_s` is ref
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
 
 from geometry_msgs.msg import PoseStamped, TransformStamped
 from rclpy.context import Context
@@ -24,67 +21,18 @@ from rclpy.qos import qos_profile_sensor_data
 from rclpy.time import Time
 
 from sequence_ai_ros.bringup.side_executor import SideExecutor
-from sequence_ai_ros.geometry import pose_math
 from sequence_ai_ros.inputs.freshness import StaleObservation
-from sequence_ai_ros.safety.cartesian_rules import Pose
+from sequence_ai_ros.inputs.readings import (
+    MeasuredPose,
+    TransformLookup,
+    measured,
+    too_old,
+)
 
 TF2 = "tf2"
 TOPIC = "topic"
 POSE_NODE_SUFFIX = "_pose"
 POSE_THREAD = "sequence_ai-pose"
-
-
-@dataclass(frozen=True)
-class MeasuredPose:
-    """The end effector in base_frame: the pose vector [x, y, z, roll, pitch, yaw], the same
-    pose with its quaternion, and its age (s)."""
-
-    vector: list[float]
-    pose: Pose
-    age_s: float
-
-
-def measured(position: tuple[float, float, float],
-             orientation: tuple[float, float, float, float], age_s: float,
-             what: str) -> MeasuredPose:
-    """A MeasuredPose from message fields; StaleObservation when they are unusable."""
-    values = [*position, *orientation]
-    if not all(math.isfinite(v) for v in values):
-        raise StaleObservation(f"{what} has a non-finite value: {values}")
-    try:
-        unit = pose_math.normalized(orientation)
-    except ValueError as exc:
-        raise StaleObservation(f"{what}: {exc}") from exc
-    return MeasuredPose(pose_math.pose_to_vector(position, unit), Pose(position, unit), age_s)
-
-
-def _too_old(what: str, age_s: float, max_age_s: float) -> StaleObservation:
-    return StaleObservation(
-        f"{what}: newest pose is {age_s:.3f} s old; max_pose_age_s is {max_age_s:.3f}"
-    )
-
-
-class PoseSource(Protocol):
-    """Where the measured end-effector pose comes from."""
-
-    @property
-    def name(self) -> str:
-        """`tf2` or `topic` (diagnostics)."""
-        ...
-
-    def pose(self, max_age_s: float) -> MeasuredPose:
-        """The pose no older than `max_age_s`, or StaleObservation."""
-        ...
-
-    def age(self) -> float | None:
-        """Seconds since the newest pose (None: none yet)."""
-        ...
-
-    def vector(self, max_age_s: float) -> list[float]:
-        """The pose vector [x, y, z, roll, pitch, yaw] of `pose(max_age_s)`."""
-        ...
-
-    def destroy(self) -> None: ...
 
 
 class TopicPoses:
@@ -139,7 +87,7 @@ class TopicPoses:
         msg, received = newest
         age = self._clock() - received
         if age > max_age_s:
-            raise _too_old(what, age, max_age_s)
+            raise too_old(what, age, max_age_s)
         frame = msg.header.frame_id
         if frame and frame.lstrip("/") != self._base_frame.lstrip("/"):
             raise StaleObservation(
@@ -151,14 +99,6 @@ class TopicPoses:
     def destroy(self) -> None:
         if self._side is not None and self._side.stop():
             self._side.node.destroy_node()
-
-
-class TransformLookup(Protocol):
-    """What the pose source asks of a `tf2_ros.Buffer`."""
-
-    def lookup_transform(
-        self, target_frame: str, source_frame: str, time: Time
-    ) -> TransformStamped: ...
 
 
 class TfPoses:
@@ -206,7 +146,7 @@ class TfPoses:
         what = f"tf {self._base_frame} -> {self._ee_frame}"
         found, age = self._lookup()
         if age > max_age_s:
-            raise _too_old(what, age, max_age_s)
+            raise too_old(what, age, max_age_s)
         t, q = found.transform.translation, found.transform.rotation
         return measured((t.x, t.y, t.z), (q.x, q.y, q.z, q.w), age, what)
 

@@ -14,7 +14,8 @@ from rclpy.node import Node
 from sequence_ai_ros.commands.kinds import EE_DELTA
 from sequence_ai_ros.geometry.command_frame import command_frame
 from sequence_ai_ros.inputs.freshness import StaleObservation
-from sequence_ai_ros.inputs.pose_source import MeasuredPose, TfPoses, measured, tf_buffer
+from sequence_ai_ros.inputs.pose_source import TfPoses, tf_buffer
+from sequence_ai_ros.inputs.readings import MeasuredPose, measured
 from sequence_ai_ros.params.node_config import NodeConfig
 
 TWIST_STAMPED = "geometry_msgs/msg/TwistStamped"

@@ -22,7 +22,7 @@ from sequence_ai_ros.commands.kinds import EE_DELTA, EE_SPACES
 from sequence_ai_ros.geometry import pose_math
 from sequence_ai_ros.geometry.command_frame import CommandFrame, FixedFrame
 from sequence_ai_ros.inputs.freshness import StaleObservation
-from sequence_ai_ros.inputs.pose_source import MeasuredPose, PoseSource
+from sequence_ai_ros.inputs.readings import MeasuredPose, PoseSource
 from sequence_ai_ros.safety import cartesian_rules as cartesian_gate
 from sequence_ai_ros.safety import joint_rules as safety
 from sequence_ai_ros.safety.cartesian_rules import CartesianLimits, Pose

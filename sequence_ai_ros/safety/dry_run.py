@@ -24,7 +24,7 @@ from sequence_ai_ros.commands.cartesian_output import DryRunCartesian
 from sequence_ai_ros.commands.chunk_trajectory import ChunkTrajectory
 from sequence_ai_ros.commands.joint_output import COMMAND_QOS, CommandPublisher
 from sequence_ai_ros.commands.kinds import CommandMode, Interface
-from sequence_ai_ros.inputs.observation_cache import JointSnapshot
+from sequence_ai_ros.inputs.readings import JointSnapshot
 from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.safety.cartesian_space import CartesianSpace
 from sequence_ai_ros.safety.gate import ArmGate, Measurements, MotionRules

@@ -20,7 +20,7 @@ from typing import Protocol
 from sequence_ai_ros.commands.chunk_trajectory import ChunkTrajectory, build_trajectory
 from sequence_ai_ros.commands.kinds import CommandMode, Interface
 from sequence_ai_ros.inputs.freshness import StaleObservation, check_camera_age
-from sequence_ai_ros.inputs.observation_cache import JointSnapshot
+from sequence_ai_ros.inputs.readings import JointSnapshot
 from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.safety import joint_rules as safety
 from sequence_ai_ros.safety.cartesian_space import CartesianRules, CartesianSpace

@@ -14,7 +14,7 @@ import sequence_ai_ros
 from sequence_ai_ros.commands.chunk_trajectory import BLEND_POINTS, LEAD_PERIODS, ChunkTrajectory
 from sequence_ai_ros.commands.kinds import CommandMode, Interface
 from sequence_ai_ros.inputs.freshness import StaleObservation
-from sequence_ai_ros.inputs.observation_cache import JointSnapshot
+from sequence_ai_ros.inputs.readings import JointSnapshot
 from sequence_ai_ros.safety.gate import ArmGate, CommandRefused, MotionRules
 from sequence_ai_ros.safety.joint_rules import (
     SafetyLimits,

@@ -19,8 +19,8 @@ from sequence_ai_ros.geometry import pose_math
 from sequence_ai_ros.geometry.command_frame import CommandFrame
 from sequence_ai_ros.goals.stop_policy import ArmCommand, StopCause, arm_command
 from sequence_ai_ros.inputs.freshness import StaleObservation
-from sequence_ai_ros.inputs.observation_cache import JointSnapshot
 from sequence_ai_ros.inputs.pose_source import TfPoses, TopicPoses
+from sequence_ai_ros.inputs.readings import JointSnapshot
 from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.params.spec_table import SPECS
 from sequence_ai_ros.safety.cartesian_space import CartesianRules, CartesianSpace
