@@ -3,30 +3,26 @@
 `geometry_msgs/PoseStamped` (a Cartesian controller's target, e.g. FZI's `target_frame`), both
 stamped now in `command_frame`, and the gripper as `std_msgs/Float64MultiArray`.
 
-Only the arm gate holds one (as `CommandPublisher` for joints): every command it publishes
-passed cartesian_space.py's rules first.
+Only the arm gate holds one (as `CommandPublisher` for joints; both are `OutputStage`s): every
+command it publishes passed cartesian_space.py's rules first.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections import deque
 from collections.abc import Callable, Sequence
 
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from rclpy.lifecycle import LifecycleNode
-from std_msgs.msg import Float64MultiArray
 
 from sequence_ai_ros.commands.chunk_trajectory import ChunkTrajectory
-from sequence_ai_ros.commands.joint_output import COMMAND_QOS
 from sequence_ai_ros.commands.kinds import EE_DELTA, Interface
+from sequence_ai_ros.commands.output_stage import OutputStage
 from sequence_ai_ros.geometry import pose_math
 from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.safety.cartesian_space import WIDTH
 
 
-class CartesianCommands:
+class CartesianCommands(OutputStage):
     """Publishes the end effector's commands: twists (ee_delta) or pose targets (ee_absolute).
 
     Its interface is velocity for twists (a hold, a pause are zero twists, as for a velocity
@@ -42,21 +38,15 @@ class CartesianCommands:
         gripper_topic: str,
         on_publish: Callable[[str, object], None] | None = None,
     ) -> None:
-        self._node = node
         self._twist = space == EE_DELTA
         self._frame = command_frame
-        self._on_publish = on_publish
-        self._arm = node.create_lifecycle_publisher(
-            TwistStamped if self._twist else PoseStamped, topic, COMMAND_QOS
+        super().__init__(
+            node,
+            arm_type=TwistStamped if self._twist else PoseStamped,
+            arm_topic=topic,
+            gripper_topic=gripper_topic,
+            on_publish=on_publish,
         )
-        self._gripper = (
-            node.create_lifecycle_publisher(Float64MultiArray, gripper_topic, COMMAND_QOS)
-            if gripper_topic
-            else None
-        )
-        # Lock order 7 (as CommandPublisher's): nothing of ours is taken under it.
-        self._lock = threading.Lock()
-        self._sent: deque[float] = deque(maxlen=256)
 
     @property
     def interface(self) -> Interface:
@@ -64,11 +54,7 @@ class CartesianCommands:
 
     def publish_arm(self, values: Sequence[float]) -> None:
         """One command: a twist [vx, vy, vz, wx, wy, wz] or a pose [x, y, z, roll, pitch, yaw]."""
-        msg = self.message([float(v) for v in values[:WIDTH]])
-        self._arm.publish(msg)
-        with self._lock:
-            self._sent.append(time.monotonic())
-        self._published("arm", msg)
+        self._send_arm(self.message([float(v) for v in values[:WIDTH]]))
 
     def message(self, values: list[float]) -> TwistStamped | PoseStamped:
         msg: TwistStamped | PoseStamped = TwistStamped() if self._twist else PoseStamped()
@@ -87,27 +73,6 @@ class CartesianCommands:
 
     def publish_trajectory(self, trajectory: ChunkTrajectory) -> None:
         raise RuntimeError("Cartesian commands play in step mode; a chunk trajectory has no pose")
-
-    def publish_gripper(self, values: Sequence[float]) -> None:
-        if self._gripper is not None:
-            msg = Float64MultiArray(data=[float(v) for v in values])
-            self._gripper.publish(msg)
-            self._published("gripper", msg)
-
-    def command_rate_hz(self, window_s: float = 2.0) -> float:
-        now = time.monotonic()
-        with self._lock:
-            recent = [t for t in self._sent if now - t <= window_s]
-        return len(recent) / window_s
-
-    def destroy(self) -> None:
-        self._node.destroy_lifecycle_publisher(self._arm)
-        if self._gripper is not None:
-            self._node.destroy_lifecycle_publisher(self._gripper)
-
-    def _published(self, group: str, msg: object) -> None:
-        if self._on_publish is not None:
-            self._on_publish(group, msg)
 
 
 class DryRunCartesian(CartesianCommands):

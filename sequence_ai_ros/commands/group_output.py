@@ -19,8 +19,9 @@ from std_msgs.msg import Float64MultiArray
 
 from sequence_ai_ros.commands.cartesian_output import CartesianCommands, cartesian_output
 from sequence_ai_ros.commands.chunk_trajectory import ChunkTrajectory
-from sequence_ai_ros.commands.joint_output import COMMAND_QOS, CommandPublisher
+from sequence_ai_ros.commands.joint_output import CommandPublisher
 from sequence_ai_ros.commands.kinds import COMMAND_TYPES, EE_SPACES, FLOAT64_MULTI_ARRAY, Interface
+from sequence_ai_ros.commands.output_stage import COMMAND_QOS
 from sequence_ai_ros.params.node_config import NodeConfig
 
 PREFIX = "command_groups"

@@ -22,8 +22,9 @@ from sensor_msgs.msg import JointState
 
 from sequence_ai_ros.commands.cartesian_output import DryRunCartesian
 from sequence_ai_ros.commands.chunk_trajectory import ChunkTrajectory
-from sequence_ai_ros.commands.joint_output import COMMAND_QOS, CommandPublisher
+from sequence_ai_ros.commands.joint_output import CommandPublisher
 from sequence_ai_ros.commands.kinds import CommandMode, Interface
+from sequence_ai_ros.commands.output_stage import COMMAND_QOS
 from sequence_ai_ros.inputs.readings import JointSnapshot
 from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.safety.cartesian_space import CartesianSpace
