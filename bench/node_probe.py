@@ -35,8 +35,8 @@ if str(ROOT) not in sys.path:
 
 def _instrument(record: dict[str, list[Any]]) -> None:
     from sequence_ai.events import RowPlayed, RunEvent, UnderrunEnded
-    from sequence_ai_ros.goals.runner import driving as goal_drive
-    from sequence_ai_ros.goals.runner import runner as goals
+    from sequence_ai_ros.goals import driving as goal_drive
+    from sequence_ai_ros.goals import runner as goals
     from sequence_ai_ros.inputs import observation_cache as observations
     from sequence_ai_ros.safety import gate as arm
 

@@ -32,8 +32,10 @@ from sequence_ai_ros.bringup.diagnostics import HealthRecord
 from sequence_ai_ros.bringup.diagnostics_output import DiagnosticsOutput
 from sequence_ai_ros.bringup.lifecycle_guard import ConfigureProbe, guard_change_state
 from sequence_ai_ros.bringup.readiness import Readiness
+from sequence_ai_ros.goals.goal_state import goal_problem
 from sequence_ai_ros.goals.instruction import shown
-from sequence_ai_ros.goals.runner import GoalRunner, ResultReason, StopCause, goal_problem
+from sequence_ai_ros.goals.runner import GoalRunner
+from sequence_ai_ros.goals.stop_policy import ResultReason, StopCause
 from sequence_ai_ros.inputs.sent_images import serve_sent_images
 from sequence_ai_ros.params import config_checks, spec_table
 from sequence_ai_ros.safety.gate import MotionRules

@@ -16,19 +16,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from sequence_ai_ros.goals.driver import Driver, Results
-from sequence_ai_ros.goals.goal_state import GoalPhase, GoalRun, goal_problem
+from sequence_ai_ros.goals.goal_state import GoalPhase, GoalRun
 from sequence_ai_ros.goals.instruction import shown
 from sequence_ai_ros.goals.stop_policy import (
-    ENDING_BY_CAUSE,
-    ENDING_BY_RUN,
-    NEVER_STARTED,
     PREEMPT_WAIT_S,
-    EndingRow,
-    GoalEnding,
-    ResultReason,
     StopCause,
-    Terminal,
-    goal_ending,
 )
 from sequence_ai_ros.goals.takeover import handover_problem, take_over
 from sequence_ai_ros.params.node_config import NodeConfig
@@ -41,24 +33,7 @@ if TYPE_CHECKING:
     from sequence_ai_ros.goals.results import GoalOutcome
     from sequence_ai_ros.inputs.sent_images import SentImages
 
-# The names other modules and tests import from here (their home is the module named above).
-__all__ = [
-    "DRIVING_THREAD",
-    "ENDING_BY_CAUSE",
-    "ENDING_BY_RUN",
-    "NEVER_STARTED",
-    "PREEMPT_WAIT_S",
-    "EndingRow",
-    "GoalEnding",
-    "GoalPhase",
-    "GoalRun",
-    "GoalRunner",
-    "ResultReason",
-    "StopCause",
-    "Terminal",
-    "goal_ending",
-    "goal_problem",
-]
+__all__ = ["DRIVING_THREAD", "GoalRunner"]
 
 DRIVING_THREAD = "sequence_ai-drive"
 

@@ -2,7 +2,7 @@
 install), else with the node's own numpy/Pillow conversion (PyPI ROS has no cv_bridge).
 
 Both paths check the header first and return the same array for every supported encoding:
-the numpy path follows cv_bridge's conversions (test/ros/test_image_conversion.py).
+the numpy path follows cv_bridge's conversions (test/node/inputs/test_image_conversion.py).
 """
 
 from __future__ import annotations

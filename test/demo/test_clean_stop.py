@@ -19,6 +19,9 @@ from sequence_ai_ros.demo import launcher
 from sequence_ai_ros.demo.planner import Planner
 from sequence_ai_ros.params import launch as node_launch
 
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 NAMESPACE = "clean_stop"
 PATIENCE_S = 60.0
 # Launch forwards its SIGINT after the terminal's (about a second), then SIGTERM: the gaps

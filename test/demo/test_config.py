@@ -51,6 +51,7 @@ def context() -> Iterator[Context]:
         rclpy.shutdown(context=context)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "configs",
     [(CONFIG,), (JTC_CONFIG,), (CONFIG, COSMOS3_OVERLAY)],

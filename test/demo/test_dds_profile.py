@@ -13,6 +13,9 @@ from support.ros_domains import CONFIG_TESTS, domain
 
 from sequence_ai_ros.params import launch as node_launch
 
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / node_launch.DDS_PROFILE_FILE
 FRAME_BYTES = 1280 * 720 * 3

@@ -24,6 +24,9 @@ from sequence_ai_ros.demo.launcher import STOP_GRACE_S  # noqa: E402
 from sequence_ai_ros.demo.planner import Planner  # noqa: E402
 from sequence_ai_ros.params.launch import node_path  # noqa: E402
 
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 DOMAIN_ID = domain(LAUNCH_TESTS)
 BRING_UP_S = 120.0
 # Two robots, each with three 1280x720 cameras, share two busy cores here: the node's live age

@@ -338,6 +338,7 @@ def test_status_429_carries_retry_after(gateway, seconds, header):
     assert after.status_code == 200
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("in_subprocess", [False, True])
 def test_new_faults_through_either_handle(in_subprocess, monkeypatch):
     monkeypatch.setenv("SEQUENCE_AI_GATEWAY_PYTHON", sys.executable)

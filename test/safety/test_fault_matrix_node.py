@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from action_msgs.msg import GoalStatus
 from lifecycle_msgs.msg import Transition
+from node.process.test_node_enable import HEARTBEAT, Heartbeat, set_enabled
 from rclpy.action import ActionClient
 from rclpy.qos import QoSProfile
-from ros.test_node_enable import HEARTBEAT, Heartbeat, set_enabled
 from std_msgs.msg import Float64MultiArray
 from support.gateway_fixture import run_gateway
 from support.node_harness import JOINTS, SAG, ArmHarness, node_parameters

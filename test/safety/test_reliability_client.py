@@ -39,6 +39,7 @@ def _act_body() -> bytes:
     return encode_json({"model": PI05, "observation": make_observation().to_wire()})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layers", [1, 3])
 def test_a_compressed_bomb_never_decodes_far_past_the_cap(own_gateway: Any, layers: int) -> None:
     own_gateway.inject("stacked_encoding", fields={"layers": layers, "decoded_bytes": BOMB_BYTES})

@@ -13,6 +13,9 @@ from support.node_harness import ArmHarness, node_parameters
 from support.ros_support import hold_events
 from support.waiting import wait_for
 
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 FIRST = "pick up the cup"
 NEXT = "put the cup in the sink"
 

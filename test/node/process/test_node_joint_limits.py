@@ -8,12 +8,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import yaml
 from action_msgs.msg import GoalStatus
 from lifecycle_msgs.msg import Transition
-from ros.test_node_chunks import _assert_one_stop_at_a_measured_pose, _chunks, chunk_parameters
+from node.process.test_node_chunks import (
+    _assert_one_stop_at_a_measured_pose,
+    _chunks,
+    chunk_parameters,
+)
 from support.node_harness import JOINTS, node_parameters
 from support.waiting import wait_for
+
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
 
 INSTRUCTION = "pick up the cup"
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from ros.test_arm import DUE_S, LIMITS, PERIOD_S, RULES, _chunk_gate, _gate, _play, _rows
+from node.safety.test_gate import DUE_S, LIMITS, PERIOD_S, RULES, _chunk_gate, _gate, _play, _rows
 
 from sequence_ai_ros.commands.kinds import Interface
 from sequence_ai_ros.safety.joint_limits import (

@@ -23,7 +23,10 @@ from support.waiting import wait_for
 
 from sequence_ai_ros.episodes import reader
 
-CONFIG = Path(__file__).resolve().parents[2] / "config"
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
+CONFIG = Path(__file__).resolve().parents[3] / "config"
 
 
 def _parameters(name: str, base_url: str, key_file: str, **changes: Any) -> dict[str, Any]:

@@ -6,17 +6,17 @@ import pytest
 
 from sequence_ai import Ending
 from sequence_ai_ros.commands.kinds import CommandMode, Interface
-from sequence_ai_ros.goals.runner import (
+from sequence_ai_ros.goals.goal_state import GoalPhase, GoalRun
+from sequence_ai_ros.goals.stop_policy import (
     ENDING_BY_CAUSE,
     ENDING_BY_RUN,
+    ArmCommand,
     GoalEnding,
-    GoalPhase,
-    GoalRun,
     StopCause,
     Terminal,
+    arm_command,
     goal_ending,
 )
-from sequence_ai_ros.goals.stop_policy import ArmCommand, arm_command
 from sequence_ai_ros.inputs.freshness import StaleObservation
 
 

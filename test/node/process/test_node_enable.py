@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from action_msgs.msg import GoalStatus
 from std_msgs.msg import Bool
 from std_srvs.srv import SetBool
 from support.node_harness import ArmHarness, node_parameters
 from support.waiting import wait_for
+
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
 
 INSTRUCTION = "pick up the cup"
 HEARTBEAT = "teleop/deadman"

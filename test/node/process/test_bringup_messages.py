@@ -12,6 +12,9 @@ from support.waiting import wait_for
 
 from sequence_ai_ros.inputs.observation_cache import late_image_advice
 
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 
 def test_without_a_key_configure_names_the_variable_and_the_parameter(
     ros_system: Any, gateway: Any, monkeypatch: pytest.MonkeyPatch

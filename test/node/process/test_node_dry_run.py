@@ -9,12 +9,15 @@ from typing import Any
 
 import pytest
 from action_msgs.msg import GoalStatus
-from ros.test_node_chunks import chunk_parameters
+from node.process.test_node_chunks import chunk_parameters
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from support.node_harness import JOINTS, ArmHarness, node_parameters
 from support.waiting import wait_for
 from trajectory_msgs.msg import JointTrajectory
+
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
 
 INSTRUCTION = "pick up the cup"
 ACTIONS = 20

@@ -18,6 +18,9 @@ from support.waiting import wait_for
 from sequence_ai_ros.commands.kinds import JOINT_TRAJECTORY
 from sequence_ai_ros.params.spec_table import PANDA_LOWER, PANDA_UPPER
 
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 INSTRUCTION = "pick up the cup"
 PERIOD_S = 1 / 15  # pi05-droid's catalogue rate
 MAX_STEP = 0.25

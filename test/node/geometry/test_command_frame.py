@@ -9,14 +9,14 @@ from dataclasses import dataclass, replace
 
 import pytest
 from geometry_msgs.msg import TransformStamped
-from safety.test_cartesian_arm_gate import (
+from node.safety.test_cartesian_space import (
     EE_RULES,
     RULES,
     _Buffer,
     _play,
     _pose_msg,
 )
-from safety.test_cartesian_arm_gate import _gate as _cartesian_gate
+from node.safety.test_cartesian_space import _gate as _cartesian_gate
 
 from sequence_ai_ros.commands.kinds import EE_ABSOLUTE, EE_DELTA
 from sequence_ai_ros.geometry import command_frame as frames

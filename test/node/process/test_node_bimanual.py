@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from action_msgs.msg import GoalStatus
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
@@ -19,6 +20,9 @@ from support.sim_process import simulator
 from support.waiting import wait_for
 
 from sequence_ai_ros.sim.bimanual import GRIPPERS, JOINT_NAMES
+
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
 
 TOPICS = (
     "left_arm_controller/commands", "right_arm_controller/commands",

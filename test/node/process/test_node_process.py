@@ -17,6 +17,9 @@ from lifecycle_msgs.msg import Transition
 from support.node_harness import GRIPPER, JOINTS, ArmHarness
 from support.waiting import wait_for
 
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 NAMESPACE = "/process_robot"
 
 

@@ -77,6 +77,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.slow
 def test_a_killed_process_leaves_a_file_that_reads_back(tmp_path: Path) -> None:
     path = tmp_path / "killed.mcap"
     child = subprocess.Popen([sys.executable, "-c", _CHILD, str(path)], stdout=subprocess.PIPE,

@@ -45,6 +45,7 @@ def node(lifecycle: Lifecycle) -> Iterator[Node]:
     rclpy.shutdown(context=context)
 
 
+@pytest.mark.slow
 def test_every_contract_parameter_is_declared_with_a_description(node: Node) -> None:
     expected = {
         "model", "base_url", "api_key_file", "validate_mode", "camera_views", "camera_topics",
@@ -76,6 +77,7 @@ def test_every_contract_parameter_is_declared_with_a_description(node: Node) -> 
     assert not any("key" in name and name != "api_key_file" for name in expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "allowed"),
     [
@@ -94,13 +96,14 @@ def test_choice_parameters_list_their_values_in_the_descriptor(
 
 
 def test_choice_parameters_list_their_values_in_docs_node_md() -> None:
-    text = (Path(__file__).resolve().parents[2] / "docs" / "node.md").read_text()
+    text = (Path(__file__).resolve().parents[3] / "docs" / "node.md").read_text()
     for name, spec in spec_table.SPECS.items():
         if spec.choices:
             row = next(line for line in text.splitlines() if line.startswith(f"| `{name}`"))
             assert all(f"`{choice}`" in row for choice in spec.choices), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "value", "words"),
     [
@@ -129,6 +132,7 @@ def test_every_refusal_names_the_parameter_the_value_and_what_is_allowed(
     assert type(node.get_parameter(name).value) is type(spec_table.SPECS[name].default)
 
 
+@pytest.mark.slow
 def test_parameters_read_at_configure_change_only_while_unconfigured(
     node: Node, lifecycle: Lifecycle
 ) -> None:
@@ -167,6 +171,7 @@ def test_a_refused_enum_value_names_the_parameter() -> None:
     assert "one of: position, velocity" in str(refused.value)
 
 
+@pytest.mark.slow
 def test_live_values_change(node: Node) -> None:
     result = node.set_parameters([Parameter("prefetch", value=False),
                                   Parameter("smooth_seam", value=3)])
@@ -174,6 +179,7 @@ def test_live_values_change(node: Node) -> None:
     assert node.get_parameter("smooth_seam").value == 3
 
 
+@pytest.mark.slow
 def test_playback_speed_takes_a_factor_or_auto(node: Node) -> None:
     for value in ("auto", 0.75, 1.0):
         (result,) = node.set_parameters([Parameter("playback_speed", value=value)])
@@ -183,6 +189,7 @@ def test_playback_speed_takes_a_factor_or_auto(node: Node) -> None:
     assert result.successful and node.get_parameter("max_in_flight").value == 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name,value,words",
     [
@@ -206,6 +213,7 @@ def test_out_of_range_values_are_rejected_with_a_reason(
 
 
 
+@pytest.mark.slow
 def test_limits_must_stay_one_per_joint(node: Node) -> None:
     (result,) = node.set_parameters([Parameter("joint_lower_limits", value=[-1.0, -1.0])])
     assert not result.successful and "joint_lower_limits" in result.reason

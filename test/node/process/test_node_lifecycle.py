@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from lifecycle_msgs.msg import Transition
 from support.node_harness import node_parameters
 from support.waiting import wait_for
+
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
 
 
 def test_transitions_and_goal_gating(ros_system: Any, gateway: Any, key_file: str) -> None:

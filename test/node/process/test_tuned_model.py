@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from lifecycle_msgs.msg import Transition
 from support.node_harness import node_parameters
 from support.waiting import wait_for
@@ -13,6 +14,9 @@ import sequence_ai
 from sequence_ai_ros.params.model_fit import controller_for, fit_problems
 from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.params.spec_table import SPECS
+
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
 
 
 def test_a_tuned_model_configures_and_runs_a_goal(

@@ -11,6 +11,9 @@ from lifecycle_msgs.msg import Transition
 from support.node_harness import ArmHarness, node_parameters
 from support.waiting import wait_for
 
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 INSTRUCTION = "pick up the cup"
 
 

@@ -7,11 +7,15 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
 from support.node_harness import node_parameters
 from support.waiting import wait_for
 
 from sequence_ai_ros.goals.runner import DRIVING_THREAD
 from sequence_ai_ros.inputs.joint_feed import JOINT_THREAD
+
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
 
 
 def test_goals_run_on_one_driving_thread_and_cameras_are_never_spun(

@@ -50,6 +50,7 @@ def _run(tmp_path: Path, values: dict[str, Any]) -> tuple[int, dict[str, str]]:
     return status, by_name
 
 
+@pytest.mark.slow
 def test_a_working_setup_passes_every_check(
     robot: ArmHarness, gateway: Any, key_file: str, tmp_path: Path
 ) -> None:
@@ -63,6 +64,7 @@ def test_a_working_setup_passes_every_check(
     assert "Hz, rgb8 320x180" in lines["camera wrist_left"]
 
 
+@pytest.mark.slow
 def test_each_broken_input_gets_its_own_cross(
     robot: ArmHarness, gateway: Any, key_file: str, tmp_path: Path
 ) -> None:
@@ -86,6 +88,7 @@ def test_each_broken_input_gets_its_own_cross(
     assert lines["camera exterior_1"].startswith("✓")
 
 
+@pytest.mark.slow
 def test_a_key_file_others_can_read_is_a_cross(
     robot: ArmHarness, gateway: Any, key_file: str, tmp_path: Path
 ) -> None:
@@ -95,6 +98,7 @@ def test_a_key_file_others_can_read_is_a_cross(
     assert lines["api key"].startswith("✗") and "chmod 600" in lines["api key"]
 
 
+@pytest.mark.slow
 def test_python_dash_m_runs_it_and_exits_by_the_result(
     robot: ArmHarness, gateway: Any, key_file: str, tmp_path: Path
 ) -> None:
@@ -107,6 +111,7 @@ def test_python_dash_m_runs_it_and_exits_by_the_result(
     assert done.stdout.splitlines()[-1] == "preflight: 11 of 11 checks passed"
 
 
+@pytest.mark.slow
 def test_an_ee_delta_setup_checks_the_pose_and_servo_instead_of_joints_and_tf(
     ros_context: Any, gateway: Any, key_file: str, tmp_path: Path
 ) -> None:
@@ -117,7 +122,7 @@ def test_an_ee_delta_setup_checks_the_pose_and_servo_instead_of_joints_and_tf(
     executor.add_node(ee)
     spinner = threading.Thread(target=executor.spin, daemon=True)
     spinner.start()
-    config = Path(__file__).resolve().parents[2] / "config" / "sim-stateless-ee-delta.yaml"
+    config = Path(__file__).resolve().parents[3] / "config" / "sim-stateless-ee-delta.yaml"
     values = dict(yaml.safe_load(config.read_text(encoding="utf-8"))["/**/sequence_ai"][
         "ros__parameters"])
     values.update(base_url=gateway.url, api_key_file=key_file, max_image_age_s=1.0,
