@@ -70,13 +70,13 @@ class SequenceAiNode(LifecycleNode):
     Spun by one `SingleThreadedExecutor` (main()): its callbacks never block on a goal or an
     image, and on the network only in configure's catalogue probe, bounded by
     configure_timeout_s. Lifecycle callbacks run on that thread and own every field; `_lock`
-    guards the ones other threads read: `_accepting`, `_configured` (configuration.py),
+    guards the ones other threads read: `_accepting`, `_configured` (bringup/configuration.py),
     `_open_executes` (the goal, cancel, diagnostics and idle-hold callbacks, the driving
     thread's `_wake`). Entities the executor takes from (the command publishers) are created and
     destroyed only by lifecycle callbacks, on the executor's thread, or by `destroy_node()` once
     nothing spins the node. Sensors live on nodes of their own: joint states on a small
     executor's thread (joint_feed.py), camera subscriptions on a node nothing spins
-    (cameras.py). The readiness thread is readiness.py's, the enable watcher motion_enable.py's.
+    (camera_feed.py). The readiness thread is readiness.py's, the enable watcher motion_enable.py's.
     """
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
@@ -123,7 +123,7 @@ class SequenceAiNode(LifecycleNode):
             self, self.health, self._configured_parts, self._enable.state
         )
         # Its own timer, not the diagnostics': goals waiting behind a run that does not stop
-        # end BUSY after PREEMPT_WAIT_S (goals.py).
+        # end BUSY after PREEMPT_WAIT_S (goals/runner.py).
         self._overdue_timer = self.create_timer(1.0, self._end_overdue)
         # The hold is one volatile message: a controller that (re)connects after a goal never
         # hears it, so an idle node sends it again (the gate decides whether it may). Made for

@@ -107,7 +107,7 @@ def configure(
     health.update(model=model.short_id)
     built: list[Callable[[], object]] = [policy.close]
     try:
-        # Frames are taken by whoever needs one, from a node nothing spins (cameras.py);
+        # Frames are taken by whoever needs one, from a node nothing spins (camera_feed.py);
         # topics are resolved here, with this node's namespace and remappings.
         cameras = CameraFeed(
             node.context,

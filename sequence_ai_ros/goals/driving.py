@@ -96,7 +96,7 @@ class GoalDriver:
         self._log = log
         self._cond = cond
         # Under cond: first messages of an input seen while a goal waits for its inputs; the
-        # run under way, which a hand-over takes over (goal_handover.py).
+        # run under way, which a hand-over takes over (takeover.py).
         self._arrivals = 0
         self._baton: RunBaton | None = None
 

@@ -68,7 +68,7 @@ class GoalRun:
     feedback: GoalFeedback | None = None
     # Its run goes through the dry run's gate (dry_run.py): nothing reaches the arm.
     dry_run: bool = False
-    # The newer goal its run was handed over to (goal_handover.py), if any.
+    # The newer goal its run was handed over to (takeover.py), if any.
     handed_to: GoalRun | None = None
 
     def holder(self) -> GoalRun:

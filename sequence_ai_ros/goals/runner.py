@@ -1,5 +1,5 @@
 """`act` goals as a state machine: one runs at a time; a new goal preempts (or, with
-`handover`, takes the running motion over: goal_handover.py), cancel interrupts, every end
+`handover`, takes the running motion over: takeover.py), cancel interrupts, every end
 holds, and each way a goal can end is one row of `GoalEnding` (stop_policy.py).
 
 `GoalRunner` holds the action server's callbacks and the goal state machine; the driving
@@ -116,7 +116,7 @@ class GoalRunner:
         return self._driver.images
 
     def handover_problem(self, goal: Act.Goal) -> str | None:
-        """Why a goal asking for a hand-over is rejected (goal_handover.py), or None."""
+        """Why a goal asking for a hand-over is rejected (takeover.py), or None."""
         with self._cond:
             current = self._current
             running = current.handle.request if current is not None else None

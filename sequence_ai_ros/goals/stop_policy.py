@@ -44,7 +44,7 @@ class StopCause(str, enum.Enum):
     """Why a goal was stopped from outside its run; the value is the message's wording."""
 
     PREEMPTED = "preempted"
-    # A newer goal took its run over (goal_handover.py): the goal ends, the motion goes on.
+    # A newer goal took its run over (takeover.py): the goal ends, the motion goes on.
     HANDED_OVER = "handed over"
     CANCELED = "canceled"
     DEACTIVATED = "deactivated"

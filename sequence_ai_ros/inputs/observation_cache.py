@@ -1,5 +1,5 @@
 """The node's inputs: the newest joint state (kept by its callback) and the cameras' newest
-frames (taken on demand, see cameras.py), with their ages, and the snapshot a request is built
+frames (taken on demand, see camera_feed.py), with their ages, and the snapshot a request is built
 from."""
 
 from __future__ import annotations

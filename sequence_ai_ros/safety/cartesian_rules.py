@@ -1,5 +1,6 @@
 """The gate's rules in Cartesian space (issue 21): end-effector twists and pose targets checked
-against the measured end-effector pose, as `safety.py` checks joint commands against the joints.
+against the measured end-effector pose, as `joint_rules.py` checks joint commands against the
+joints.
 
 Pure Python: finite values, a workspace box in `command_frame`, a maximum linear and angular
 speed per command. A refused command is never rescaled to pass: the goal stops and holds.

@@ -1,5 +1,5 @@
 """The arm gate's strategy in Cartesian space (issue 21): how an ee_delta or ee_absolute row
-becomes the command sent, checked by cartesian_gate.py's rules against a fresh measured pose,
+becomes the command sent, checked by cartesian_rules.py's rules against a fresh measured pose,
 and what a hold is. `ArmGate` calls it under its lock for every step, first step and hold, so
 Cartesian commands go through the one gate flow (cameras, dry run, refusal -> stop and hold).
 
