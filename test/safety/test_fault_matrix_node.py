@@ -51,6 +51,9 @@ from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.inputs.freshness import StaleObservation
 from sequence_ai_ros.node import SequenceAiNode
 
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 SIDE = "node act goal"
 # Hang guards; each cell ends through its own fault first.
 GOAL_GUARD_S = 60.0

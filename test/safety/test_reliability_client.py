@@ -81,6 +81,7 @@ def test_the_scrubber_catches_the_key_escaped_and_in_repr() -> None:
         assert "abc" not in scrubbed and "<api key>" in scrubbed, scrubbed
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_closes_the_request_it_abandoned(own_gateway: Any) -> None:
     """A run's stalled request (its own deadline two minutes off) ends with the run."""
     threads_before = threading.enumerate()
