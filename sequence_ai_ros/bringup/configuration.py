@@ -140,7 +140,7 @@ def configure(
             config.camera_views,
             joint_names,
             config.grippers,
-            frames=cameras,
+            feed=cameras,
             warn=node.get_logger().warning,
             pose=poses,
         )

@@ -277,11 +277,11 @@ class GoalDriver:
         """A fresh observation, or StaleObservation: a stale one is never sent. Safe from any
         thread: the cache takes frames and copies joints under its own locks."""
         captured_ns = time.time_ns()
-        frames = self._cache.images(config.max_image_age_s, config.max_frame_pixels)
+        images = self._cache.images(config.max_image_age_s, config.max_frame_pixels)
         joints = self._gate.observed(self._cache.joints(config.max_state_age_s))
         observation = sequence_ai.observation(
             self._model,
-            images=frames,
+            images=images,
             # A state_dim-0 model takes no state; the gate still checked the joints above.
             joints=joints.positions if self._model.state_dim != 0 else None,
             gripper=joints.gripper if self._model.state_dim != 0 else None,

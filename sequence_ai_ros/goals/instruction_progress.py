@@ -1,4 +1,4 @@
-"""What a planner sees of the plan playing, from one goal's share of the run's events: the
+"""What a planner sees of the rows playing, from one goal's share of the run's events: the
 instruction its rows were computed with, the rows of a previous instruction still to play, the
 time since the last chunk, the age of the observation behind the last step, and the goal's
 instruction lag (acceptance to the first step of its own instruction)."""
@@ -15,7 +15,7 @@ __all__ = ["InstructionProgress"]
 
 
 class InstructionProgress:
-    """One goal's view of the plan; any thread. `_lock` is a leaf."""
+    """One goal's progress through the rows playing; any thread. `_lock` is a leaf."""
 
     def __init__(self, instruction: str, accepted_s: float) -> None:
         self._instruction = instruction

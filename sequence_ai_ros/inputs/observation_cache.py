@@ -78,7 +78,7 @@ class PoseInput(Protocol):
 
 
 class ImageSource(Protocol):
-    """Where camera frames are taken from (`cameras.CameraFeed`)."""
+    """Where camera images are taken from (`camera_feed.CameraFeed`)."""
 
     def take(self, view: str) -> TakenImage | None:
         """The newest frame of `view` received since the last take, or None."""
@@ -114,7 +114,7 @@ class ObservationCache:
     """The newest joint state and camera frames, their ages, and conversion on demand.
 
     The joint_states callback calls `store_joint_state` (a few floats under `_lock`). Camera
-    frames are not pushed: `images()` takes the newest of every view from `frames` (the request's
+    frames are not pushed: `images()` takes the newest of every view from `feed` (the request's
     thread), `ages()` and `missing()` take one only when the frame in hand is old. Takes are
     serialised by `_take_lock` (held only by the thread taking; it owns `_clocks`); `_lock`
     guards every other field below and is never held while taking or converting, so the
@@ -128,7 +128,7 @@ class ObservationCache:
         joint_names: Sequence[str],
         gripper_joints: Sequence[str],
         clock: Callable[[], float] = time.monotonic,
-        frames: ImageSource | None = None,
+        feed: ImageSource | None = None,
         warn: Callable[[str], object] | None = None,
         pose: PoseInput | None = None,
     ) -> None:
@@ -137,7 +137,7 @@ class ObservationCache:
         self._gripper_joints = tuple(gripper_joints)
         self._wanted = set(joint_names) | set(gripper_joints)
         self._clock = clock
-        self._frames = frames
+        self._feed = feed
         self._warn = warn
         # An ee model's end-effector pose (pose_source.py); None for a joint-space model.
         self._pose = pose
@@ -170,7 +170,7 @@ class ObservationCache:
     def take_images(self, views: Sequence[str] | None = None, older_than_s: float = 0.0) -> None:
         """Take the newest frame of each of `views` (default: all); with `older_than_s`, only of
         the views whose frame in hand is older than that (or missing)."""
-        if self._frames is None:
+        if self._feed is None:
             return
         wanted = list(self._views if views is None else views)
         if older_than_s > 0:
@@ -184,7 +184,7 @@ class ObservationCache:
                 # Again: a take that held the lock meanwhile may have brought them.
                 wanted = self._older_than(wanted, older_than_s)
             for view in wanted:
-                taken = self._frames.take(view)
+                taken = self._feed.take(view)
                 if taken is not None:
                     self._note_timing(view, self._clocks[view], taken)
                     self.store_image(view, taken.msg, taken.received_s)
@@ -330,15 +330,15 @@ class ObservationCache:
         now = self._clock()
         with self._lock:
             entries = {view: self._images.get(view) for view in self._views}
-        frames = {}
+        arrays = {}
         for view, entry in entries.items():
             check_camera_age(view, None if entry is None else now - entry.received_s, max_age_s)
             assert entry is not None
             try:
-                frames[view] = to_array(entry.msg, max_pixels)
+                arrays[view] = to_array(entry.msg, max_pixels)
             except ImageConversionError as exc:
                 raise StaleObservation(f"camera {view}: {exc}") from exc
-        return frames
+        return arrays
 
     def joints(self, max_age_s: float) -> JointSnapshot:
         """Joint positions in joint_names order, plus the grippers; raises if unusable."""

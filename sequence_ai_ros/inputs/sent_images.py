@@ -27,51 +27,51 @@ SERVICE = "~/current_frames"
 
 
 class SentImages:
-    """The last observation's frames; any thread. `_lock` is a leaf."""
+    """The images of the last observation sent; any thread. `_lock` is a leaf."""
 
     def __init__(self) -> None:
         # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
-        # Under _lock: the frames as sent, their capture time (wall clock, ns) and when that
+        # Under _lock: the images as sent, their capture time (wall clock, ns) and when that
         # was on the monotonic clock.
-        self._frames: tuple[sequence_ai.ImageFrame, ...] = ()
+        self._images: tuple[sequence_ai.ImageFrame, ...] = ()
         self._captured_ns = 0
         self._captured_s = math.nan
 
     def sent(self, observation: sequence_ai.Observation, captured_ns: int) -> None:
-        """A request's thread built `observation` from frames captured at `captured_ns`."""
+        """A request's thread built `observation` from images captured at `captured_ns`."""
         age_s = max(0.0, (time.time_ns() - captured_ns) / 1e9)
         with self._lock:
-            self._frames = tuple(observation.images)
+            self._images = tuple(observation.images)
             self._captured_ns = captured_ns
             self._captured_s = time.monotonic() - age_s
 
     def fill(self, response: CurrentFrames.Response) -> CurrentFrames.Response:
         with self._lock:
-            frames, captured_ns, captured_s = self._frames, self._captured_ns, self._captured_s
-        if not frames:
+            images, captured_ns, captured_s = self._images, self._captured_ns, self._captured_s
+        if not images:
             response.age_s = math.nan
             response.message = (
                 "no observation sent yet: frames are encoded only for a goal's requests"
             )
             return response
         stamp = Time(sec=captured_ns // 1_000_000_000, nanosec=captured_ns % 1_000_000_000)
-        for frame in frames:
-            image = CompressedImage(format="jpeg", data=base64.b64decode(frame.data))
-            image.header.frame_id = frame.view
+        for sent in images:
+            image = CompressedImage(format="jpeg", data=base64.b64decode(sent.data))
+            image.header.frame_id = sent.view
             image.header.stamp = stamp
             response.frames.append(image)
         response.age_s = time.monotonic() - captured_s
         return response
 
 
-def serve_sent_images(node: Node, frames: Callable[[], SentImages | None]) -> None:
-    """Serve `~/current_frames` from `frames()` (None while the node is not configured)."""
+def serve_sent_images(node: Node, images: Callable[[], SentImages | None]) -> None:
+    """Serve `~/current_frames` from `images()` (None while the node is not configured)."""
 
     def answer(
         _request: CurrentFrames.Request, response: CurrentFrames.Response
     ) -> CurrentFrames.Response:
-        last = frames()
+        last = images()
         if last is None:
             response.age_s = math.nan
             response.message = "the node is not configured: it has no observation"

@@ -23,8 +23,7 @@ from sequence_ai_ros.geometry import pose_math
 from sequence_ai_ros.geometry.command_frame import CommandFrame, FixedFrame
 from sequence_ai_ros.inputs.freshness import StaleObservation
 from sequence_ai_ros.inputs.readings import MeasuredPose, PoseSource
-from sequence_ai_ros.safety import cartesian_rules as cartesian_gate
-from sequence_ai_ros.safety import joint_rules as safety
+from sequence_ai_ros.safety import cartesian_rules, joint_rules
 from sequence_ai_ros.safety.cartesian_rules import CartesianLimits, Pose
 
 # The arm part of an ee row: three linear and three angular values.
@@ -120,23 +119,23 @@ class CartesianSpace:
             reference = _pose_of(previous) if previous is not None else pose
             reason, command = _target(rules, row, reference, self._period_s, to)
         if reason is None and gripper and len(row) > WIDTH:
-            reason = safety.check_grippers(row[WIDTH:])
+            reason = joint_rules.check_grippers(row[WIDTH:])
         return reason, command
 
     def _twist(
         self, rules: CartesianRules, row: Sequence[float], pose: Pose, to: pose_math.Transform
     ) -> tuple[str | None, list[float]]:
-        reason, linear, angular = cartesian_gate.twist_speeds(
+        reason, linear, angular = cartesian_rules.twist_speeds(
             row, rules.command_type, rules.linear_scale, rules.rotational_scale
         )
         same = to == _SAME_FRAME
         if not same:
             linear, angular = list(to.vector(linear)), list(to.vector(angular))
         if reason is None:
-            reason = cartesian_gate.check_twist(
+            reason = cartesian_rules.check_twist(
                 linear, angular, pose, self._period_s, rules.limits
             )
-        if rules.command_type != cartesian_gate.UNITLESS:
+        if rules.command_type != cartesian_rules.UNITLESS:
             return reason, [*linear, *angular]
         # Servo scales a unitless twist itself: the row goes as is, turned into command_frame,
         # where it must still be within [-1, 1] (a turn can lengthen one component).
@@ -166,7 +165,7 @@ class CartesianSpace:
             if candidate is None:
                 continue
             vector = pose_math.pose_to_vector(candidate.position, candidate.orientation)
-            problem = cartesian_gate.check_pose_target(
+            problem = cartesian_rules.check_pose_target(
                 candidate, reference, self._period_s, rules.limits
             )
             if problem is None:
@@ -181,7 +180,7 @@ class CartesianSpace:
             pose = self._measured_here(rules, self._frame.transform())
         except StaleObservation as exc:
             return f"no fresh end-effector pose to check it against: {exc}"
-        return cartesian_gate.check_pose_target(
+        return cartesian_rules.check_pose_target(
             _pose_of(target), pose, self._period_s, rules.limits
         )
 
@@ -228,6 +227,6 @@ def _target(
         ), vector
     if to != _SAME_FRAME:
         vector = to.pose_vector(vector)
-    return cartesian_gate.check_pose_target(
+    return cartesian_rules.check_pose_target(
         _pose_of(vector), reference, period_s, rules.limits
     ), vector

@@ -31,7 +31,7 @@ from sequence_ai_ros.safety.cartesian_space import CartesianSpace
 from sequence_ai_ros.safety.gate import ArmGate, Measurements, MotionRules
 
 DRY_RUN_TOPIC = "~/planned"
-PLANNED_GRIPPER_TOPIC = "~/planned_gripper"
+DRY_RUN_GRIPPER_TOPIC = "~/planned_gripper"
 GHOST_TOPIC = "~/planned_joint_states"
 
 
@@ -63,7 +63,7 @@ class DryRunOutput:
             interface=interface,
             command_topic=DRY_RUN_TOPIC,
             command_type=command_type,
-            gripper_topic=PLANNED_GRIPPER_TOPIC if gripper else "",
+            gripper_topic=DRY_RUN_GRIPPER_TOPIC if gripper else "",
             period_s=period_s,
         )
         self._ghost = node.create_lifecycle_publisher(JointState, GHOST_TOPIC, COMMAND_QOS)
@@ -256,7 +256,7 @@ def gate_switch(
         cartesian = DryRunCartesian(
             node, space=space.space, topic=DRY_RUN_TOPIC,
             command_frame=config.command_frame or config.base_frame,
-            gripper_topic=PLANNED_GRIPPER_TOPIC if config.gripper_command_topic else "",
+            gripper_topic=DRY_RUN_GRIPPER_TOPIC if config.gripper_command_topic else "",
         )
         dry_ee = ArmGate(
             cartesian, DryRunMeasurements(measurements, cartesian), joints=0,

@@ -22,7 +22,7 @@ from sequence_ai_ros.commands.kinds import CommandMode, Interface
 from sequence_ai_ros.inputs.freshness import StaleObservation, check_camera_age
 from sequence_ai_ros.inputs.readings import JointSnapshot
 from sequence_ai_ros.params.node_config import NodeConfig
-from sequence_ai_ros.safety import joint_rules as safety
+from sequence_ai_ros.safety import joint_rules
 from sequence_ai_ros.safety.cartesian_space import CartesianRules, CartesianSpace
 from sequence_ai_ros.safety.joint_limits import (
     RateLimits,
@@ -76,7 +76,7 @@ class MotionRules:
     """What commands are checked against: one parameter snapshot (a goal's, or the idle
     node's for a republished hold)."""
 
-    limits: safety.SafetyLimits
+    limits: joint_rules.SafetyLimits
     max_state_age_s: float
     max_image_age_s: float
     camera_views: tuple[str, ...]
@@ -105,7 +105,7 @@ class MotionRules:
                 upper[i] = min(upper[i], limit.max_position)
         rates = RateLimits.of(config.joint_limits) if config.joint_limits else None
         return cls(
-            limits=safety.SafetyLimits(
+            limits=joint_rules.SafetyLimits(
                 tuple(config.joint_names),
                 tuple(lower),
                 tuple(upper),
@@ -287,9 +287,9 @@ class ArmGate:
             for k, row in enumerate(rows):
                 # Every row, sent or not: within limits and finite (no step: the points'
                 # steps are checked below), its gripper value in range.
-                reason = safety.check_position_target(row[:n], row[:n], limits)
+                reason = joint_rules.check_position_target(row[:n], row[:n], limits)
                 if reason is None and rules.gripper and len(row) > n:
-                    reason = safety.check_grippers(row[n:])
+                    reason = joint_rules.check_grippers(row[n:])
                 if reason is not None:
                     return f"row {k} of the chunk: {reason}"
             previous = self._trajectory if self._continuous else None
@@ -307,8 +307,10 @@ class ArmGate:
             # The blend must not hide a jump: the first row, as the policy planned it, within
             # max_step of the seam. Speeds are checked on the points as blended (below): they
             # are what the controller commands, and a first chunk's row is already rows into
-            # its plan (those due within the lead are skipped) while the arm is at rest.
-            reason = safety.check_position_target(trajectory.first_row, trajectory.seam, limits)
+            # its trajectory (those due within the lead are skipped) while the arm is at rest.
+            reason = joint_rules.check_position_target(
+                trajectory.first_row, trajectory.seam, limits
+            )
             if reason is not None:
                 return f"trajectory point 0 (before the seam blend): {reason}"
             reason = _trajectory_problem(rules, trajectory, previous, self._period_s)
@@ -389,13 +391,13 @@ class ArmGate:
             # The row's arm targets were checked with its chunk's trajectory.
             reason = None
             if rules.gripper and len(row) > n:
-                reason = safety.check_grippers(row[n:])
+                reason = joint_rules.check_grippers(row[n:])
             return reason, [], None
         before = self._velocity if self._continuous else None
         velocity: list[float] | None
         if self.interface is Interface.VELOCITY:
             arm = velocity = [float(v) * rules.velocity_scale for v in row[:n]]
-            reason = safety.check_velocity_command(arm, measured, self._period_s, limits)
+            reason = joint_rules.check_velocity_command(arm, measured, self._period_s, limits)
             if reason is None and rules.rates is not None:
                 reason = check_velocity(arm, rules.rates, "velocity command")
                 # A velocity arm's last command is known even after a wait: the zeros.
@@ -404,17 +406,17 @@ class ArmGate:
         else:
             arm = [float(v) for v in row[:n]]
             reference, *unseen = self._references(snapshot)
-            reason = safety.check_position_target(arm, reference, limits)
+            reason = joint_rules.check_position_target(arm, reference, limits)
             velocity = None
             if reason is None and rules.rates is not None:
                 reason, velocity = check_move(
                     arm, reference, before, self._period_s, rules.rates
                 )
             if reason is None and unseen:
-                reason = safety.check_position_target(arm, unseen[0], limits)
+                reason = joint_rules.check_position_target(arm, unseen[0], limits)
                 reason = reason and f"from the last command sent: {reason}"
         if reason is None and rules.gripper and len(row) > n:
-            reason = safety.check_grippers(row[n:])
+            reason = joint_rules.check_grippers(row[n:])
         return reason, arm, velocity
 
     def _hold_position(self, rules: MotionRules) -> str | None:
@@ -523,7 +525,7 @@ def _trajectory_problem(
     reference: Sequence[float] = trajectory.seam
     at_s = 0.0
     for k, point in enumerate(trajectory.positions):
-        reason = safety.check_position_target(point, reference, rules.limits)
+        reason = joint_rules.check_position_target(point, reference, rules.limits)
         if reason is None and rates is not None:
             reason = check_velocity(trajectory.velocities[k], rates, "is commanded at")
             if reason is None:
@@ -542,7 +544,7 @@ def _still_problem(
     """Why a hold at `position` must not be sent: like a step from `reference`, within
     limits, max_step and the joints' max_velocity. Its deceleration is not checked: a hold
     is the stop, and refusing it would leave the arm on its last command."""
-    problem = safety.check_position_target(position, reference, rules.limits)
+    problem = joint_rules.check_position_target(position, reference, rules.limits)
     if problem is None and rules.rates is not None:
         problem = check_move(position, reference, None, period_s, rules.rates)[0]
     return problem

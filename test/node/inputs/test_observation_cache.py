@@ -156,7 +156,7 @@ def _taken(received_s: float, published_s: float, sequence: int | None) -> Taken
 
 def test_frames_are_taken_when_a_request_needs_them_not_before(clock: FakeClock) -> None:
     camera = FakeCamera()
-    cache = ObservationCache(["front"], ["j1"], [], clock=clock, frames=camera)
+    cache = ObservationCache(["front"], ["j1"], [], clock=clock, feed=camera)
     camera.queued["front"] = [_taken(clock.now, time.time(), 1)]
     assert cache.ages()["front"] == pytest.approx(0.0)
     takes = camera.takes
@@ -173,7 +173,7 @@ def test_frames_are_taken_when_a_request_needs_them_not_before(clock: FakeClock)
 
 def test_under_a_goal_an_age_read_takes_a_frame_only_near_the_limit(clock: FakeClock) -> None:
     camera = FakeCamera()
-    cache = ObservationCache(["front"], ["j1"], [], clock=clock, frames=camera)
+    cache = ObservationCache(["front"], ["j1"], [], clock=clock, feed=camera)
     cache.watch_images(0.5)
     camera.queued["front"] = [_taken(clock.now, time.time(), 1)]
     cache.images(max_age_s=0.5)
@@ -191,7 +191,7 @@ def test_an_age_read_does_not_wait_behind_a_take_when_the_frames_in_hand_will_do
     clock: FakeClock,
 ) -> None:
     camera = FakeCamera()
-    cache = ObservationCache(["front"], ["j1"], [], clock=clock, frames=camera)
+    cache = ObservationCache(["front"], ["j1"], [], clock=clock, feed=camera)
     camera.queued["front"] = [_taken(clock.now, time.time(), 1)]
     cache.images(max_age_s=0.5)
     # A request's take in progress holds the take lock; the gate's read needs no new frame.
@@ -206,7 +206,7 @@ def test_an_age_read_does_not_wait_behind_a_take_when_the_frames_in_hand_will_do
 def test_a_frame_taken_later_than_two_periods_is_warned_about_once(clock: FakeClock) -> None:
     camera = FakeCamera()
     warnings: list[str] = []
-    cache = ObservationCache(["front"], ["j1"], [], clock=clock, frames=camera,
+    cache = ObservationCache(["front"], ["j1"], [], clock=clock, feed=camera,
                              warn=warnings.append)
     now = time.time()
     # Publisher sequence numbers 30 apart over one second: a 33 ms frame period.
