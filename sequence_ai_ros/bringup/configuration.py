@@ -166,6 +166,7 @@ def configure(
             live_config=lambda: spec_table.read_config(node),
             error=node.get_logger().error,
             frames=cache.newest_images,
+            info=node.get_logger().info,
         )
         # An ee model's commands go through the same gate, with the Cartesian rules.
         cartesian = None

@@ -74,8 +74,10 @@ class DryRunOutput:
         self._pose: list[float] | None = None
         self._base: list[float] | None = None
         self._trajectory: ChunkTrajectory | None = None
-        self._timer = node.create_timer(period_s, self._sample_plan)
-        self._timer.cancel()
+        # Never cancelled or reset: those calls come from the driving thread, and on rclpy 7.1
+        # a timer cancelled off the executor's thread can kill its executor (rclpy#1485).
+        # `_sample_trajectory` returns at once without a trajectory in force.
+        self._timer = node.create_timer(period_s, self._sample_trajectory)
 
     @property
     def interface(self) -> Interface:
@@ -85,7 +87,6 @@ class DryRunOutput:
         """A dry goal begins: its plan starts from the measured arm."""
         with self._lock:
             self._pose = self._base = self._trajectory = None
-        self._timer.cancel()
 
     def pose(self, measured: Sequence[float]) -> list[float]:
         """Where the plan has the arm now; `measured` until it has a pose."""
@@ -108,7 +109,6 @@ class DryRunOutput:
             else:
                 self._pose = [float(v) for v in values]
             ghost = self._pose
-        self._timer.cancel()
         if ghost is not None:
             self._publish_ghost(ghost)
 
@@ -116,8 +116,7 @@ class DryRunOutput:
         self._commands.publish_trajectory(trajectory)
         with self._lock:
             self._trajectory = trajectory
-        self._sample_plan()
-        self._timer.reset()
+        self._sample_trajectory()
 
     def publish_gripper(self, values: Sequence[float]) -> None:
         self._commands.publish_gripper(values)
@@ -130,15 +129,19 @@ class DryRunOutput:
         self._node.destroy_lifecycle_publisher(self._ghost)
         self._commands.destroy()
 
-    def _sample_plan(self) -> None:
+    def _sample_trajectory(self) -> None:
         with self._lock:
             trajectory = self._trajectory
             now = self._clock()
         if trajectory is None:
             return
-        self._publish_ghost(trajectory.position_at(now))
+        position = trajectory.position_at(now)
         if now > trajectory.end_s:
-            self._timer.cancel()
+            # Played out: the arm holds the trajectory's last point, sampled no more.
+            with self._lock:
+                if self._trajectory is trajectory:
+                    self._trajectory, self._pose = None, list(position)
+        self._publish_ghost(position)
 
     def _publish_ghost(self, positions: Sequence[float]) -> None:
         msg = JointState(name=self._joint_names, position=[float(p) for p in positions])
