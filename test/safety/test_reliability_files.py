@@ -130,6 +130,7 @@ def test_a_users_bag_in_record_dir_survives_a_recorded_goal(
 # ----- 8. a killed recording, and what the tools make of unreadable entries -----
 
 
+@pytest.mark.slow
 def test_a_killed_recording_is_repaired_when_a_recorder_next_starts(tmp_path: Path) -> None:
     row = _row(FILES_CELLS, FILES_SIDE, "killed_recording")
     path = killed_recording(

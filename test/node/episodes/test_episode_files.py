@@ -156,6 +156,7 @@ def test_list_prints_the_good_episodes_and_a_line_per_bad_entry(
     assert "no such folder" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_command_line_exits_1_with_one_line_and_no_traceback(tmp_path: Path) -> None:
     (tmp_path / "x.mcap").mkdir()
     done = subprocess.run(
@@ -174,6 +175,7 @@ def test_the_command_line_exits_1_with_one_line_and_no_traceback(tmp_path: Path)
 # ----- a killed recording -----
 
 
+@pytest.mark.slow
 def test_repair_gives_a_killed_recording_its_summary_in_place(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -207,6 +209,7 @@ def test_repair_gives_a_killed_recording_its_summary_in_place(
     assert "nothing to repair" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_the_recorders_next_start_repairs_its_own_unfinished_files_only(tmp_path: Path) -> None:
     mine = folder_id(tmp_path)
     own = killed_recording(tmp_path / "20261201T000000_000000Z_m_goal.mcap", mine)
@@ -221,6 +224,7 @@ def test_the_recorders_next_start_repairs_its_own_unfinished_files_only(tmp_path
     assert repair_unfinished(tmp_path).repaired == []
 
 
+@pytest.mark.slow
 def test_without_rclpy_a_killed_recording_reads_once_repaired(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

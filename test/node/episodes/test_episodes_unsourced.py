@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from std_msgs.msg import String
 
 from sequence_ai_interfaces.action import Act
@@ -27,6 +28,7 @@ def _episode(path: Path) -> None:
     assert episode.wait_closed(10.0)
 
 
+@pytest.mark.slow
 def test_show_without_the_workspace_reads_the_node_s_own_messages(tmp_path: Path) -> None:
     path = tmp_path / "episode.mcap"
     _episode(path)
