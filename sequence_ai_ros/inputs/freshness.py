@@ -16,6 +16,5 @@ def check_camera_age(view: str, age_s: float | None, max_age_s: float) -> None:
         raise StaleObservation(f"camera {view}: no image received yet")
     if age_s > max_age_s:
         raise StaleObservation(
-            f"camera {view}: newest image is {age_s:.3f} s old; max_image_age_s is "
-            f"{max_age_s:.3f}"
+            f"camera {view}: newest image is {age_s:.3f} s old; max_image_age_s is {max_age_s:.3f}"
         )

@@ -39,9 +39,12 @@ class MeasuredPose:
     age_s: float
 
 
-def measured(position: tuple[float, float, float],
-             orientation: tuple[float, float, float, float], age_s: float,
-             what: str) -> MeasuredPose:
+def measured(
+    position: tuple[float, float, float],
+    orientation: tuple[float, float, float, float],
+    age_s: float,
+    what: str,
+) -> MeasuredPose:
     """A MeasuredPose from message fields; StaleObservation when they are unusable."""
     values = [*position, *orientation]
     if not all(math.isfinite(v) for v in values):

@@ -19,9 +19,7 @@ from sequence_ai_ros.safety import cartesian_rules, joint_limits
 def check_config(config: NodeConfig) -> list[str]:
     """Every problem of a parameter snapshot, each naming the parameter and what was expected."""
     problems = [
-        reason
-        for name in SPECS
-        if (reason := check_value(name, getattr(config, name))) is not None
+        reason for name in SPECS if (reason := check_value(name, getattr(config, name))) is not None
     ]
     n_views = len(config.camera_views)
     if n_views == 0:

@@ -128,6 +128,7 @@ class NodeConfig:
         )
         return cls(**converted)
 
+
 def _resolved_mode(mode: str, command_type: str, interface: Interface) -> CommandMode:
     """The `command_mode` in force: `auto` is chunk for a JointTrajectory of positions."""
     if mode != AUTO_MODE:

@@ -64,7 +64,11 @@ print(json.dumps({"failed": failed, "ros": ros}))
 def _import_without_ros(modules: tuple[str, ...]) -> dict[str, object]:
     done = subprocess.run(
         [sys.executable, "-c", _CHILD, json.dumps(modules)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     report: dict[str, object] = json.loads(done.stdout)
     return report

@@ -207,8 +207,11 @@ def test_a_new_goal_preempts_the_running_one_which_stops_and_is_answered(
     second = blocking.send("put it down")
     assert blocking.answer(first) == Outcome("pick up the cup", "ran", StopCause.PREEMPTED)
     # The newer goal runs next, until something stops it.
-    wait_for(lambda: blocking.driver.started == ["pick up the cup", "put it down"],
-             "the second goal's run", timeout_s=WAIT_S)
+    wait_for(
+        lambda: blocking.driver.started == ["pick up the cup", "put it down"],
+        "the second goal's run",
+        timeout_s=WAIT_S,
+    )
     blocking.runner.cancel(cast(Any, second))
     assert blocking.answer(second) == Outcome("put it down", "ran", StopCause.CANCELED)
 
