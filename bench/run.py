@@ -42,6 +42,7 @@ SECTIONS = (
     "handover",
     "models",
     "test_durations",
+    "world",
 )
 
 
