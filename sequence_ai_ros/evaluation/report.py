@@ -207,7 +207,9 @@ def render_markdown(results: Results, picture: str | None = PICTURE_FILE) -> str
         lines += ["", f"![success per arm]({picture})"]
     lines += ["", "## Definitions", "", DEFINITIONS.rstrip(), "",
               "## What produced it", ""]
-    lines += [f"- {key}: {_text(value)}" for key, value in provenance.items()]
+    # Every node parameter is in results.json; the report names the ones compared most.
+    lines += [f"- {key}: {_text(value)}" for key, value in provenance.items()
+              if key != "node_parameters"]
     lines += [f"- setting {key}: {_text(value)}" for key, value in settings.items()]
     return "\n".join(lines) + "\n"
 

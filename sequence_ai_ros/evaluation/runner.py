@@ -268,10 +268,14 @@ class Evaluator:
             self.desk.wait_ready()
             return 0.0
         self.world.set(layout_seed=seed, task=self.settings.task)
+        last = self.world.latest()
+        previous = -1 if last is None else int(last.trial)
         self.log(f"  reset: {self.world.reset()}")
+        # Frozen time does not pass while the arm waits: the world settles in its reset.
+        settle_s = 0.0 if self._time_mode == "frozen" else self.settings.settle_s
         state = self.world.wait_state(
-            lambda s: self._this_trial(s, seed) and s.trial_s >= self.settings.settle_s,
-            READY_TIMEOUT_S, f"seed {seed} settled for {self.settings.settle_s:g} s",
+            lambda s: s.seed == seed and s.trial > previous and s.trial_s >= settle_s,
+            READY_TIMEOUT_S, f"seed {seed} settled for {settle_s:g} s",
         )
         self._trial_number = state.trial
         return float(state.trial_s)
@@ -304,7 +308,11 @@ class Evaluator:
         self.world.wait_next(2.0)
         state = self.world.latest()
         if state is None or not self._this_trial(state, trial.seed):
-            raise TrialFault("the world reported no state of this trial after the goal")
+            raise TrialFault(
+                f"the world reported no state of this trial (seed {trial.seed}, trial "
+                f"{self._trial_number}) after the goal; last: "
+                + ("none" if state is None else f"seed {state.seed}, trial {state.trial}")
+            )
         trial.success = bool(state.success)
         if trial.success:
             trial.time_to_success_s = float(state.success_s)
