@@ -262,10 +262,14 @@ def draw(results: Results, path: Path) -> Path:
     return path
 
 
-def write(results: Results, directory: Path) -> tuple[Path, Path]:
-    """report.md and report.png in `directory`."""
+def write(results: Results, directory: Path) -> list[Path]:
+    """report.md and (where matplotlib is installed: the `episodes` extra) report.png."""
     directory.mkdir(parents=True, exist_ok=True)
-    picture = draw(results, directory / PICTURE_FILE)
+    try:
+        picture: Path | None = draw(results, directory / PICTURE_FILE)
+    except ImportError:
+        picture = None
     markdown = directory / REPORT_FILE
-    markdown.write_text(render_markdown(results, picture.name), encoding="utf-8")
-    return markdown, picture
+    markdown.write_text(render_markdown(results, picture.name if picture else None),
+                        encoding="utf-8")
+    return [markdown] + ([picture] if picture else [])

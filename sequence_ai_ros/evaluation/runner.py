@@ -63,6 +63,7 @@ class NodeHealth:
 
     def __init__(self, node: Node, node_path: str) -> None:
         self._prefix = f"{node_path}:"
+        # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Condition()
         self._values: dict[str, str] = {}
         self._steady = 0

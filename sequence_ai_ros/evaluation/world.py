@@ -34,6 +34,7 @@ class World:
         self._reset = node.create_client(Trigger, f"{self.path}/reset")
         self._perturb = node.create_client(Perturb, f"{self.path}/perturb")
         self._parameters = ParameterClient(node, self.path)
+        # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._latest: TaskState | None = None
@@ -110,6 +111,7 @@ class OperatorDesk:
     """
 
     def __init__(self, node: Node) -> None:
+        # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
         self._ready = threading.Event()
         self._verdict_given = threading.Event()

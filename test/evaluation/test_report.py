@@ -49,6 +49,6 @@ def test_markdown_has_rates_intervals_differences_and_degradation() -> None:
 
 
 def test_report_files_are_written(tmp_path: Path) -> None:
-    markdown, picture = write(_results(), tmp_path)
+    markdown, picture = write(_results(), tmp_path)  # matplotlib: a test dependency
     assert markdown.read_text(encoding="utf-8").count("![success per arm](report.png)") == 1
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
