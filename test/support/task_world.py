@@ -4,7 +4,8 @@ success from the arm commands it hears, so a trial can fail.
 
 Success: `commands_to_succeed` arm commands heard within the trial (a goal plays 15 a second;
 an idle node republishes its hold once a second, and a dry run sends the arm nothing).
-`fail_reset_seeds` makes ~/reset refuse those seeds (a forced fault). Run: python -c "from support.task_world import main; main()" --ros-args ...
+`fail_reset_seeds` makes ~/reset refuse those seeds (a forced fault).
+Run: python -c "from support.task_world import main; main()" --ros-args ...
 """
 
 from __future__ import annotations
