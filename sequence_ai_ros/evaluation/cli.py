@@ -31,8 +31,11 @@ from sequence_ai_ros.evaluation.conditions import (
     time_modes,
 )
 from sequence_ai_ros.evaluation.results import Results, ResultsError, check_same, load, save
+from sequence_ai_ros.evaluation.world import WorldMissing
 
 DEFAULT_TASK = "pick up the cup"
+# Exit status when no world answers (the bench reports the section as not run).
+NO_WORLD = 3
 # The parameters the report names beside the conditions (what a reader compares first).
 REPORTED_PARAMETERS = ("model", "prefetch", "max_in_flight", "playback_speed", "smooth_seam",
                        "command_mode", "max_state_age_s", "max_image_age_s")
@@ -172,6 +175,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("evaluate: interrupted; run the same command again to continue", flush=True)
         code = 130
+    except WorldMissing as exc:
+        print(f"evaluate: {exc}", file=sys.stderr, flush=True)
+        code = NO_WORLD
     except Exception as exc:  # noqa: BLE001 - report what failed; results so far are kept
         print(f"evaluate: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         code = 1

@@ -33,6 +33,7 @@ from sequence_ai_ros.evaluation.world import OperatorDesk, World, WorldError
 # Act result reasons that are a fault of the run, not a verdict on the task.
 FAULT_REASONS = ("stale_input", "validate")
 READY_TIMEOUT_S = 120.0
+WORLD_TIMEOUT_S = 30.0
 # Inputs younger than this in two reports running: the node will not end a goal on a stale frame.
 STEADY_AGE_S = 0.25
 STEADY_REPORTS = 2
@@ -353,6 +354,8 @@ class Evaluator:
 
     def run(self, results: Results, schedule: list[tuple[int, str, int]], out: Path) -> Results:
         """Every scheduled (index, arm, seed) not yet in `results`, saved after each."""
+        if self.world is not None:
+            self.world.check_present(WORLD_TIMEOUT_S)
         done = results.done()
         left = [s for s in schedule if (s[1], s[2]) not in done]
         if done:

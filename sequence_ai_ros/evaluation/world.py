@@ -22,6 +22,10 @@ class WorldError(RuntimeError):
     """The world refused or did not answer; the message says what and why."""
 
 
+class WorldMissing(WorldError):
+    """No world answers at the path given: nothing to evaluate in."""
+
+
 class World:
     """A simulated world's services and task state, seen from the evaluator's node.
 
@@ -39,6 +43,15 @@ class World:
         self._changed = threading.Condition(self._lock)
         self._latest: TaskState | None = None
         node.create_subscription(TaskState, f"{self.path}/task_state", self._on_state, 10)
+
+    def check_present(self, timeout_s: float) -> None:
+        """WorldMissing unless the world offers ~/reset within `timeout_s`."""
+        if not self._reset.wait_for_service(timeout_sec=timeout_s):
+            raise WorldMissing(
+                f"no {self.path}/reset within {timeout_s:g} s: is a world with the trial "
+                "interface running (the physics world's sim_robot, or --world NODE; --world none "
+                "at a real robot)?"
+            )
 
     def _on_state(self, state: TaskState) -> None:
         with self._changed:
