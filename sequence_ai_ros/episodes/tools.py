@@ -208,7 +208,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     export.add_argument("dir", type=Path)
     export.add_argument("out", type=Path)
     export.add_argument("--repo-id", default="local/sequence_ai_episodes")
+    replaying = verbs.add_parser("replay", help="recorded observations through another model "
+                                 "(open loop): per-joint MSE/MAE, replay.json and plots")
+    # The evaluation room owns replay (it is an evaluation); imported only for this verb.
+    from sequence_ai_ros.evaluation.replay import add_arguments, run
+
+    add_arguments(replaying)
     args = parser.parse_args(argv)
+    if args.verb == "replay":
+        return run(args)
 
     if args.verb == "list":
         files = episode_files(args.dir)

@@ -2,7 +2,7 @@
 by `evaluate --sim`, a stand-in world (support.task_world) that judges from the arm's commands;
 two conditions (the node as it is, and a dry run that commands nothing) on three seeds, one of
 which the world refuses to lay out. The run resumes from a results.json that already holds a
-trial."""
+trial. Its episodes are then replayed open loop through their own model and the other one."""
 
 from __future__ import annotations
 
@@ -15,9 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.gateway_fixture import GatewayHandle
 from support.ros_domains import EVALUATION_TESTS, domain
 
 from sequence_ai_ros.evaluation.conditions import schedule
+from sequence_ai_ros.evaluation.replay import replay
 from sequence_ai_ros.evaluation.results import Results, TrialResult, load, save
 
 pytest.importorskip("rclpy")
@@ -142,3 +144,22 @@ def test_the_report_is_written_with_both_arms_and_their_difference(evaluation: d
     assert (evaluation["out"] / "report.png").stat().st_size > 0
     raw = json.loads((evaluation["out"] / "results.json").read_text(encoding="utf-8"))
     assert raw["provenance"]["catalogue_revision"].startswith("sha256:")
+
+
+def test_replaying_the_episodes_through_their_own_model_gives_no_error_and_another_model_some(
+    evaluation: dict, gateway: GatewayHandle, tmp_path: Path,
+) -> None:
+    episodes = sorted((evaluation["out"] / "episodes").glob("*.mcap"))
+    assert episodes, _explain(evaluation)
+    same = replay(episodes, "pi05-droid", tmp_path / "same", base_url=gateway.url,
+                  api_key=gateway.api_key, plots=False)
+    other = replay(episodes, "cosmos3-edge-policy-droid", tmp_path / "other",
+                   base_url=gateway.url, api_key=gateway.api_key, plots=False,
+                   substitutes={"exterior_2": "exterior_1"})
+    compared = [e for e in same["episodes"] if e["compared"]]
+    assert compared and all(e["mse"] == pytest.approx(0.0, abs=1e-12) for e in compared)
+    assert all(len(e["sha256"]) == 64 for e in same["episodes"])
+    assert same["requests"] == sum(e["requests"] for e in same["episodes"])
+    assert max(e["mse"] or 0.0 for e in other["episodes"]) > 1e-4
+    assert json.loads((tmp_path / "other" / "replay.json").read_text(encoding="utf-8"))[
+        "model"].endswith("cosmos3-edge-policy-droid")
