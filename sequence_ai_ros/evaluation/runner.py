@@ -241,7 +241,7 @@ class Evaluator:
         settings = self.settings
         if settings.perturb is not None and self.world is not None:
             p = settings.perturb
-            self.world.perturb(p.object, p.offset, start + settings.settle_s + p.at_s)
+            self.log(f"  perturb: {self.world.perturb(p.object, p.offset, start + p.at_s)}")
         run = self.act.send(settings.task, settings.max_seconds, timeout_s=READY_TIMEOUT_S)
         if not run.accepted:
             raise TrialFault(f"the node rejected the goal {settings.task!r}")
