@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import dataclasses
 import hashlib
 import json
 import math
 import os
+import queue
 import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -252,7 +255,7 @@ def _state_value(request: Request, j: int) -> float:
 
 def replay(paths: Sequence[Path], model: str, out: Path, *, base_url: str | None = None,
            api_key: str | None = None, plots: bool = True,
-           substitutes: dict[str, str] | None = None) -> dict[str, object]:
+           substitutes: dict[str, str] | None = None, in_flight: int = 1) -> dict[str, object]:
     """Replay every episode of `paths` through `model`; write and return replay.json."""
     rows = sequence_ai.models(base_url=base_url)
     catalogue = hashlib.sha256(
@@ -266,40 +269,53 @@ def replay(paths: Sequence[Path], model: str, out: Path, *, base_url: str | None
     episodes: list[EpisodeReplay] = []
     sent = 0
     started = time.monotonic()
-    with sequence_ai.connect(model, api_key=api_key, base_url=base_url, validate="warn") as policy:
-        for path in paths:
-            episode = read(path)
-            recorded = _row_of(rows, episode.model)
-            split = recorded.state_split if recorded is not None else None
-            requests = requests_of(episode, split)
-            for request in requests:
+    # One Policy per request in flight (each its own kept-alive connection); the requests of an
+    # episode are independent, so they go out `in_flight` at a time.
+    policies: queue.Queue[sequence_ai.Policy] = queue.Queue()
+    with contextlib.ExitStack() as connections:
+        for _ in range(in_flight):
+            policies.put(connections.enter_context(sequence_ai.connect(
+                model, api_key=api_key, base_url=base_url, validate="warn")))
+
+        def predict(request: Request) -> list[list[float]]:
+            policy = policies.get()
+            try:
                 sent_observation = fit_views(request.observation, target.camera_views,
                                              substitutes or {})
-                predicted = [list(row) for row in
-                             policy.predict(sent_observation).action_chunk.steps]
-                sent += 1
-                request.predicted = joint_positions(predicted, target, request.observation)
-                if request.recorded is not None:
-                    request.recorded = joint_positions(request.recorded, recorded,
-                                                       request.observation)
-            names = episode.state_names()
-            joints, compared = compare(requests, names)
-            mse, mae, nmse = _pooled(joints)
-            episodes.append(EpisodeReplay(
-                path.name, content_hash(path), episode.model, episode.instruction,
-                len(requests), compared, {n: e.figures() for n, e in joints.items()},
-                mse, mae, nmse,
-            ))
-            if plots and compared:
-                period_s = 1.0 / (target.control_hz or 15.0)
-                draw(requests, names, period_s,
-                     f"{path.name}: recorded {episode.model}, predicted {model} — "
-                     f"MSE {mse:.3g}, MAE {mae:.3g}", out / f"replay_{path.stem}.png")
+                return [list(row) for row in policy.predict(sent_observation).action_chunk.steps]
+            finally:
+                policies.put(policy)
+
+        with ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="replay") as pool:
+            for path in paths:
+                episode = read(path)
+                recorded = _row_of(rows, episode.model)
+                split = recorded.state_split if recorded is not None else None
+                requests = requests_of(episode, split)
+                for request, predicted in zip(requests, pool.map(predict, requests)):
+                    sent += 1
+                    request.predicted = joint_positions(predicted, target, request.observation)
+                    if request.recorded is not None:
+                        request.recorded = joint_positions(request.recorded, recorded,
+                                                           request.observation)
+                names = episode.state_names()
+                joints, compared = compare(requests, names)
+                mse, mae, nmse = _pooled(joints)
+                episodes.append(EpisodeReplay(
+                    path.name, content_hash(path), episode.model, episode.instruction,
+                    len(requests), compared, {n: e.figures() for n, e in joints.items()},
+                    mse, mae, nmse,
+                ))
+                if plots and compared:
+                    period_s = 1.0 / (target.control_hz or 15.0)
+                    draw(requests, names, period_s,
+                         f"{path.name}: recorded {episode.model}, predicted {model} — "
+                         f"MSE {mse:.3g}, MAE {mae:.3g}", out / f"replay_{path.stem}.png")
     elapsed = time.monotonic() - started
     report: dict[str, object] = {
         "model": target.id, "catalogue_revision": f"sha256:{catalogue[:16]}",
         "base_url": base_url or os.environ.get("SEQUENCES_BASE_URL", ""),
-        "requests": sent, "seconds": elapsed,
+        "requests": sent, "in_flight": in_flight, "seconds": elapsed,
         "requests_per_s": sent / elapsed if elapsed > 0 else None,
         "episodes": [asdict(e) for e in episodes],
         "note": "open-loop error: the model's answers to the recorded observations against the "
@@ -325,6 +341,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="API base URL (default SEQUENCES_BASE_URL, else the hosted API); the "
                         "key comes from SEQUENCES_API_KEY")
     parser.add_argument("--no-plots", action="store_true", help="replay.json only")
+    parser.add_argument("--in-flight", type=int, default=1,
+                        help="requests sent at once (default %(default)s)")
     parser.add_argument("--substitute-view", action="append", default=[], metavar="MISSING=VIEW",
                         help="send the recorded VIEW where the model wants a view the episode "
                         "lacks (e.g. exterior_2=exterior_1); repeatable")
@@ -335,6 +353,9 @@ def run(args: argparse.Namespace) -> int:
     if not paths:
         print(f"no episode files in {', '.join(map(str, args.episodes))}", file=sys.stderr)
         return 1
+    if args.in_flight < 1:
+        print(f"--in-flight {args.in_flight}: expected at least 1", file=sys.stderr)
+        return 2
     substitutes = {}
     for item in args.substitute_view:
         missing, sep, view = item.partition("=")
@@ -344,7 +365,8 @@ def run(args: argparse.Namespace) -> int:
         substitutes[missing] = view
     try:
         report = replay(paths, args.model, args.out, base_url=args.base_url,
-                        plots=not args.no_plots, substitutes=substitutes)
+                        plots=not args.no_plots, substitutes=substitutes,
+                        in_flight=args.in_flight)
     except (ValueError, sequence_ai.SequencesError) as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return 2
