@@ -16,6 +16,7 @@ import hashlib
 import json
 import math
 import os
+import secrets
 import signal
 import sys
 from collections.abc import Sequence
@@ -65,9 +66,14 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="the world's time_mode: realtime, frozen or both")
     parser.add_argument("--perturb", default=None, metavar="OBJECT:DX,DY@SECONDS",
                         help="move the object by (dx, dy) m this many seconds into each goal")
-    parser.add_argument("--judge", choices=("world", "operator"), default="world",
+    parser.add_argument("--judge", choices=("world", "operator", "vlm"), default="world",
                         help="world: the world's ~/task_state; operator: a verdict through "
-                        "this evaluator's ~/verdict service (a real robot)")
+                        "this evaluator's ~/verdict service (a real robot); vlm: the "
+                        "--vlm-judge model's")
+    parser.add_argument("--vlm-judge", default="", metavar="CHAT_MODEL",
+                        help="also ask this chat model for a verdict on the node's last frames "
+                        "after each goal (a second opinion, or the verdict with --judge vlm); "
+                        "its key: SEQUENCES_API_KEY")
     parser.add_argument("--max-seconds", type=float, default=30.0,
                         help="the act goal's max_seconds (default %(default)s)")
     parser.add_argument("--settle-s", type=float, default=1.0,
@@ -90,6 +96,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--report-only", action="store_true",
                         help="only write report.md and report.png from --out's results.json")
     args = parser.parse_args(argv)
+    if args.judge == "vlm" and not args.vlm_judge:
+        parser.error("--judge vlm: expected --vlm-judge CHAT_MODEL")
     if args.trials < 1:
         parser.error(f"--trials {args.trials}: expected at least 1")
     for name in ("max_seconds", "settle_s"):
@@ -118,7 +126,7 @@ def evaluation_settings(args: argparse.Namespace, arms: dict[str, Arm]) -> dict[
         "conditions": {a.condition.name: a.condition.spec for a in arms.values()},
         "overlays": {a.condition.name: a.condition.overlay() for a in arms.values()},
         "max_seconds": args.max_seconds, "settle_s": args.settle_s,
-        "stop_on_success": not args.keep_going,
+        "stop_on_success": not args.keep_going, "vlm_judge": args.vlm_judge or None,
     }
 
 
@@ -192,6 +200,8 @@ def _run(args: argparse.Namespace, arms: dict[str, Arm], results: Results,
     from sequence_ai_ros.demo.planner import Planner
     from sequence_ai_ros.evaluation import processes
     from sequence_ai_ros.evaluation.runner import Evaluator, TrialSettings
+    from sequence_ai_ros.evaluation.vlm_judge import VlmJudge
+    from sequence_ai_ros.launch_plan import SIM_KEY_ENV
 
     out: Path = args.out
     namespace = args.namespace.strip("/")
@@ -200,8 +210,11 @@ def _run(args: argparse.Namespace, arms: dict[str, Arm], results: Results,
     world_path = "" if args.world == "none" else (args.world or f"{prefix}/sim_robot")
     sim = None
     planner = None
+    api_key = os.environ.get("SEQUENCES_API_KEY")
     try:
         if args.sim:
+            # The launch's gateway takes this key: the VLM judge's chat calls use it too.
+            api_key = os.environ[SIM_KEY_ENV] = secrets.token_urlsafe(24)
             sim = processes.start(args.model, namespace, out / "logs")
             print(f"started {sim.pids()} (logs in {out / 'logs'})", flush=True)
             node_path = args.node or sim.node_path
@@ -218,6 +231,9 @@ def _run(args: argparse.Namespace, arms: dict[str, Arm], results: Results,
                               log=lambda line: print(line, flush=True))
         baseline = evaluator.control.read_baseline()
         base_url = str(baseline.get("base_url") or "")
+        if args.vlm_judge:
+            evaluator.vlm = VlmJudge(planner.node, node_path, args.vlm_judge,
+                                     base_url=base_url or None, api_key=api_key)
         results.provenance.update({
             "package_version": package_version(),
             "catalogue_revision": catalogue_revision(base_url),

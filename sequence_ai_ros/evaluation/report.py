@@ -197,6 +197,16 @@ def render_markdown(results: Results, picture: str | None = PICTURE_FILE) -> str
                 f"(exact McNemar p = {p.paired.p_value:.3g}): what the network's latency costs "
                 "this configuration."
             )
+    if settings.get("vlm_judge"):
+        lines += ["", f"## VLM judge ({settings['vlm_judge']}) beside the verdict", "",
+                  "| arm | agrees with the verdict | disagrees | no VLM verdict |",
+                  "|---|---|---|---|"]
+        for arm in arms:
+            judged = [t for t in results.of_arm(arm) if not t.faulted]
+            opinions = [t for t in judged if t.vlm_success is not None]
+            agree = sum(t.vlm_success == t.success for t in opinions)
+            lines.append(f"| {arm} | {agree} | {len(opinions) - agree} | "
+                         f"{len(judged) - len(opinions)} |")
     failures = [t for t in results.trials if not t.success]
     if failures:
         lines += ["", "## Failures", "", "| trial | arm | seed | reason | episode |",

@@ -50,6 +50,9 @@ class TrialResult:
     effective_control_hz: float = math.nan
     nominal_control_hz: float = math.nan
     started_utc: str = ""
+    # A VLM judge's second opinion (None: no judge, or its answer held no verdict).
+    vlm_success: bool | None = None
+    vlm_reason: str = ""
 
     @property
     def faulted(self) -> bool:

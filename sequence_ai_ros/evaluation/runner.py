@@ -28,12 +28,13 @@ from sequence_ai_ros.evaluation.conditions import Arm, Perturbation
 from sequence_ai_ros.evaluation.conditions import ParameterValue as Value
 from sequence_ai_ros.evaluation.metrics import EpisodeMetrics, episode_metrics
 from sequence_ai_ros.evaluation.results import Results, TrialResult, save
+from sequence_ai_ros.evaluation.vlm_judge import VlmJudge
 from sequence_ai_ros.evaluation.world import OperatorDesk, World, WorldError
 
 # Act result reasons that are a fault of the run, not a verdict on the task.
 FAULT_REASONS = ("stale_input", "validate")
 READY_TIMEOUT_S = 120.0
-WORLD_TIMEOUT_S = 30.0
+WORLD_TIMEOUT_S = 20.0
 # Inputs younger than this in two reports running: the node will not end a goal on a stale frame.
 STEADY_AGE_S = 0.25
 STEADY_REPORTS = 2
@@ -53,7 +54,7 @@ class TrialSettings:
     max_seconds: float
     settle_s: float = 1.0
     stop_on_success: bool = True
-    judge: str = "world"  # world | operator
+    judge: str = "world"  # world | operator | vlm
     perturb: Perturbation | None = None
     record_dir: Path | None = None
 
@@ -175,6 +176,7 @@ class Evaluator:
         self.health = NodeHealth(node, node_path)
         self.world = World(node, world_path) if world_path else None
         self.desk = OperatorDesk(node) if settings.judge == "operator" or not world_path else None
+        self.vlm: VlmJudge | None = None
         self._arm: str | None = None
         self._time_mode: str | None = None
         # The world's number of the trial running (its reset's), None before its reset.
@@ -296,6 +298,16 @@ class Evaluator:
         if reason in FAULT_REASONS or reason.startswith("raised:"):
             message = str(result.message)
             raise TrialFault(f"goal ended {reason}" + (f" ({message})" if message else ""))
+        if self.vlm is not None:
+            opinion = self.vlm.judge(self.settings.task)
+            trial.vlm_success, trial.vlm_reason = opinion.success, opinion.reason
+        if self.settings.judge == "vlm":
+            if trial.vlm_success is None:
+                raise TrialFault(f"the VLM judge gave no verdict: {trial.vlm_reason}")
+            trial.success = trial.vlm_success
+            trial.reason = ("succeeded" if trial.success else "failed") + (
+                f" (VLM: {trial.vlm_reason})" if trial.vlm_reason else "")
+            return
         if self.settings.judge == "operator" or self.world is None:
             assert self.desk is not None
             self.log(f"verdict? call {self.desk.verdict_service} "

@@ -29,7 +29,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 TEST_DIR = Path(__file__).resolve().parents[1]
 FAULTY_SEED = 2
 ARGUMENTS = ["--trials", "3", "--order-seed", "3", "--max-seconds", "6", "--settle-s", "0.5",
-             "--condition", "default=", "--condition", "dry=params:dry.yaml"]
+             "--condition", "default=", "--condition", "dry=params:dry.yaml",
+             # The simulated chat model plans, it does not judge: it refuses the judge's prompt.
+             "--vlm-judge", "sim-planner"]
 # Far above the run's own ~2 minutes: the bound only stops a hung run before pytest does.
 RUN_TIMEOUT_S = 360
 
@@ -59,7 +61,7 @@ def evaluation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
                                    encoding="utf-8")
     out = work / "out"
     settings = {"task": "pick up the cup", "arms": ["default", "dry"], "seeds": [0, 1, 2],
-                "order_seed": 3, "perturb": None, "judge": "world"}
+                "order_seed": 3, "perturb": None, "judge": "world", "vlm_judge": "sim-planner"}
     save(out, Results(settings, {}, [_seeded_trial()]))
     env = _environment()
     world_log = (work / "world.log").open("wb")
@@ -124,6 +126,10 @@ def test_the_world_judges_a_dry_run_a_failure_and_the_driven_arm_a_success(
             assert trial.act_reason == "interrupted"  # cancelled once the world said success
         else:
             assert not trial.success and trial.reason.startswith("not achieved"), trial
+        # The VLM judge took the node's last frames to the chat model, which (a planner)
+        # refused the question: no verdict, and why.
+        assert trial.vlm_success is None
+        assert "the simulated planner needs" in trial.vlm_reason, trial
         # Every goal that ran left an episode, and its real-time figures come from it.
         assert Path(trial.episode).is_file(), trial
         assert trial.requests > 0 and trial.latency_p50_s > 0, trial

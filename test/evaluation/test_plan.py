@@ -121,3 +121,18 @@ def test_stale_actions_are_commands_older_than_their_chunk() -> None:
     assert math.isnan(stale_action_ratio(chunks, []))
     assert effective_control_hz([0, s // 10, 2 * s // 10, s]) == pytest.approx(3.0)
     assert math.isnan(effective_control_hz([0]))
+
+
+@pytest.mark.parametrize(
+    ("answer", "success"),
+    [("Success. The cup is in the gripper.", True), ("**Failure**: cup on the table", False),
+     ("no", False), ("The next step is: grasp the cup", None), ("", None)],
+)
+def test_the_vlm_judges_first_word_is_its_verdict(answer: str, success: bool | None) -> None:
+    pytest.importorskip("rclpy")
+    from sequence_ai_ros.evaluation.vlm_judge import parse_verdict
+
+    verdict = parse_verdict(answer)
+    assert verdict.success is success
+    if success is None:
+        assert verdict.reason.startswith("no verdict in the answer")

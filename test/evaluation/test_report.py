@@ -52,3 +52,14 @@ def test_report_files_are_written(tmp_path: Path) -> None:
     markdown, picture = write(_results(), tmp_path)  # matplotlib: a test dependency
     assert markdown.read_text(encoding="utf-8").count("![success per arm](report.png)") == 1
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_vlm_judges_opinions_are_counted_against_the_verdict() -> None:
+    results = _results()
+    results.settings["vlm_judge"] = "some-vlm"
+    for trial in results.of_arm("default@frozen")[:3]:
+        trial.vlm_success = trial.index != 0  # trial 0 succeeded: the VLM disagrees once
+    text = render_markdown(results)
+    assert "## VLM judge (some-vlm) beside the verdict" in text
+    assert "| default@frozen | 2 | 1 | 1 |" in text
+    assert "| default@realtime | 0 | 0 | 3 |" in text  # its faulted trial is not judged
