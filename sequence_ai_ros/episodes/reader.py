@@ -18,6 +18,8 @@ from mcap.reader import NonSeekingReader, make_reader
 # Metadata records of an episode file (besides rosbag2's own).
 EPISODE_RECORD = "sequence_ai.episode"
 SUMMARY_RECORD = "sequence_ai.summary"
+# An evaluation's verdict on the trial the episode recorded (sequence_ai_ros.evaluation.labels).
+VERDICT_RECORD = "sequence_ai.verdict"
 
 
 def message_class(name: str) -> type:
@@ -48,6 +50,7 @@ class EpisodeFile:
     path: Path
     episode: dict[str, str] = field(default_factory=dict)
     summary: dict[str, str] = field(default_factory=dict)
+    verdict: dict[str, str] = field(default_factory=dict)  # empty: not judged
     bag_info: dict[str, object] = field(default_factory=dict)
     messages: list[Message] = field(default_factory=list)
     cut: bool = False
@@ -105,6 +108,8 @@ def _take_metadata(episode: EpisodeFile, name: str, values: dict[str, str]) -> N
         episode.episode = values
     elif name == SUMMARY_RECORD:
         episode.summary = values
+    elif name == VERDICT_RECORD:
+        episode.verdict = values
     elif name == "rosbag2":
         episode.bag_info = json.loads(values.get("serialized_metadata", "{}"))
 

@@ -44,8 +44,16 @@ def list_line(episode: EpisodeFile) -> str:
         f"{_start(episode)}  {episode.model:<12} {episode.instruction[:40]!r:<42} {duration}  "
         f"{_outcome(episode):<24} chunks {_count(episode, 'chunks', 'chunk'):>3}  "
         f"underruns {_count(episode, 'underruns', 'underrun'):>2}  "
-        f"refusals {_count(episode, 'recorded_refusals', 'refusal'):>2}  {episode.path.name}"
+        f"refusals {_count(episode, 'recorded_refusals', 'refusal'):>2}  "
+        + (f"{_verdict(episode)}  " if episode.verdict else "") + episode.path.name
     )
+
+
+def _verdict(episode: EpisodeFile) -> str:
+    """The evaluation's verdict: success or failure, by which judge, on which seed."""
+    v = episode.verdict
+    word = "success" if v.get("success") == "true" else "failure"
+    return f"{word} ({v.get('judge', '?')}, {v.get('condition', '?')}, seed {v.get('seed', '?')})"
 
 
 def latencies_s(episode: EpisodeFile) -> list[float]:
@@ -64,6 +72,8 @@ def show_text(episode: EpisodeFile) -> str:
              f"  outcome      {_outcome(episode)}"]
     if episode.summary.get("message"):
         lines.append(f"  message      {episode.summary['message']}")
+    if episode.verdict:
+        lines.append(f"  verdict      {_verdict(episode)}: {episode.verdict.get('reason', '')}")
     for key in ("actions", "chunks", "underruns", "requests", "discarded",
                 "recorded_observations", "recorded_commands", "recorded_discarded",
                 "recorded_chunks_refused", "recorded_refusals",

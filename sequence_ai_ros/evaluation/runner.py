@@ -26,6 +26,7 @@ from sequence_ai_interfaces.msg import TaskState
 from sequence_ai_ros.demo.planner import ActClient, LifecycleClient, ParameterClient, Planner
 from sequence_ai_ros.evaluation.conditions import Arm, Perturbation
 from sequence_ai_ros.evaluation.conditions import ParameterValue as Value
+from sequence_ai_ros.evaluation.labels import label
 from sequence_ai_ros.evaluation.metrics import EpisodeMetrics, episode_metrics
 from sequence_ai_ros.evaluation.results import Results, TrialResult, save
 from sequence_ai_ros.evaluation.vlm_judge import VlmJudge
@@ -235,7 +236,20 @@ class Evaluator:
         except (TrialFault, WorldError) as exc:
             trial.success, trial.reason = False, f"fault: {exc}"
         self._measure(trial, before)
+        if trial.episode:
+            self._label(trial)
         return trial
+
+    def _label(self, trial: TrialResult) -> None:
+        verdict = {"success": str(trial.success).lower(), "reason": trial.reason,
+                   "judge": trial.judge, "condition": trial.condition, "arm": trial.arm,
+                   "time_mode": trial.time_mode, "seed": str(trial.seed),
+                   "time_to_success_s": str(trial.time_to_success_s), "task": self.settings.task}
+        try:
+            label(Path(trial.episode), verdict)
+        except (OSError, ValueError) as exc:
+            # The trial stands without its label; results.json has the verdict either way.
+            self.log(f"  could not label {trial.episode}: {exc}")
 
     def _drive(self, seed: int) -> Act.Result:
         """Reset, settle, send the goal, stop it at success; the act result."""

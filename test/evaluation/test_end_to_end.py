@@ -169,3 +169,22 @@ def test_replaying_the_episodes_through_their_own_model_gives_no_error_and_anoth
     assert max(e["mse"] or 0.0 for e in other["episodes"]) > 1e-4
     assert json.loads((tmp_path / "other" / "replay.json").read_text(encoding="utf-8"))[
         "model"].endswith("cosmos3-edge-policy-droid")
+
+
+def test_each_episode_carries_its_trials_verdict_into_the_export(evaluation: dict) -> None:
+    from sequence_ai_ros.episodes.export import DONE, SUCCESS, episode_frames, features
+    from sequence_ai_ros.episodes.reader import read
+
+    ran = [t for t in evaluation["results"].trials if t.episode]
+    assert ran, _explain(evaluation)
+    for trial in ran:
+        episode = read(Path(trial.episode))
+        assert episode.verdict["success"] == str(trial.success).lower()
+        assert (episode.verdict["condition"], episode.verdict["seed"]) == (
+            trial.condition, str(trial.seed))
+        assert episode.verdict["reason"] == trial.reason
+        frames = episode_frames(episode)
+        assert frames.success is trial.success
+        if len(frames):
+            described = features(frames, {}, labelled=True)
+            assert described[DONE]["dtype"] == described[SUCCESS]["dtype"] == "bool"
