@@ -172,8 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("wrote " + ", ".join(map(str, report.write(previous, out))))
         return 0
     results = previous or Results(settings, {}, [])
-    order = [(t.index, t.arm, t.seed) for t in
-             schedule(list(arms), settings["seeds"], args.order_seed)]  # type: ignore[arg-type]
+    seeds = list(range(args.first_seed, args.first_seed + args.trials))
+    order = [(t.index, t.arm, t.seed) for t in schedule(list(arms), seeds, args.order_seed)]
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     # SIGTERM ends the run like Ctrl+C: the processes started are stopped, the results kept.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
@@ -240,10 +240,10 @@ def _run(args: argparse.Namespace, arms: dict[str, Arm], results: Results,
             "base_url": base_url or "(SEQUENCES_BASE_URL or the hosted API)",
             "node": node_path, "world": world_path or "(operator)",
             "parameters": {k: baseline.get(k) for k in REPORTED_PARAMETERS},
-            "node_parameters": {k: v for k, v in baseline.items()},
+            "node_parameters": dict(baseline),
         })
         save(out, results)
-        evaluator.run(results, order, out)
+        evaluator.run(results, order)
     finally:
         if planner is not None:
             planner.close()

@@ -378,7 +378,7 @@ class Evaluator:
 
     # ----- the run -----
 
-    def run(self, results: Results, schedule: list[tuple[int, str, int]], out: Path) -> Results:
+    def run(self, results: Results, schedule: list[tuple[int, str, int]]) -> Results:
         """Every scheduled (index, arm, seed) not yet in `results`, saved after each."""
         if self.world is not None:
             self.world.check_present(WORLD_TIMEOUT_S)
@@ -391,6 +391,7 @@ class Evaluator:
             trial = self.run_trial(index, key, seed)
             self.log(f"  {'SUCCESS' if trial.success else 'failure'}: {trial.reason}")
             results.trials.append(trial)
-            results.provenance["models"] = dict(self.models)
-            save(out, results)
+            models = results.provenance.setdefault("models", {})
+            models.update(self.models)  # type: ignore[union-attr]
+            save(self.out, results)
         return results
