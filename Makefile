@@ -171,7 +171,7 @@ lint: $(VENV)/.stamp-deps
 pytest: setup
 	@echo "ROS_DOMAIN_ID=$(TEST_DOMAIN_ID)"
 	$(WS_ENV) export ROS_DOMAIN_ID=$(TEST_DOMAIN_ID) && \
-	$(VENV_PY) -m pytest $(PYTEST_ARGS) $(PYTEST_PATHS)
+	$(VENV_PY) -m pytest --junitxml=$(ROOT)/build/test-report.xml $(PYTEST_ARGS) $(PYTEST_PATHS)
 
 pytest39: setup
 	@if [ ! -x "$(VENV39_PY)" ]; then \

@@ -42,6 +42,7 @@ SECTIONS = (
     "handover",
     "models",
     "evaluation",
+    "test_durations",
 )
 
 
