@@ -1,8 +1,8 @@
 """Episodes to a LeRobot dataset: one frame per row the arm played (`action`), with the
 observation the model had last seen (`observation.state`, its views' images) and the
 instruction in force as the task; `next.done` on its last frame and, for episodes an evaluation
-labelled, `next.success` (the verdict, on the last frame). The conversion is ours; the dataset is written by the
-`lerobot` library's own writer (Python >= 3.12 and torch: `make lerobot-venv`)."""
+labelled, `next.success` (the verdict, on the last frame). The conversion is ours; the dataset
+is written by the `lerobot` library's own writer (Python >= 3.12 and torch: `make lerobot-venv`)."""
 
 from __future__ import annotations
 
