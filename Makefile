@@ -80,6 +80,8 @@ BENCH_SMOKE ?= 1
 
 BUILD_STAMP := $(ROOT)/build/.colcon-stamp
 REFERENCE_STAMP := $(ROOT)/build/reference/.stamp
+CLI_SCRIPTS := sequence-ai sequence-ai-gateway sequence-ai-episodes
+CLI_STAMP := $(VENV)/.stamp-cli
 BUILD_INPUTS := package.xml setup.py setup.cfg resource/sequence_ai_ros \
 	interfaces/package.xml interfaces/CMakeLists.txt $(wildcard interfaces/action/*.action) \
 	$(wildcard launch launch/*.launch.py config config/*.yaml config/*.xml) \
@@ -105,8 +107,8 @@ setup:
 	@mkdir -p $(ROOT)/build
 	@flock $(ROOT)/build/.setup.lock $(MAKE) --no-print-directory setup-locked
 
-setup-locked: $(VENV)/.stamp-deps $(BUILD_STAMP) $(if $(PYTHON39),$(VENV39)/.stamp-deps) \
-	$(REFERENCE_STAMP)
+setup-locked: $(VENV)/.stamp-deps $(BUILD_STAMP) $(CLI_STAMP) \
+	$(if $(PYTHON39),$(VENV39)/.stamp-deps) $(REFERENCE_STAMP)
 
 # The published client, for the test that runs its own calls against our gateway
 # (test/client/test_published_client.py): fetched here so that no test leaves loopback.
@@ -145,6 +147,16 @@ $(BUILD_STAMP): $(VENV)/.stamp-deps $(BUILD_INPUTS)
 	source $(VENV)/bin/activate && $(ROS_PREFIX_ENV) \
 	$(COLCON) build --base-paths . interfaces --event-handlers console_direct- \
 		--cmake-args -DBUILD_TESTING=OFF
+	@touch $@
+
+# The tools README prints bare (`sequence-ai estimate ...`) go on the venv's PATH: colcon writes
+# console scripts where `ros2 run` looks (install/sequence_ai_ros/lib/sequence_ai_ros), on no
+# PATH. Linked, so they run the built workspace as `ros2 run` does; README's shell line
+# (`source .venv/bin/activate && source install/setup.bash`) gives both.
+$(CLI_STAMP): $(BUILD_STAMP)
+	for script in $(CLI_SCRIPTS); do \
+		ln -sf $(ROOT)/install/sequence_ai_ros/lib/sequence_ai_ros/$$script $(VENV)/bin/$$script; \
+	done
 	@touch $@
 
 # Every step runs even when an earlier one failed, so one run reports all failures; the exit

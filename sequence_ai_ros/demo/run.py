@@ -315,6 +315,7 @@ class Demo:
             GoalRecord(2, SECOND_INSTRUCTION, target(SECOND_INSTRUCTION)),
         ]
         self.planned: int | None = None  # the VLM planner's exit code
+        self.planner_outcome = ""  # why the VLM planner ended, in words
         self.status = StatusLine(sys.stdout.isatty() and not args.headless)
         self.t0 = math.nan
         self.preempt_t = math.nan
@@ -415,8 +416,7 @@ class Demo:
     def stop_planner(self) -> None:
         if self.planner is None:
             return
-        if self.act is not None:
-            self.act.destroy()
+        # Closes the action clients and nodes too, once its executor has stopped.
         self.planner.close()
         self.planner = self.act = None
 
@@ -700,9 +700,12 @@ def main(argv: list[str] | None = None) -> int:
             encoding="utf-8",
         )
     if args.planner == "vlm":
-        from sequence_ai_ros.demo.vlm_demo import vlm_ok
+        from sequence_ai_ros.demo.vlm_demo import vlm_verdict
 
-        return 0 if not failure and not alive and vlm_ok(demo) else 1
+        verdict = "" if failure else vlm_verdict(demo)
+        if verdict:
+            print(f"demo did not succeed: {verdict}")
+        return 0 if not failure and not alive and not verdict else 1
     first, second = demo.goals
     ok = (
         not failure

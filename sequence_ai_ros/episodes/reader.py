@@ -1,7 +1,8 @@
 """Reading an episode file back: its records, and every message as its ROS message class —
 also a file cut short by a killed node (its messages up to the last flushed chunk). Where
-rclpy is missing (the LeRobot export's environment) `rosbags` decodes the messages instead,
-from the schemas in the file."""
+rclpy or the workspace's interfaces are missing (the LeRobot export's environment, a shell
+without `install/setup.bash`) `rosbags` decodes the messages instead, from the schemas in the
+file."""
 
 from __future__ import annotations
 
@@ -138,6 +139,9 @@ def _messages(path: Path, episode: EpisodeFile, found: list[tuple[str, int, str,
     prefix = episode.episode.get("topics", "").rstrip("/") + "/"
     try:
         from rclpy.serialization import deserialize_message
+
+        # The node's own messages come from the built workspace (install/setup.bash).
+        importlib.import_module("sequence_ai_interfaces.action")
     except ImportError:
         return _rosbags_messages(path, episode, prefix)
     classes: dict[str, type] = {}

@@ -29,7 +29,8 @@ ROSDEP_KEYS = {
 # jammy package); the node runs without them and says so when asked to record.
 # `export-lerobot` runs in an environment of its own (make lerobot-venv): lerobot, and rosbags
 # to decode the messages where rclpy is missing.
-OPTIONAL = {"trustme", "mcap", "matplotlib", "lerobot", "rosbags"}
+# zstandard comes with mcap; the episode tools name its error only where it imports.
+OPTIONAL = {"trustme", "mcap", "matplotlib", "lerobot", "rosbags", "zstandard"}
 
 
 def _keys(which: Callable[[str], bool]) -> set[str]:

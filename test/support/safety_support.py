@@ -193,6 +193,8 @@ LIFECYCLE_CELLS: tuple[NodeCell, ...] = (
     NodeCell("catalogue_silent", "catalogue never answers (the node's own process): get_state "
              "and SIGTERM while configure waits", "configure failed within configure_timeout_s; "
              "get_state answered configuring; exit 0", holds=0),
+    NodeCell("planner_killed", "the VLM planner process gets SIGTERM while its step's goal "
+             "moves the arm", "goal canceled and held before the planner's exit 0"),
 )
 
 # The rows of an end-effector model (sim-stateless-ee-delta: unitless twists to Servo): the
