@@ -69,7 +69,8 @@ def run(ctx: Context) -> Section:
     trials = ctx.pick(20, 2)
     runs = [("main", ctx.pick(conditions, conditions[:1]), "both", [])]
     if not ctx.quick:
-        runs.append(("perturbed", conditions, "realtime", ["--perturb", PERTURB]))
+        # Freshness decides here: two requests in flight against one, in real time.
+        runs.append(("perturbed", conditions[:2], "realtime", ["--perturb", PERTURB]))
     header = ["arm", "success", "rate [95 % Wilson]", "stale-action ratio",
               "latency p50 / p95 (ms)", "control rate (Hz)", "faults"]
     for name, chosen, mode, extra in runs:
