@@ -61,7 +61,7 @@ VENV_LEROBOT := $(ROOT)/.venv-lerobot
 PYTHON39 ?= $(if $(shell pyenv prefix 3.9 2>/dev/null),$(shell pyenv prefix 3.9)/bin/python,$(shell command -v python3.9))
 
 # Extras of setup.py (the single source of the Python dependencies) for each venv.
-VENV_EXTRAS := gateway image episodes test lint
+VENV_EXTRAS := gateway image episodes sim test lint
 VENV39_EXTRAS := client-test
 
 # A block of 8 ROS domains per make run (from its pid; TEST_DOMAIN_BASE=N pins it), so concurrent
@@ -128,6 +128,8 @@ $(VENV_PY):
 $(VENV)/.stamp-deps: $(VENV_PY) setup.py .ci/requirements.py
 	$(VENV_PY) .ci/requirements.py $(VENV_EXTRAS) > $(VENV)/requirements.txt
 	$(OUTSIDE) $(VENV_PY) $(PIP_INSTALL) $(ROS_WHEELS) -r $(VENV)/requirements.txt
+	$(VENV_PY) .ci/requirements.py --assets > $(VENV)/assets.txt
+	$(OUTSIDE) $(VENV_PY) $(PIP_INSTALL) --no-deps -r $(VENV)/assets.txt
 ifndef ROS_DISTRO
 	$(VENV_PY) .ci/fix_rosidl_paths.py $(VENV)
 endif

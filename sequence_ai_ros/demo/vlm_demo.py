@@ -14,8 +14,8 @@ from rclpy.action.client import ClientGoalHandle
 from rclpy.parameter import Parameter
 
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.api_key import API_KEY_ENV
-from sequence_ai_ros.launch_plan import SIM_KEY_ENV, node_path
+from sequence_ai_ros.bringup.api_key_source import API_KEY_ENV
+from sequence_ai_ros.params.launch import SIM_KEY_ENV, node_path
 
 __all__ = ["run_vlm", "vlm_verdict"]
 
@@ -113,8 +113,9 @@ def run_vlm(demo: Any, new_goal: Callable[[int, str], Any], grace_s: float) -> i
 
 
 def vlm_verdict(demo: Any) -> str:
-    """Why the VLM run did not succeed, plainly; "" when the model said done after at least
-    two steps, each handed over to the next."""
+    """Why the model did not do the task as planned, plainly; "" when it said done after at
+    least two steps, each handed over to the next. In sim_robot's physics world a model can fail
+    its task: that is the model's outcome, printed, not the demo's exit status."""
     goals = demo.goals
     if demo.planned != 0:
         why = demo.planner_outcome or "the planner did not finish"

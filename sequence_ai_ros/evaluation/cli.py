@@ -201,7 +201,7 @@ def _run(args: argparse.Namespace, arms: dict[str, Arm], results: Results,
     from sequence_ai_ros.evaluation import processes
     from sequence_ai_ros.evaluation.runner import Evaluator, TrialSettings
     from sequence_ai_ros.evaluation.vlm_judge import VlmJudge
-    from sequence_ai_ros.launch_plan import SIM_KEY_ENV
+    from sequence_ai_ros.params.launch import SIM_KEY_ENV
 
     out: Path = args.out
     namespace = args.namespace.strip("/")

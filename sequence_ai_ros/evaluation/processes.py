@@ -1,5 +1,5 @@
 """`evaluate --sim`: the local gateway, the simulated world and the node, started as `make demo`
-starts them (the launch plan through the demo's launcher), the node left unconfigured for the
+starts them (the launch through the demo's launcher), the node left unconfigured for the
 evaluator to bring up with each condition; stopped, node first, at the end."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sequence_ai_ros.demo.launcher import Launcher, params_files, specs_for
-from sequence_ai_ros.launch_plan import plan
+from sequence_ai_ros.params.launch import launch_for
 
 
 @dataclass
@@ -33,7 +33,8 @@ class SimProcesses:
 def start(model: str, namespace: str, log_dir: Path) -> SimProcesses:
     """Start the gateway, the model's simulator and the node (unconfigured); their logs go to
     `log_dir`."""
-    launch = plan({"model": model, "namespace": namespace, "sim": "true", "autostart": "false"})
+    launch = launch_for({"model": model, "namespace": namespace, "sim": "true",
+                         "autostart": "false"})
     launcher = Launcher(specs_for(launch, params_files(launch)), log_dir=log_dir)
     try:
         launcher.start()

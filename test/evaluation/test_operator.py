@@ -13,6 +13,7 @@ from support.ros_domains import EVALUATION_TESTS, domain
 from support.waiting import wait_for
 
 pytest.importorskip("rclpy")
+pytestmark = pytest.mark.slow  # starts ROS nodes
 
 import rclpy  # noqa: E402
 from rclpy.context import Context  # noqa: E402

@@ -30,7 +30,9 @@ ROSDEP_KEYS = {
 # `export-lerobot` runs in an environment of its own (make lerobot-venv): lerobot, and rosbags
 # to decode the messages where rclpy is missing.
 # zstandard comes with mcap; the episode tools name its error only where it imports.
-OPTIONAL = {"trustme", "mcap", "matplotlib", "lerobot", "rosbags", "zstandard"}
+# sim_robot's physics world: MuJoCo (setup.py's `sim` extra, pip only, no rosdep key;
+# physics:=kinematic runs without it).
+OPTIONAL = {"trustme", "mcap", "matplotlib", "lerobot", "rosbags", "zstandard", "mujoco"}
 
 
 def _keys(which: Callable[[str], bool]) -> set[str]:
