@@ -90,7 +90,9 @@ class PosedCamera:
 
     def ray(self, u: float, v: float) -> np.ndarray:
         """Unit base-frame direction of the ray through pixel coordinates (u, v)."""
-        cam = np.array([(u - self.width / 2.0) / self.focal, (v - self.height / 2.0) / self.focal, 1.0])
+        x = (u - self.width / 2.0) / self.focal
+        y = (v - self.height / 2.0) / self.focal
+        cam = np.array([x, y, 1.0])
         direction = self.rotation.T @ cam
         return direction / np.linalg.norm(direction)
 
@@ -100,8 +102,9 @@ def posed_camera(
 ) -> PosedCamera:
     """``view``'s camera for a ``width`` x ``height`` frame; a wrist view needs the flange pose."""
     calibration = CALIBRATION[view]
-    eye, target, up = (np.array(v, dtype=float) for v in
-                       (calibration.eye, calibration.target, calibration.up))
+    eye, target, up = (
+        np.array(v, dtype=float) for v in (calibration.eye, calibration.target, calibration.up)
+    )
     if calibration.mount == "flange":
         if flange is None:
             raise ValueError(f"view {view!r}: a flange-mounted camera needs the flange pose")

@@ -17,14 +17,13 @@ own Panda IK; no joint moves faster than 80 % of its speed limit in any step.
 from __future__ import annotations
 
 import math
-import random
 import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from sequence_ai_gateway import catalogue, panda_ik, scene_vision
+from sequence_ai_gateway import panda_ik, scene_vision
 
 Rows = List[List[float]]
 
@@ -101,8 +100,9 @@ class Scene:
     gripper: float
 
 
-def _path(start: np.ndarray, waypoints: Sequence[np.ndarray], n: int, dt: float,
-          speed: float) -> List[np.ndarray]:
+def _path(
+    start: np.ndarray, waypoints: Sequence[np.ndarray], n: int, dt: float, speed: float
+) -> List[np.ndarray]:
     """n positions along the polyline, ``speed`` at most, braking into its last point."""
     positions = []
     here = np.array(start, dtype=float)
@@ -114,8 +114,9 @@ def _path(start: np.ndarray, waypoints: Sequence[np.ndarray], n: int, dt: float,
     return positions
 
 
-def _advance(here: np.ndarray, legs: List[np.ndarray], step: float
-             ) -> Tuple[np.ndarray, List[np.ndarray]]:
+def _advance(
+    here: np.ndarray, legs: List[np.ndarray], step: float
+) -> Tuple[np.ndarray, List[np.ndarray]]:
     """``step`` metres further along the polyline through ``legs``; its end at most."""
     while step > 0.0:
         gap = float(np.linalg.norm(legs[0] - here))
@@ -154,16 +155,19 @@ def _on_block(scene: Scene) -> bool:
     if scene.cup is None or scene.block is None or not scene.cup.triangulated:
         return False
     resting = scene_vision.BLOCK_HEIGHT + scene_vision.CUP_HEIGHT / 2.0
-    return (_horizontal(scene.cup.centre, scene.block.centre) <= 0.045
-            and abs(float(scene.cup.centre[2]) - resting) <= 0.03)
+    return (
+        _horizontal(scene.cup.centre, scene.block.centre) <= 0.045
+        and abs(float(scene.cup.centre[2]) - resting) <= 0.03
+    )
 
 
 def plan(goal: str, scene: Scene, n: int, dt: float) -> Plan:
     """The hand's next ``n`` positions and gripper values for ``goal`` in ``scene``."""
     tcp = scene.tcp
     if scene.cup is None:
-        return _hold(tcp, n, scene.gripper, "hold",
-                     "no red cup in any view the model uses: holding in place")
+        return _hold(
+            tcp, n, scene.gripper, "hold", "no red cup in any view the model uses: holding in place"
+        )
     if goal == Goal.PLACE and _on_block(scene):
         # Resting on the block, or within 3 cm of it: let go (a few still rows), rise clear.
         up = np.array([tcp[0], tcp[1], max(float(tcp[2]), RETREAT_TCP_Z)])
@@ -209,8 +213,12 @@ def _carry(goal: str, scene: Scene, n: int, dt: float) -> Plan:
         # Lifted clear, the cup no longer hides the block from the exterior views.
         lift = np.array([tcp[0], tcp[1], max(float(tcp[2]), LIFT_TCP_Z)])
         plan = _settled(tcp, [lift], n, dt, TRANSFER_SPEED, "lift")
-        return Plan(plan.positions, plan.gripper, plan.phase,
-                    ["no blue block in any view the model uses: lifting the cup and holding it"])
+        return Plan(
+            plan.positions,
+            plan.gripper,
+            plan.phase,
+            ["no blue block in any view the model uses: lifting the cup and holding it"],
+        )
     top = float(block.centre[2]) + scene_vision.BLOCK_HEIGHT / 2.0
     over = np.array([block.centre[0], block.centre[1], max(LIFT_TCP_Z, float(tcp[2]))])
     place = np.array([block.centre[0], block.centre[1], top + GRASP_ABOVE_BOTTOM + 0.005])
@@ -224,8 +232,9 @@ def _carry(goal: str, scene: Scene, n: int, dt: float) -> Plan:
     return Plan(positions, gripper, "place" if gripper[-1] == 1.0 else "release")
 
 
-def _settled(tcp: np.ndarray, waypoints: List[np.ndarray], n: int, dt: float, speed: float,
-             phase: str) -> Plan:
+def _settled(
+    tcp: np.ndarray, waypoints: List[np.ndarray], n: int, dt: float, speed: float, phase: str
+) -> Plan:
     """A move with the gripper closed, after a few still rows that let the fingers close."""
     still = [tcp.copy() for _ in range(min(SETTLE_ROWS, n))]
     return Plan(still + _path(tcp, waypoints, n - len(still), dt, speed), [1.0] * n, phase)
@@ -236,7 +245,9 @@ def _hold(tcp: np.ndarray, n: int, gripper: float, phase: str, note: str = "") -
     return Plan([tcp.copy() for _ in range(n)], [closed] * n, phase, [note] if note else [])
 
 
-def joint_path(q_start: Sequence[float], positions: Sequence[np.ndarray], dt: float) -> List[np.ndarray]:
+def joint_path(
+    q_start: Sequence[float], positions: Sequence[np.ndarray], dt: float
+) -> List[np.ndarray]:
     """Joints following the hand positions (pointing down), each step inside the speed limits."""
     limit = JOINT_SPEED_SHARE * panda_ik.VELOCITY_LIMITS * dt
     q = np.asarray(q_start, dtype=float)

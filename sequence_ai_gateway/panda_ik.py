@@ -39,12 +39,14 @@ DAMPING = 0.02
 
 def _dh(a: float, d: float, alpha: float, theta: float) -> np.ndarray:
     ca, sa, ct, st = math.cos(alpha), math.sin(alpha), math.cos(theta), math.sin(theta)
-    return np.array([
-        [ct, -st, 0.0, a],
-        [st * ca, ct * ca, -sa, -d * sa],
-        [st * sa, ct * sa, ca, d * ca],
-        [0.0, 0.0, 0.0, 1.0],
-    ])
+    return np.array(
+        [
+            [ct, -st, 0.0, a],
+            [st * ca, ct * ca, -sa, -d * sa],
+            [st * sa, ct * sa, ca, d * ca],
+            [0.0, 0.0, 0.0, 1.0],
+        ]
+    )
 
 
 def frames(q: Sequence[float]) -> List[np.ndarray]:

@@ -38,8 +38,9 @@ class LookingDroidPolicy:
         return self.chunk(observation).rows
 
     def chunk(self, observation: PolicyObservation) -> Chunk:
-        q = np.clip(np.asarray(observation.joint_positions, dtype=float),
-                    panda_ik.LOWER, panda_ik.UPPER)
+        q = np.clip(
+            np.asarray(observation.joint_positions, dtype=float), panda_ik.LOWER, panda_ik.UPPER
+        )
         n = int(self.row["action_horizon"])
         dt = 1.0 / float(self.row["control_hz"])
         goal = grasp_policy.goal_of(observation.instruction)
@@ -47,10 +48,14 @@ class LookingDroidPolicy:
         gripper = float(observation.gripper[0]) if observation.gripper else 0.0
         if goal is None:
             plan = grasp_policy.Plan(
-                [tcp] * n, [1.0 if gripper > grasp_policy.GRIPPER_CLOSING else 0.0] * n, "hold",
-                [f"instruction {observation.instruction!r} is not a task this simulated model "
-                 "knows (pick up the cup, put the cup on the blue block, or one of their "
-                 "steps): holding in place"],
+                [tcp] * n,
+                [1.0 if gripper > grasp_policy.GRIPPER_CLOSING else 0.0] * n,
+                "hold",
+                [
+                    f"instruction {observation.instruction!r} is not a task this simulated model "
+                    "knows (pick up the cup, put the cup on the blue block, or one of their "
+                    "steps): holding in place"
+                ],
             )
         else:
             plan = grasp_policy.plan(goal, self.scene(observation, q, tcp, gripper), n, dt)
@@ -61,8 +66,9 @@ class LookingDroidPolicy:
         rows = self.write(q, [j + offset for j in joints], plan.gripper)
         return Chunk(rows, list(plan.notes))
 
-    def scene(self, observation: PolicyObservation, q: np.ndarray, tcp: np.ndarray,
-              gripper: float) -> grasp_policy.Scene:
+    def scene(
+        self, observation: PolicyObservation, q: np.ndarray, tcp: np.ndarray, gripper: float
+    ) -> grasp_policy.Scene:
         cups, blocks, sizes = scene_vision.sightings(observation.images, self.row["camera_views"])
         cup = scene_vision.locate(cups, sizes, q, scene_vision.CUP_HEIGHT / 2.0)
         block = scene_vision.locate(blocks, sizes, q, scene_vision.BLOCK_HEIGHT / 2.0)
@@ -100,8 +106,9 @@ def builtin_policies() -> List[Any]:
         LookingPi05Droid(),
         LookingCosmos3Droid(),
         DroidJointDeltaReach(),
-        AbsoluteJointReach(row("sim-bimanual-reach"), [-2.6] * 12, [2.6] * 12, max_step=0.05,
-                           arms=2),
+        AbsoluteJointReach(
+            row("sim-bimanual-reach"), [-2.6] * 12, [2.6] * 12, max_step=0.05, arms=2
+        ),
         StatelessEeDelta(),
         EeAbsoluteReach(),
     ]
