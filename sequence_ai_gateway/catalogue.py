@@ -138,7 +138,7 @@ SIMULATED_MODELS: Tuple[SimulatedModel, ...] = (
         "pi05-droid",
         _PI05_DROID_FIELDS,
         gpu_ms_p50=95.0,
-        tags=("droid", "franka"),
+        tags=("droid", "franka", "vision"),
         open_loop_horizon=8,
         training={
             "trainable": True,
@@ -167,7 +167,7 @@ SIMULATED_MODELS: Tuple[SimulatedModel, ...] = (
             "action_semantics": _semantics("joint_absolute"),
         },
         gpu_ms_p50=310.0,
-        tags=("droid", "franka"),
+        tags=("droid", "franka", "vision"),
         training=_not_trainable("cosmos3 edge policies are not fine-tunable through the API"),
         rows_note=_LOOKS,
     ),
