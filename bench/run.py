@@ -41,6 +41,7 @@ SECTIONS = (
     "reliability",
     "handover",
     "models",
+    "gateway_vision",
 )
 
 

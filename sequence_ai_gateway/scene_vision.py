@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
+from PIL import Image
 
 from sequence_ai_gateway import droid_cameras, panda_ik
 
@@ -47,7 +48,17 @@ class Located:
 
 
 def pixels(image: Any) -> Tuple[np.ndarray, int, int]:
-    """An RGB image (PIL or HxWx3 array) as a subsampled int16 array, and its full size."""
+    """An RGB image (PIL, or an HxWx3 array) about WORK_WIDTH wide as int16, and its full size.
+
+    A PIL image is subsampled by Pillow (nearest pixel centres), which reads only the pixels it
+    keeps: 25x cheaper at 1280x720 than converting the whole frame to an array first.
+    """
+    if isinstance(image, Image.Image):
+        width, height = image.size
+        stride = max(1, width // WORK_WIDTH)
+        if stride > 1:
+            image = image.resize((width // stride, max(1, height // stride)), Image.NEAREST)
+        return np.asarray(image.convert("RGB"), dtype=np.int16), width, height
     array = np.asarray(image)
     if array.ndim != 3 or array.shape[2] < 3:
         raise ValueError(f"image: got an array of shape {array.shape}, expected HxWx3 RGB")
