@@ -83,42 +83,59 @@ def _semantics(
     }
 
 
-# pi05-droid's §1.6 values; sim-droid-reach shares its action space under another name.
+# pi05-droid's and cosmos3's §1.6 values; the sim-droid-*reach models share their action
+# spaces under other names.
 _PI05_DROID_FIELDS: Dict[str, Any] = {
-        "architecture": "pi05",
-        "robot": "droid_franka",
-        "action_dim": 8,
-        "state_dim": 8,
-        "state_layout": {"joint_positions": 7, "gripper": 1},
-        "action_horizon": 15,
-        "control_hz": 15.0,
-        "camera_views": ["exterior_1", "wrist_left"],
-        "training_frame_size": [320, 180],
-        "input_aspect_ratio": 1.7778,
-        "input_resize": "pad",
-        "action_space": "joint_delta",
-        "action_semantics": _semantics(
-            "joint_delta",
-            native_target=(
-                "droid.robot_env.RobotEnv(action_space='joint_velocity', "
-                "gripper_action_space='position')"
-            ),
-            value_range=[-1.0, 1.0],
-            gripper_dims=[7],
-            conversions={
-                "joint_position": {
-                    "reference": "state_at_request",
-                    "formula": "q_target[i] = q_reference + step[i][:7]",
-                    "verified_in": "isaac-lab droid scene, 2026-09-11",
-                }
-            },
+    "architecture": "pi05",
+    "robot": "droid_franka",
+    "action_dim": 8,
+    "state_dim": 8,
+    "state_layout": {"joint_positions": 7, "gripper": 1},
+    "action_horizon": 15,
+    "control_hz": 15.0,
+    "camera_views": ["exterior_1", "wrist_left"],
+    "training_frame_size": [320, 180],
+    "input_aspect_ratio": 1.7778,
+    "input_resize": "pad",
+    "action_space": "joint_delta",
+    "action_semantics": _semantics(
+        "joint_delta",
+        native_target=(
+            "droid.robot_env.RobotEnv(action_space='joint_velocity', "
+            "gripper_action_space='position')"
         ),
+        value_range=[-1.0, 1.0],
+        gripper_dims=[7],
+        conversions={
+            "joint_position": {
+                "reference": "state_at_request",
+                "formula": "q_target[i] = q_reference + step[i][:7]",
+                "verified_in": "isaac-lab droid scene, 2026-09-11",
+            }
+        },
+    ),
+}
+_COSMOS3_DROID_FIELDS: Dict[str, Any] = {
+    "architecture": "cosmos3",
+    "robot": "droid_franka",
+    "action_dim": 8,
+    "state_dim": 8,
+    "state_layout": {"joint_positions": 7, "gripper": 1},
+    "action_horizon": 32,
+    "control_hz": 15.0,
+    "camera_views": ["exterior_1", "exterior_2", "wrist_left"],
+    "training_frame_size": [640, 360],
+    "input_aspect_ratio": 1.7778,
+    "input_resize": "stretch",
+    "action_space": "joint_absolute",
+    "action_semantics": _semantics("joint_absolute"),
 }
 _LOOKS = (
     "It looks: finds the red cup and the blue block by colour in its views, places them with "
     "the simulated DROID cameras' calibration and picks the cup up (or puts it on the block); "
     "without a cup in view it holds in place."
 )
+
 
 @dataclass(frozen=True)
 class SimulatedModel:
@@ -151,21 +168,7 @@ SIMULATED_MODELS: Tuple[SimulatedModel, ...] = (
     ),
     SimulatedModel(
         "cosmos3-edge-policy-droid",
-        {
-            "architecture": "cosmos3",
-            "robot": "droid_franka",
-            "action_dim": 8,
-            "state_dim": 8,
-            "state_layout": {"joint_positions": 7, "gripper": 1},
-            "action_horizon": 32,
-            "control_hz": 15.0,
-            "camera_views": ["exterior_1", "exterior_2", "wrist_left"],
-            "training_frame_size": [640, 360],
-            "input_aspect_ratio": 1.7778,
-            "input_resize": "stretch",
-            "action_space": "joint_absolute",
-            "action_semantics": _semantics("joint_absolute"),
-        },
+        _COSMOS3_DROID_FIELDS,
         gpu_ms_p50=310.0,
         tags=("droid", "franka", "vision"),
         training=_not_trainable("cosmos3 edge policies are not fine-tunable through the API"),
@@ -179,6 +182,14 @@ SIMULATED_MODELS: Tuple[SimulatedModel, ...] = (
         gpu_ms_p50=95.0,
         tags=("droid", "franka"),
         open_loop_horizon=8,
+        rows_note=_REACHES,
+    ),
+    # cosmos3's action space (absolute joints, 32 rows) with the instruction-hash reach.
+    SimulatedModel(
+        "sim-droid-absolute-reach",
+        {**_COSMOS3_DROID_FIELDS, "architecture": "simulated-reach"},
+        gpu_ms_p50=310.0,
+        tags=("droid", "franka"),
         rows_note=_REACHES,
     ),
     # A 14-wide bimanual state (two 6-joint arms + two grippers) and a 0.50 s chunk.

@@ -107,6 +107,12 @@ def builtin_policies() -> List[Any]:
         LookingCosmos3Droid(),
         DroidJointDeltaReach(),
         AbsoluteJointReach(
+            row("sim-droid-absolute-reach"),
+            catalogue.PANDA_LOWER,
+            catalogue.PANDA_UPPER,
+            max_step=0.1,
+        ),
+        AbsoluteJointReach(
             row("sim-bimanual-reach"), [-2.6] * 12, [2.6] * 12, max_step=0.05, arms=2
         ),
         StatelessEeDelta(),

@@ -27,8 +27,9 @@ from sequence_ai_gateway.policies import (  # noqa: E402
 )
 from sequence_ai_gateway.vision_policies import builtin_policies  # noqa: E402
 
-# The looking DROID models are tested in test_vision_policies.py; REACH is sim-droid-reach.
-PI05, COSMOS3, REACH, BIMANUAL, STATELESS, EE_ABSOLUTE = builtin_policies()
+# The looking DROID models are tested in test_vision_policies.py; REACH and ABSOLUTE_REACH are
+# sim-droid-reach and sim-droid-absolute-reach (pi05's and cosmos3's spaces, hashed targets).
+PI05, COSMOS3, REACH, ABSOLUTE_REACH, BIMANUAL, STATELESS, EE_ABSOLUTE = builtin_policies()
 HOME = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
 # The Panda ready pose's hand TCP in panda_link0 (x, y, z, roll, pitch, yaw).
 READY_POSE = [0.307, 0.0, 0.487, math.pi, 0.0, 0.0]
@@ -108,6 +109,18 @@ def test_droid_reach_brakes_into_its_target_within_the_pandas_accelerations():
         q = chunk[8]
     assert max(abs(a - b) for a, b in zip(q, instruction_target(
         instruction, PANDA_LOWER, PANDA_UPPER))) < 0.05
+
+
+def test_arm_following_absolute_reach_rows_converges():
+    instruction = "Put the banana in the bowl"
+    target = instruction_target(instruction, PANDA_LOWER, PANDA_UPPER)
+    q = list(HOME)
+    for _ in range(20):
+        rows = ABSOLUTE_REACH.steps(observe(q, [0.0], instruction))
+        assert len(rows) == 32
+        q = rows[-1][:7]
+    assert max(abs(a - b) for a, b in zip(q, target)) < 0.05
+    assert rows[-1][7] == 1.0
 
 
 def test_bimanual_rows_converge_and_close_both_grippers():
@@ -215,7 +228,7 @@ def test_ee_absolute_rows_converge_and_close_the_gripper():
 @given(st.lists(st.floats(-10, 10), min_size=7, max_size=7), st.integers(0, 2**31))
 def test_same_observation_and_seed_same_rows(joints, seed):
     obs = observe(joints, [0.0], seed=seed)
-    for policy in (PI05, COSMOS3, REACH):
+    for policy in (PI05, COSMOS3, REACH, ABSOLUTE_REACH):
         assert policy.steps(obs) == policy.steps(obs)
 
 
