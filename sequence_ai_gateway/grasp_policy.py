@@ -46,6 +46,8 @@ HEIGHT_TOLERANCE = 0.008
 IN_HAND_TOLERANCE = 0.035
 # Gripper (0 open .. 1 closed) above this is closing or closed.
 GRIPPER_CLOSING = 0.15
+# A cup held at its grasp height: its centre relative to the TCP (m; negative, below it).
+HELD_CUP_CENTRE_DZ = scene_vision.CUP_HEIGHT / 2.0 - GRASP_ABOVE_BOTTOM
 # Rows of holding still after the fingers close, before the lift: they finish closing.
 SETTLE_ROWS = 4
 JOINT_SPEED_SHARE = 0.8
@@ -136,15 +138,11 @@ def _horizontal(a: np.ndarray, b: np.ndarray) -> float:
 def _in_hand(scene: Scene) -> bool:
     if scene.cup is None or scene.gripper <= GRIPPER_CLOSING:
         return False
-    held = scene.tcp + np.array([0.0, 0.0, CUP_CENTRE_BELOW_TCP])
+    held = scene.tcp + np.array([0.0, 0.0, HELD_CUP_CENTRE_DZ])
     if scene.cup.triangulated:
         return float(np.linalg.norm(scene.cup.centre - held)) <= IN_HAND_TOLERANCE
     # One ray, placed on the table's plane: a held cup shows where the hand is, seen from above.
     return _horizontal(scene.cup.centre, held) <= 2 * IN_HAND_TOLERANCE
-
-
-# A cup held at its grasp height has its centre this far below (negative) the TCP.
-CUP_CENTRE_BELOW_TCP = scene_vision.CUP_HEIGHT / 2.0 - GRASP_ABOVE_BOTTOM
 
 
 def _cup_bottom(cup: scene_vision.Located) -> float:
@@ -165,8 +163,8 @@ def plan(goal: str, scene: Scene, n: int, dt: float) -> Plan:
     """The hand's next ``n`` positions and gripper values for ``goal`` in ``scene``."""
     tcp = scene.tcp
     if scene.cup is None:
-        return _hold(
-            tcp, n, scene.gripper, "hold", "no red cup in any view the model uses: holding in place"
+        return hold(
+            tcp, n, scene.gripper, "no red cup in any view the model uses: holding in place"
         )
     if goal == Goal.PLACE and _on_block(scene):
         # Resting on the block, or within 3 cm of it: let go (a few still rows), rise clear.
@@ -178,7 +176,7 @@ def plan(goal: str, scene: Scene, n: int, dt: float) -> Plan:
         return _carry(goal, scene, n, dt)
     if holding:
         if goal in (Goal.ABOVE, Goal.GRASP):
-            return _hold(tcp, n, 1.0, "holding")
+            return hold(tcp, n, 1.0)
         lift = np.array([tcp[0], tcp[1], max(float(tcp[2]), LIFT_TCP_Z)])
         return _settled(tcp, [lift], n, dt, TRANSFER_SPEED, "lift")
     if scene.gripper > GRIPPER_CLOSING:
@@ -204,7 +202,7 @@ def _grasp(goal: str, scene: Scene, n: int, dt: float) -> Plan:
         return Plan(_path(tcp, waypoints, n, dt, TRANSFER_SPEED), [0.0] * n, "approach")
     positions = _path(tcp, [grasp], n, dt, FINE_SPEED)
     gripper = [1.0 if abs(float(p[2]) - grasp[2]) <= HEIGHT_TOLERANCE else 0.0 for p in positions]
-    return Plan(positions, gripper, "descend" if gripper[0] == 0.0 else "close")
+    return Plan(positions, gripper, "grasp")
 
 
 def _carry(goal: str, scene: Scene, n: int, dt: float) -> Plan:
@@ -229,7 +227,7 @@ def _carry(goal: str, scene: Scene, n: int, dt: float) -> Plan:
         return _settled(tcp, waypoints, n, dt, TRANSFER_SPEED, "carry")
     positions = _path(tcp, [place], n, dt, FINE_SPEED)
     gripper = [0.0 if abs(float(p[2]) - place[2]) <= HEIGHT_TOLERANCE else 1.0 for p in positions]
-    return Plan(positions, gripper, "place" if gripper[-1] == 1.0 else "release")
+    return Plan(positions, gripper, "place")
 
 
 def _settled(
@@ -240,9 +238,10 @@ def _settled(
     return Plan(still + _path(tcp, waypoints, n - len(still), dt, speed), [1.0] * n, phase)
 
 
-def _hold(tcp: np.ndarray, n: int, gripper: float, phase: str, note: str = "") -> Plan:
+def hold(tcp: np.ndarray, n: int, gripper: float, note: str = "") -> Plan:
+    """Stay where the hand is, the gripper as it is (closing counts as closed)."""
     closed = 1.0 if gripper > GRIPPER_CLOSING else 0.0
-    return Plan([tcp.copy() for _ in range(n)], [closed] * n, phase, [note] if note else [])
+    return Plan([tcp.copy() for _ in range(n)], [closed] * n, "hold", [note] if note else [])
 
 
 def joint_path(

@@ -27,6 +27,11 @@ from sequence_ai_gateway.policies import (
 )
 
 
+def _joints(observation: PolicyObservation) -> np.ndarray:
+    joints = np.asarray(observation.joint_positions, dtype=float)
+    return np.clip(joints, panda_ik.LOWER, panda_ik.UPPER)
+
+
 class LookingDroidPolicy:
     """The shared decision of the looking DROID models; subclasses write the rows."""
 
@@ -38,33 +43,36 @@ class LookingDroidPolicy:
         return self.chunk(observation).rows
 
     def chunk(self, observation: PolicyObservation) -> Chunk:
-        q = np.clip(
-            np.asarray(observation.joint_positions, dtype=float), panda_ik.LOWER, panda_ik.UPPER
-        )
+        plan = self.decide(observation)
+        return Chunk(self.rows_for(observation, plan), list(plan.notes))
+
+    def decide(self, observation: PolicyObservation) -> grasp_policy.Plan:
+        """The phase, hand path and gripper values for this observation."""
+        q = _joints(observation)
         n = int(self.row["action_horizon"])
         dt = 1.0 / float(self.row["control_hz"])
         goal = grasp_policy.goal_of(observation.instruction)
         tcp = panda_ik.tcp_pose(q)[:3, 3]
         gripper = float(observation.gripper[0]) if observation.gripper else 0.0
         if goal is None:
-            plan = grasp_policy.Plan(
-                [tcp] * n,
-                [1.0 if gripper > grasp_policy.GRIPPER_CLOSING else 0.0] * n,
-                "hold",
-                [
-                    f"instruction {observation.instruction!r} is not a task this simulated model "
-                    "knows (pick up the cup, put the cup on the blue block, or one of their "
-                    "steps): holding in place"
-                ],
+            return grasp_policy.hold(
+                tcp,
+                n,
+                gripper,
+                f"instruction {observation.instruction!r} is not a task this simulated model "
+                "knows (pick up the cup, put the cup on the blue block, or one of their steps): "
+                "holding in place",
             )
-        else:
-            plan = grasp_policy.plan(goal, self.scene(observation, q, tcp, gripper), n, dt)
-        joints = grasp_policy.joint_path(q, plan.positions, dt)
+        return grasp_policy.plan(goal, self.scene(observation, q, tcp, gripper), n, dt)
+
+    def rows_for(self, observation: PolicyObservation, plan: grasp_policy.Plan) -> Rows:
+        """The plan's rows in this model's action space, with the seed's per-chunk offset."""
+        q = _joints(observation)
+        joints = grasp_policy.joint_path(q, plan.positions, 1.0 / float(self.row["control_hz"]))
         # A learned policy's error is mostly a per-chunk offset: one draw per request.
         rng = observation_rng(observation)
         offset = np.array([rng.gauss(0.0, grasp_policy.NOISE_RAD) for _ in range(7)])
-        rows = self.write(q, [j + offset for j in joints], plan.gripper)
-        return Chunk(rows, list(plan.notes))
+        return self.write(q, [j + offset for j in joints], plan.gripper)
 
     def scene(
         self, observation: PolicyObservation, q: np.ndarray, tcp: np.ndarray, gripper: float

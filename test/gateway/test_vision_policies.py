@@ -173,20 +173,26 @@ def play(
     instruction: str,
     cup: Tuple[float, float],
     chunks: int,
-) -> Tuple[np.ndarray, List[str]]:
+) -> Tuple[np.ndarray, List[str], List[str]]:
     """A stand-in world: the arm reaches each row's target, the gripper moves 0.13 per row, a
     closed gripper around the cup carries it, an opened one drops it (onto the block when above
-    it). Plays the open-loop horizon of each chunk; returns the cup's bottom centre and phases."""
+    it). Plays the open-loop horizon of each chunk; returns the cup's bottom centre, the phases
+    in the order they came (each once per run of it) and the notes."""
     q, gripper = np.array(HOME), 0.0
     cup_at = np.array([*cup, 0.0])
     attached = False
     horizon = policy.row["open_loop_horizon"] or 16
+    phases: List[str] = []
     notes: List[str] = []
     for _ in range(chunks):
-        images = frames(monkeypatch, q, gripper, tuple(cup_at))
-        chunk = policy.chunk(observe(images, q, gripper, instruction))
-        notes += chunk.notes
-        for target, row in zip(joints_of(policy, q, chunk.rows), chunk.rows[:horizon]):
+        observation = observe(
+            frames(monkeypatch, q, gripper, tuple(cup_at)), q, gripper, instruction
+        )
+        plan = policy.decide(observation)
+        rows = policy.rows_for(observation, plan)
+        phases += [plan.phase] if not phases or phases[-1] != plan.phase else []
+        notes += plan.notes
+        for target, row in zip(joints_of(policy, q, rows), rows[:horizon]):
             q = target
             gripper += float(np.clip(row[7] - gripper, -0.13, 0.13))
             hand = tcp(q)
@@ -197,19 +203,21 @@ def play(
             elif cup_at[2] > 0.0:
                 on_block = max(abs(cup_at[0] - BLOCK[0]), abs(cup_at[1] - BLOCK[1])) < 0.05
                 cup_at = np.array([cup_at[0], cup_at[1], 0.07 if on_block else 0.0])
-    return cup_at, notes
+    return cup_at, phases, notes
 
 
 @pytest.mark.parametrize("policy", [PI05_POLICY, COSMOS3_POLICY], ids=["pi05", "cosmos3"])
 def test_played_closed_loop_the_rows_grasp_and_lift_the_cup(monkeypatch, policy):
-    cup, notes = play(monkeypatch, policy, "pick up the cup", (0.55, 0.1), chunks=12)
+    cup, phases, notes = play(monkeypatch, policy, "pick up the cup", (0.55, 0.1), chunks=12)
     assert cup[2] >= 0.1 and notes == []
+    assert phases == ["approach", "grasp", "lift"]
 
 
 def test_played_closed_loop_cosmos3_puts_the_cup_on_the_block(monkeypatch):
-    cup, _ = play(
+    cup, phases, notes = play(
         monkeypatch, COSMOS3_POLICY, "put the cup on the blue block", (0.5, 0.1), chunks=10
     )
+    assert phases == ["approach", "grasp", "carry", "place", "done"] and notes == []
     # The renderer's block is 0.07 m tall: the stand-in world rests the cup there.
     assert cup[2] == 0.07 and np.hypot(*(cup[:2] - BLOCK)) < 0.03
 
