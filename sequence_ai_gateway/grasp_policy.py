@@ -90,6 +90,8 @@ class Plan:
     gripper: List[float]
     phase: str
     notes: List[str] = field(default_factory=list)
+    # A hold keeps the measured joints as they are: no IK, whatever the hand's orientation.
+    keeps_joints: bool = False
 
 
 @dataclass(frozen=True)
@@ -241,7 +243,8 @@ def _settled(
 def hold(tcp: np.ndarray, n: int, gripper: float, note: str = "") -> Plan:
     """Stay where the hand is, the gripper as it is (closing counts as closed)."""
     closed = 1.0 if gripper > GRIPPER_CLOSING else 0.0
-    return Plan([tcp.copy() for _ in range(n)], [closed] * n, "hold", [note] if note else [])
+    notes = [note] if note else []
+    return Plan([tcp.copy() for _ in range(n)], [closed] * n, "hold", notes, keeps_joints=True)
 
 
 def joint_path(

@@ -88,6 +88,16 @@ def _rotation_error(goal: np.ndarray, current: np.ndarray) -> np.ndarray:
     return skew * (angle / (2.0 * sine))
 
 
+def _rotation(vector: np.ndarray) -> np.ndarray:
+    """3x3 rotation of an axis-times-angle vector (Rodrigues)."""
+    angle = float(np.linalg.norm(vector))
+    if angle < 1e-12:
+        return np.eye(3)
+    x, y, z = vector / angle
+    k = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+    return np.eye(3) + math.sin(angle) * k + (1.0 - math.cos(angle)) * (k @ k)
+
+
 def solve(
     q_seed: Sequence[float],
     position: Sequence[float],
@@ -98,21 +108,23 @@ def solve(
 ) -> np.ndarray:
     """Joints near ``q_seed`` putting the TCP at ``position`` with ``rotation`` (DLS iterations).
 
-    Each iteration turns the hand by at most ``max_turn_rad`` towards the goal orientation, so a
-    hand far from it turns over several calls instead of swinging the wrist in one. The result
-    stays within the joint limits.
+    A hand more than ``max_turn_rad`` from ``rotation`` is aimed only that far towards it, so
+    it turns over several calls instead of swinging the wrist in one. The result stays within
+    the joint limits.
     """
     q = np.clip(np.asarray(q_seed, dtype=float), LOWER, UPPER)
     goal = np.asarray(position, dtype=float)
+    current = frames(q)[9][:3, :3]
+    turn = _rotation_error(rotation, current)
+    angle = float(np.linalg.norm(turn))
+    if angle > max_turn_rad:
+        rotation = _rotation(turn * (max_turn_rad / angle)) @ current
     eye6 = DAMPING**2 * np.eye(6)
     for _ in range(iterations):
         poses = frames(q)
         linear = goal - poses[9][:3, 3]
         angular = _rotation_error(rotation, poses[9][:3, :3])
-        turn = float(np.linalg.norm(angular))
-        if turn > max_turn_rad:
-            angular = angular * (max_turn_rad / turn)
-        if float(np.linalg.norm(linear)) < tolerance_m and turn < 1e-3:
+        if float(np.linalg.norm(linear)) < tolerance_m and float(np.linalg.norm(angular)) < 1e-3:
             break
         j = _jacobian(poses)
         dq = j.T @ np.linalg.solve(j @ j.T + eye6, np.concatenate([linear, angular]))

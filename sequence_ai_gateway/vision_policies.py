@@ -68,7 +68,11 @@ class LookingDroidPolicy:
     def rows_for(self, observation: PolicyObservation, plan: grasp_policy.Plan) -> Rows:
         """The plan's rows in this model's action space, with the seed's per-chunk offset."""
         q = _joints(observation)
-        joints = grasp_policy.joint_path(q, plan.positions, 1.0 / float(self.row["control_hz"]))
+        dt = 1.0 / float(self.row["control_hz"])
+        if plan.keeps_joints:
+            joints = [q.copy() for _ in plan.positions]
+        else:
+            joints = grasp_policy.joint_path(q, plan.positions, dt)
         # A learned policy's error is mostly a per-chunk offset: one draw per request.
         rng = observation_rng(observation)
         offset = np.array([rng.gauss(0.0, grasp_policy.NOISE_RAD) for _ in range(7)])
