@@ -6,6 +6,7 @@ lift and place."""
 from __future__ import annotations
 
 import base64
+import inspect
 import io
 from typing import Dict, List, Sequence, Tuple
 
@@ -17,7 +18,7 @@ import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 from support.gateway_support import PI05, act_body, client  # noqa: E402
 
-from sequence_ai_gateway import droid_cameras, panda_ik  # noqa: E402
+from sequence_ai_gateway import droid_cameras, panda_ik, scene_vision  # noqa: E402
 from sequence_ai_gateway.policies import PolicyObservation  # noqa: E402
 from sequence_ai_gateway.vision_policies import (  # noqa: E402
     LookingCosmos3Droid,
@@ -40,12 +41,29 @@ def frames(
     block: Tuple[float, float] = BLOCK,
 ) -> Dict[str, Image.Image]:
     """The three 1280x720 views with the cup's bottom centre and the block at the given places."""
+    if "objects" in inspect.signature(render.SceneRenderer.render).parameters:
+        # The physics world's renderer: objects drawn at their 4x4 poses (centres).
+        objects = {
+            "cup": _pose((cup[0], cup[1], cup[2] + scene_vision.CUP_HEIGHT / 2)),
+            "block": _pose((block[0], block[1], scene_vision.BLOCK_HEIGHT / 2)),
+        }
+        return {
+            view: Image.fromarray(r.render(np.array(q), gripper, objects=objects).copy())
+            for view, r in _RENDERERS.items()
+        }
+    # The kinematic scene's renderer: the cup's and block's bottom centres are module constants.
     monkeypatch.setattr(render, "CUP_CENTER", np.array(cup, dtype=float))
     monkeypatch.setattr(render, "BLOCK_CENTER", np.array([*block, 0.0]))
     return {
         view: Image.fromarray(r.render(np.array(q), gripper).copy())
         for view, r in _RENDERERS.items()
     }
+
+
+def _pose(centre: Tuple[float, float, float]) -> np.ndarray:
+    pose = np.eye(4)
+    pose[:3, 3] = centre
+    return pose
 
 
 def observe(
@@ -203,7 +221,8 @@ def play(
                 cup_at = hand - np.array([0.0, 0.0, 0.055])
             elif cup_at[2] > 0.0:
                 on_block = max(abs(cup_at[0] - BLOCK[0]), abs(cup_at[1] - BLOCK[1])) < 0.05
-                cup_at = np.array([cup_at[0], cup_at[1], 0.07 if on_block else 0.0])
+                top = scene_vision.BLOCK_HEIGHT if on_block else 0.0
+                cup_at = np.array([cup_at[0], cup_at[1], top])
     return cup_at, phases, notes
 
 
@@ -219,8 +238,7 @@ def test_played_closed_loop_cosmos3_puts_the_cup_on_the_block(monkeypatch):
         monkeypatch, COSMOS3_POLICY, "put the cup on the blue block", (0.5, 0.1), chunks=10
     )
     assert phases == ["approach", "grasp", "carry", "place", "done"] and notes == []
-    # The renderer's block is 0.07 m tall: the stand-in world rests the cup there.
-    assert cup[2] == 0.07 and np.hypot(*(cup[:2] - BLOCK)) < 0.03
+    assert cup[2] == scene_vision.BLOCK_HEIGHT and np.hypot(*(cup[:2] - BLOCK)) < 0.03
 
 
 def test_over_http_a_jpeg_at_the_training_size_is_seen(monkeypatch, gateway):
