@@ -163,6 +163,7 @@ def configure(
             live_config=lambda: NodeConfig.from_node(node),
             error=node.get_logger().error,
             frames=cache.newest_frames,
+            info=node.get_logger().info,
         )
         # An ee model's commands go through the same gate, with the Cartesian rules.
         cartesian = None
