@@ -5,6 +5,10 @@ decoding the JPEG views (§1.10's checks, which every model pays), then the visi
 segmentation of each view, rays through the calibrated cameras, triangulation), then the plan
 and the Panda IK of the chunk's rows. Frames are the sim's renders with the cup in view, with
 Gaussian sensor noise, JPEG q95, at DROID's 1280x720 and at each model's training size.
+
+Then the models closed loop in the physics world (sequence_ai_ros/sim/world.py, MuJoCo): frames
+drawn by the numpy renderer at the world's poses, each chunk's open-loop rows played one control
+period each as position targets, no latency: whether the world's judge says the task succeeded.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from sequence_ai_gateway.vision_policies import LookingCosmos3Droid, LookingPi05
 
 HOME = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
 NOISE_SIGMA = 3.0
+TASK = "put the cup on the blue block"
+TRIAL_S = 30.0
 
 
 def _frames(views: tuple[str, ...], width: int) -> dict[str, str]:
@@ -56,6 +62,35 @@ def _measure(policy: Any, frames: dict[str, str], reps: int) -> list[Summary]:
         chunk.append(t3 - t2)
     # The first request warms caches (numpy, Pillow): not a request a worker repeats.
     return [Summary.of(s[1:]).scaled(1000.0) for s in (decode, vision, chunk)]
+
+
+def _trial(policy: Any, seed: int) -> float | None:
+    """Seconds of world time to the judge's success for layout ``seed``, None without it."""
+    from PIL import Image
+
+    from sequence_ai_ros.sim.render import VIEWS, SceneRenderer
+    from sequence_ai_ros.sim.world import World, WorldOptions
+
+    world = World(WorldOptions(layout_seed=seed, task=TASK))
+    renderers = {view: SceneRenderer(view, 640, 360, scale=2) for view in VIEWS}
+    horizon = policy.row["open_loop_horizon"] or policy.row["action_horizon"]
+    delta = policy.row["action_space"] == "joint_delta"
+    period = 1.0 / float(policy.row["control_hz"])
+    while world.trial_s < TRIAL_S:
+        q, gripper = world.q, world.gripper
+        images = {
+            view: Image.fromarray(r.render(q, gripper, objects=world.object_poses()).copy())
+            for view, r in renderers.items()
+        }
+        rows = policy.steps(PolicyObservation(TASK, list(q), [gripper], images, seed=seed))
+        for row in rows[:horizon]:
+            world.arm.command_positions(q + np.array(row[:7]) if delta else np.array(row[:7]))
+            world.arm.command_gripper(row[7])
+            world.advance(period)
+        state = world.state()
+        if state.success:
+            return state.success_s
+    return None
 
 
 def run(ctx: Context) -> Section:
