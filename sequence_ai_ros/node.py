@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import signal
 import sys
 import threading
@@ -27,18 +26,20 @@ from rclpy.qos import (
 from rclpy.signals import SignalHandlerOptions
 
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros import parameters
-from sequence_ai_ros.arm import MotionRules
-from sequence_ai_ros.configuration import Configured, ConfigureError, configure
-from sequence_ai_ros.diagnostics import HealthRecord
-from sequence_ai_ros.diagnostics_output import DiagnosticsOutput
-from sequence_ai_ros.frame_service import serve_current_frames
-from sequence_ai_ros.goal_text import shown
-from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
-from sequence_ai_ros.lifecycle_guard import ConfigureProbe, guard_change_state
-from sequence_ai_ros.motion_enable import Blocked, MotionEnable
-from sequence_ai_ros.parameters import NodeConfig
-from sequence_ai_ros.readiness import Readiness
+from sequence_ai_ros.bringup.configuration import Configured, ConfigureError, configure
+from sequence_ai_ros.bringup.diagnostics import HealthRecord
+from sequence_ai_ros.bringup.diagnostics_output import DiagnosticsOutput
+from sequence_ai_ros.bringup.lifecycle_guard import ConfigureProbe, guard_change_state
+from sequence_ai_ros.bringup.readiness import Readiness
+from sequence_ai_ros.goals.goal_state import goal_problem
+from sequence_ai_ros.goals.instruction import shown
+from sequence_ai_ros.goals.results import unstarted
+from sequence_ai_ros.goals.runner import GoalRunner
+from sequence_ai_ros.goals.stop_policy import StopCause
+from sequence_ai_ros.inputs.sent_images import serve_sent_images
+from sequence_ai_ros.params import config_checks, spec_table
+from sequence_ai_ros.safety.gate import MotionRules
+from sequence_ai_ros.safety.motion_enable import Blocked, MotionEnable
 
 NODE_NAME = "sequence_ai"
 # A running goal stops within one control period plus one interruptible wait.
@@ -69,22 +70,22 @@ class SequenceAiNode(LifecycleNode):
     Spun by one `SingleThreadedExecutor` (main()): its callbacks never block on a goal or an
     image, and on the network only in configure's catalogue probe, bounded by
     configure_timeout_s. Lifecycle callbacks run on that thread and own every field; `_lock`
-    guards the ones other threads read: `_accepting`, `_configured` (configuration.py),
+    guards the ones other threads read: `_accepting`, `_configured` (bringup/configuration.py),
     `_open_executes` (the goal, cancel, diagnostics and idle-hold callbacks, the driving
     thread's `_wake`). Entities the executor takes from (the command publishers) are created and
     destroyed only by lifecycle callbacks, on the executor's thread, or by `destroy_node()` once
     nothing spins the node. Sensors live on nodes of their own: joint states on a small
     executor's thread (joint_feed.py), camera subscriptions on a node nothing spins
-    (cameras.py). The readiness thread is readiness.py's, the enable watcher motion_enable.py's.
+    (camera_feed.py). The readiness thread is readiness.py's, the enable watcher motion_enable.py's.
     """
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         guard_change_state(self, self.get_logger().warning)
         self._configuring = ConfigureProbe()
-        parameters.declare(self)
+        spec_table.declare(self)
         self.add_on_set_parameters_callback(
-            parameters.validation_callback(self._parameter_values, self._configured_as)
+            config_checks.validation_callback(self._parameter_values, self._configured_as)
         )
         self.health = HealthRecord()
         # Lock order: a leaf (nothing is taken under it).
@@ -114,7 +115,7 @@ class SequenceAiNode(LifecycleNode):
             result_service_qos_profile=ACTION_SERVICE_QOS,
             cancel_service_qos_profile=ACTION_SERVICE_QOS,
         )
-        serve_current_frames(self, lambda: None if (r := self._runner()) is None else r.frames)
+        serve_sent_images(self, lambda: None if (r := self._runner()) is None else r.images)
         # ~/enable and the heartbeat deadman: a running goal stops held when motion is blocked.
         self._enable = MotionEnable(self, self._stop_blocked)
         # In every state, so a failed configure or one in progress is visible too.
@@ -122,7 +123,7 @@ class SequenceAiNode(LifecycleNode):
             self, self.health, self._configured_parts, self._enable.state
         )
         # Its own timer, not the diagnostics': goals waiting behind a run that does not stop
-        # end BUSY after PREEMPT_WAIT_S (goals.py).
+        # end BUSY after PREEMPT_WAIT_S (goals/runner.py).
         self._overdue_timer = self.create_timer(1.0, self._end_overdue)
         # The hold is one volatile message: a controller that (re)connects after a goal never
         # hears it, so an idle node sends it again (the gate decides whether it may). Made for
@@ -222,8 +223,8 @@ class SequenceAiNode(LifecycleNode):
     def _configure(self) -> None:
         self._destroy_orphans()
         # joint_names may have changed since construction: their joint_limits.* too.
-        parameters.declare_joint_limits(self, list(self.get_parameter("joint_names").value))
-        config = NodeConfig.from_node(self)
+        spec_table.declare_joint_limits(self, list(self.get_parameter("joint_names").value))
+        config = spec_table.read_config(self)
         configured = configure(
             self, config, health=self.health, on_warming=self._on_warming,
             probe=self._configuring,
@@ -286,7 +287,7 @@ class SequenceAiNode(LifecycleNode):
             return GoalResponse.REJECT
         blocked = self._enable.blocked()
         problem = blocked[1] if blocked is not None else goal_problem(
-            goal, NodeConfig.from_node(self).max_instruction_chars
+            goal, spec_table.read_config(self).max_instruction_chars
         )
         if not problem and (runner := self._runner()) is not None:
             problem = runner.handover_problem(goal)
@@ -310,13 +311,8 @@ class SequenceAiNode(LifecycleNode):
             if runner is not None:
                 self._open_executes += 1
         if runner is None:
-            handle.abort()
-            return Act.Result(
-                reason=ResultReason.INTERRUPTED.value,
-                stopped_early=True,
-                max_seam_jump=math.nan,
-                message="the node stopped being active before the goal started",
-            )
+            # Deactivated between acceptance and this call: the stop policy's ending, unstarted.
+            return unstarted(StopCause.DEACTIVATED).conclude(handle)
         try:
             ended = await runner.result_of(handle)
             return ended.conclude(handle)
@@ -359,7 +355,7 @@ class SequenceAiNode(LifecycleNode):
         if configured is None:
             return
         gate = configured.gate
-        config = NodeConfig.from_node(self)
+        config = spec_table.read_config(self)
         if not config.hold_between_goals:
             return
         try:
@@ -392,7 +388,7 @@ class SequenceAiNode(LifecycleNode):
         return state if state in ("inactive", "active") else None
 
     def _parameter_values(self) -> dict[str, Any]:
-        return {name: self.get_parameter(name).value for name in parameters.SPECS}
+        return {name: self.get_parameter(name).value for name in spec_table.SPECS}
 
 
 def _nothing() -> None:
