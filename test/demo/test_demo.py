@@ -65,10 +65,10 @@ def _explain(run: dict) -> str:
     )
 
 
-def test_demo_exits_successfully_and_says_how_much_closer(demo_run: dict) -> None:
+def test_demo_exits_successfully_and_prints_the_worlds_verdict(demo_run: dict) -> None:
     assert demo_run["completed"].returncode == 0, _explain(demo_run)
     stdout = demo_run["completed"].stdout
-    assert "'pick up the cup':" in stdout and "rad closer" in stdout
+    assert "task verdict (sim_robot's world" in stdout, _explain(demo_run)
 
 
 def test_first_goal_is_preempted_and_the_second_runs_out_its_time(demo_run: dict) -> None:
@@ -80,12 +80,13 @@ def test_first_goal_is_preempted_and_the_second_runs_out_its_time(demo_run: dict
     assert first["actions"] > 0 and second["actions"] > 0
 
 
-def test_arm_moved_toward_each_instructions_target(demo_run: dict) -> None:
-    for goal in demo_run["summary"]["goals"]:
-        start, end = goal["start_distance"], goal["end_distance"]
-        assert end < start - 0.2, (
-            f"{goal['instruction']!r}: {start:.2f} -> {end:.2f} rad\n{_explain(demo_run)}"
-        )
+def test_the_world_judged_the_task_it_was_set(demo_run: dict) -> None:
+    # The physics world judges the task the demo ends on; whether the model did it is the
+    # model's business, so the verdict may be either — but it must be the world's, on that task.
+    verdict = demo_run["summary"]["verdict"]
+    assert verdict is not None, _explain(demo_run)
+    assert "'put the cup on the blue block'" in verdict, verdict
+    assert "succeeded" in verdict or "not achieved" in verdict, verdict
 
 
 def test_every_process_it_started_is_gone(demo_run: dict) -> None:
