@@ -66,10 +66,12 @@ def configure(
     on_warming: WarmingCallback,
     probe: ConfigureProbe,
     wake: Callable[[], None],
+    live_config: Callable[[], NodeConfig],
 ) -> Configured:
     """Check `config` against the service's catalogue and build the parts; a failure raises
     `ConfigureError` (or what a part raised) with nothing left behind. The catalogue read is
-    bounded by configure_timeout_s, and `probe` lets a shutdown end it at once."""
+    bounded by configure_timeout_s, and `probe` lets a shutdown end it at once. `live_config`
+    is the node's parameters at any later time (each goal's snapshot)."""
     problems = parameters.check_config(config)
     if problems:
         raise ConfigureError("; ".join(problems))
@@ -160,7 +162,7 @@ def configure(
             state_names=[*joint_names, *config.grippers],
             period_s=period_s,
             health=health,
-            live_config=lambda: NodeConfig.from_node(node),
+            live_config=live_config,
             error=node.get_logger().error,
             frames=cache.newest_frames,
         )
@@ -191,7 +193,7 @@ def configure(
         built[-1] = gate.destroy
         runner = GoalRunner(
             GoalParts(policy, model, controller, cache, gate, health, episodes),
-            live_config=lambda: NodeConfig.from_node(node),
+            live_config=live_config,
             log=node.get_logger(),
             wake=wake,
         )

@@ -27,7 +27,7 @@ from sequence_ai_ros.goal_state import GoalPhase, GoalRun
 from sequence_ai_ros.goal_text import shown
 from sequence_ai_ros.observations import ObservationCache, StaleObservation
 from sequence_ai_ros.parameters import NodeConfig
-from sequence_ai_ros.stop_policy import ArmCommand, arm_command
+from sequence_ai_ros.stop_policy import ArmCommand, StopCause, arm_command
 
 __all__ = ["GoalDriver", "GoalParts"]
 
@@ -36,6 +36,11 @@ __all__ = ["GoalDriver", "GoalParts"]
 _INPUT_RECHECK_S = 0.1
 # A hand-over accepted after its own max_seconds already passed still ends by the deadline.
 _MIN_LEFT_S = 1e-3
+# A run's end waits at most this for the hand-over book-keeping of the goal taking it over
+# (the executor's, which never blocks).
+_HANDOVER_WAIT_S = 5.0
+# A run that ended this way reported success.
+_SUCCESSES = (sequence_ai.Ending.COMPLETED, sequence_ai.Ending.TIMEOUT, sequence_ai.Ending.UNTIL)
 
 
 @dataclass(frozen=True)
@@ -93,7 +98,10 @@ class GoalDriver:
         """Drive the goal's run to its end, hold the arm as the stop policy says, end it."""
         goal = run.handle.request
         self._episodes.goal_started(bytes(run.handle.goal_id.uuid), goal, config)
-        max_seconds = min(goal.max_seconds, config.max_goal_seconds)
+        return self._drive(run, config, min(goal.max_seconds, config.max_goal_seconds))
+
+    def _drive(self, run: GoalRun, config: NodeConfig, max_seconds: float) -> GoalEnd:
+        goal = run.handle.request
         feedback = GoalFeedback(run.handle, self._health, run.started_s, self._episodes.feedback)
         baton = RunBaton(feedback, config)
         with self._cond:
@@ -153,6 +161,7 @@ class GoalDriver:
                 )
             with self._cond:
                 self._baton = None
+                self._cond.wait_for(lambda: not run.holder().handing, _HANDOVER_WAIT_S)
                 holder = run.holder()
                 held = holder.held
             if not held:
@@ -164,7 +173,50 @@ class GoalDriver:
             self._gate.end_goal()
         if holder is not run:
             outcome = own_outcome(holder.feedback, outcome, error)
+            afresh = self._missed_handover(holder, config, outcome, error)
+            if afresh is not None:
+                return afresh
         return self._results.end(holder, outcome, error, ran=True)
+
+    def _missed_handover(
+        self, run: GoalRun, config: NodeConfig, outcome: sequence_ai.RunOutcome | None,
+        error: Exception | None,
+    ) -> GoalEnd | None:
+        """A goal that took over a run which ended as it arrived (`Policy.hand_over` false,
+        or the run already past its last check: it ended early with nothing played for the
+        goal) runs afresh for the rest of its max_seconds, or is refused when less than a
+        period is left; None for a hand-over that took (or a goal stopped meanwhile)."""
+        goal = run.handle.request
+        left_s = min(goal.max_seconds, config.max_goal_seconds) - (
+            time.monotonic() - run.started_s
+        )
+        period_s = 1.0 / self._model.control_hz if self._model.control_hz else _MIN_LEFT_S
+        played_nothing = (
+            error is None and outcome is not None and outcome.ending in _SUCCESSES
+            and outcome.actions == 0
+        )
+        with self._cond:
+            if run.stop is not None or not (
+                run.handover_missed or (played_nothing and left_s >= period_s)
+            ):
+                return None
+            if left_s < period_s:
+                run.request_stop(StopCause.LATE_HANDOVER)
+            else:
+                # Its fields start over as a goal of its own (the old run held the arm).
+                run.held, run.unheld, run.validate_reason = False, "", ""
+                run.sent_chunk, run.refused, run.handover_missed = 0, "", False
+        if left_s < period_s:
+            self._log.warning(
+                f"goal {shown(goal.instruction)}: the run it was to take over ended as it "
+                f"arrived, {max(left_s, 0.0):.3g} s of its max_seconds left; refused"
+            )
+            return self._results.end(run, None, None, ran=False)
+        self._log.info(
+            f"goal {shown(goal.instruction)}: the run it was to take over ended as it arrived; "
+            f"it runs afresh for the {left_s:.3g} s left of its max_seconds"
+        )
+        return self._drive(run, config, left_s)
 
     def hand_over(self, previous: GoalRun, run: GoalRun, config: NodeConfig) -> GoalEnd:
         """The run under way goes on for `run`, which took it over from `previous`
@@ -177,7 +229,11 @@ class GoalDriver:
         # max_seconds counts from the goal's acceptance.
         max_seconds = min(goal.max_seconds, config.max_goal_seconds)
         left_s = max(max_seconds - (time.monotonic() - run.started_s), _MIN_LEFT_S)
-        self._policy.hand_over(goal.instruction, max_seconds=left_s)
+        if not self._policy.hand_over(goal.instruction, max_seconds=left_s):
+            # No run left to take over (it ended as the goal arrived): the run's end, on the
+            # driving thread, runs the goal afresh (`_missed_handover`).
+            with self._cond:
+                run.handover_missed = True
         if baton is not None:
             baton.pass_to(feedback)
         result = self._results.end(previous, handed_over_outcome(old_feedback), None, ran=True)

@@ -110,6 +110,8 @@ def take_over(previous: GoalRun, handle: ServerGoalHandle) -> GoalRun:
     call handle), which is stopped `HANDED_OVER` (its run goes on)."""
     run = GoalRun(handle, call=previous.call)
     run.phase = GoalPhase.RUNNING
+    # Until `GoalDriver.hand_over` returns: the run's end waits for it.
+    run.handing = True
     # The driving thread is already inside its run: it never picks it as a goal to start.
     run.ending = True
     run.sent_chunk, run.dry_run = previous.sent_chunk, previous.dry_run

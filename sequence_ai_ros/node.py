@@ -33,8 +33,10 @@ from sequence_ai_ros.configuration import Configured, ConfigureError, configure
 from sequence_ai_ros.diagnostics import HealthRecord
 from sequence_ai_ros.diagnostics_output import DiagnosticsOutput
 from sequence_ai_ros.frame_service import serve_current_frames
+from sequence_ai_ros.goal_clients import ClientWatch
 from sequence_ai_ros.goal_text import shown
 from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
+from sequence_ai_ros.joint_limits_file import LimitsFile
 from sequence_ai_ros.lifecycle_guard import ConfigureProbe, guard_change_state
 from sequence_ai_ros.motion_enable import Blocked, MotionEnable
 from sequence_ai_ros.parameters import NodeConfig
@@ -52,6 +54,11 @@ _GIL_SWITCH_S = 0.001
 # After the last goal's execute returned, the executor sends the result responses rclpy
 # queued for it; this bounds that last spin before the node is destroyed.
 _RESULT_FLUSH_S = 0.3
+# Setting joint_limits_file waits this long for its read on the executor's thread (a few kB
+# take a millisecond); a read still running then is accepted and checked on its own thread.
+_LIMITS_SET_WAIT_S = 0.05
+# How often the goals' action clients are looked for in the graph (end_goal_without_client_s).
+_CLIENT_CHECK_S = 0.25
 # rclpy takes one goal, one cancel and one result request per executor wake, and its default
 # service depth of 10 drops the rest of a burst (50 goals in a second, each with a result
 # request): these queues hold a burst until it is taken.
@@ -83,8 +90,13 @@ class SequenceAiNode(LifecycleNode):
         guard_change_state(self, self.get_logger().warning)
         self._configuring = ConfigureProbe()
         parameters.declare(self)
+        # joint_limits_file's table: read off this thread, never waited on by a goal.
+        self._limits_file = LimitsFile(self.get_logger().warning)
         self.add_on_set_parameters_callback(
-            parameters.validation_callback(self._parameter_values, self._configured_as)
+            parameters.validation_callback(
+                self._parameter_values, self._configured_as,
+                lambda path: self._limits_file.check(path, _LIMITS_SET_WAIT_S),
+            )
         )
         self.health = HealthRecord()
         # Lock order: a leaf (nothing is taken under it).
@@ -115,6 +127,9 @@ class SequenceAiNode(LifecycleNode):
             cancel_service_qos_profile=ACTION_SERVICE_QOS,
         )
         serve_current_frames(self, lambda: None if (r := self._runner()) is None else r.frames)
+        # The safety net for a goal whose action client is gone (end_goal_without_client_s).
+        self._clients = ClientWatch(self, "act")
+        self._client_timer = self.create_timer(_CLIENT_CHECK_S, self._end_orphaned_goals)
         # ~/enable and the heartbeat deadman: a running goal stops held when motion is blocked.
         self._enable = MotionEnable(self, self._stop_blocked)
         # In every state, so a failed configure or one in progress is visible too.
@@ -223,14 +238,22 @@ class SequenceAiNode(LifecycleNode):
         self._destroy_orphans()
         # joint_names may have changed since construction: their joint_limits.* too.
         parameters.declare_joint_limits(self, list(self.get_parameter("joint_names").value))
-        config = NodeConfig.from_node(self)
+        # Read within configure_timeout_s on a thread of its own; a bad file fails configure.
+        self._limits_file.load(
+            self.get_parameter("joint_limits_file").value,
+            self.get_parameter("configure_timeout_s").value,
+        )
+        config = self._live_config()
         configured = configure(
             self, config, health=self.health, on_warming=self._on_warming,
             probe=self._configuring,
             wake=self._wake_guard.trigger,
+            live_config=self._live_config,
         )
         with self._lock:
             self._configured = configured
+        # Changes to the file are read on the watch's thread, and a bad edit keeps the limits.
+        self._limits_file.watch(lambda: self.get_parameter("joint_limits_file").value)
         if config.hold_republish_hz > 0:
             self._republish_timer.timer_period_ns = round(1e9 / config.hold_republish_hz)
             self._republish_timer.reset()
@@ -246,6 +269,7 @@ class SequenceAiNode(LifecycleNode):
             self._accepting = False
             parts, self._configured = self._configured, None
         self._republish_timer.cancel()
+        self._limits_file.stop()
         self._orphans.append(self._enable.stop_watching())
         self._readiness.stop()
         if parts is not None:
@@ -282,7 +306,7 @@ class SequenceAiNode(LifecycleNode):
             return GoalResponse.REJECT
         blocked = self._enable.blocked()
         problem = blocked[1] if blocked is not None else goal_problem(
-            goal, NodeConfig.from_node(self).max_instruction_chars
+            goal, self._live_config().max_instruction_chars
         )
         if not problem and (runner := self._runner()) is not None:
             problem = runner.handover_problem(goal)
@@ -292,6 +316,7 @@ class SequenceAiNode(LifecycleNode):
         return GoalResponse.ACCEPT
 
     def _on_accepted(self, handle: ServerGoalHandle) -> None:
+        self._clients.accepted(bytes(handle.goal_id.uuid))
         runner = self._runner()
         if runner is not None:
             runner.accept(handle)
@@ -355,7 +380,7 @@ class SequenceAiNode(LifecycleNode):
         if configured is None:
             return
         gate = configured.gate
-        config = NodeConfig.from_node(self)
+        config = self._live_config()
         if not config.hold_between_goals:
             return
         try:
@@ -373,6 +398,20 @@ class SequenceAiNode(LifecycleNode):
         with self._lock:
             return None if self._configured is None else self._configured.runner
 
+    def _end_orphaned_goals(self) -> None:
+        """End, held, each goal whose every possible action client has been gone from the
+        graph for end_goal_without_client_s (0: off, as ROS 2 does)."""
+        grace_s = float(self.get_parameter("end_goal_without_client_s").value)
+        runner = self._runner()
+        if grace_s <= 0 or runner is None:
+            return
+        for goal_id in self._clients.gone(runner.goal_ids(), grace_s):
+            self.get_logger().warning(
+                f"a goal's action client left the graph {grace_s:g} s ago "
+                "(end_goal_without_client_s): the goal ends, held"
+            )
+            runner.stop(goal_id, StopCause.CLIENT_GONE)
+
     def _end_overdue(self) -> None:
         runner = self._runner()
         if runner is not None:
@@ -386,6 +425,10 @@ class SequenceAiNode(LifecycleNode):
         """The lifecycle state while parameters read at configure are in use, else None."""
         state = self.health.snapshot().lifecycle
         return state if state in ("inactive", "active") else None
+
+    def _live_config(self) -> NodeConfig:
+        """The parameters now, with joint_limits_file's table in force (nothing is read)."""
+        return NodeConfig.from_node(self, self._limits_file)
 
     def _parameter_values(self) -> dict[str, Any]:
         return {name: self.get_parameter(name).value for name in parameters.SPECS}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ from sequence_ai.transport import MAX_IN_FLIGHT
 from sequence_ai_ros import joint_limits
 from sequence_ai_ros.image_conversion import MAX_FRAME_PIXELS
 from sequence_ai_ros.joint_limits import JointLimit, JointLimitsError
+from sequence_ai_ros.joint_limits_file import LimitsFile, read_bounded
 
 FLOAT64_MULTI_ARRAY = "std_msgs/msg/Float64MultiArray"
 JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
@@ -56,6 +57,8 @@ PANDA_LOWER = [-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973]
 PANDA_UPPER = [2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973]
 
 SMOOTH_SEAM_MAX = 15
+# A tool without the node's LimitsFile (preflight) reads joint_limits_file within this.
+LIMITS_READ_TIMEOUT_S = 2.0
 # The arm side's bound on the catalogue's rate (docs/node.md "Rate bound"): 50 Hz is the
 # fastest a catalogued model plays (the bimanual one), above the DROID Franka's 15 Hz
 # (pi05-droid) and the 25 Hz ee model; a catalogue claiming more is refused at configure.
@@ -311,7 +314,9 @@ SPECS: dict[str, Spec] = {
     "joint_limits_file": Spec(
         "",
         "YAML file with ros2_control joint_limits (<joint>: has_velocity_limits, max_velocity, "
-        "…); joint_limits.<joint>.* parameters override it; empty = none (next goal)",
+        "…); joint_limits.<joint>.* parameters override it; empty = none. Read at configure "
+        "and when set (a regular file, no anchors or aliases), then again when it changes; a "
+        "bad edit keeps the limits in force (next goal)",
     ),
     "hold_between_goals": Spec(
         True,
@@ -328,7 +333,14 @@ SPECS: dict[str, Spec] = {
     "dry_run": Spec(
         False,
         "run goals without moving anything: commands go to ~/planned and a JointState ghost to "
-        "~/planned_joint_states, never to the arm (next goal)",
+        "~/planned_joint_states, never to the arm (next goal); nothing is sent to the arm "
+        "while it is true, not even the idle hold",
+    ),
+    "end_goal_without_client_s": Spec(
+        0.0,
+        "end a goal, held, once every action client that could have sent it has been gone from "
+        "the ROS graph this long (s); 0 = off, as ROS 2 does: a goal runs on without its client",
+        float_range=(0.0, 3600.0),
     ),
     "enable_topic": Spec(
         "",
@@ -424,6 +436,7 @@ class NodeConfig:
     dry_run: bool = False
     enable_topic: str = ""
     enable_timeout_s: float = 0.5
+    end_goal_without_client_s: float = 0.0
     joint_limits_file: str = ""
     # Per joint_names entry: its ros2_control limits (joint_limits.py), from the file and the
     # joint_limits.<joint>.* parameters; why they could not be read ("" when they could).
@@ -479,12 +492,18 @@ class NodeConfig:
         return cls(**converted)
 
     @classmethod
-    def from_node(cls, node: Node) -> NodeConfig:
+    def from_node(cls, node: Node, limits_file: LimitsFile | None = None) -> NodeConfig:
+        """The node's parameters now. `limits_file`: where joint_limits_file's table is kept
+        (the node's, never waited on); without it the file is read, bounded by
+        LIMITS_READ_TIMEOUT_S (a tool's one snapshot)."""
         values = {name: node.get_parameter(name).value for name in SPECS}
+        path = values["joint_limits_file"]
         try:
-            values["joint_limits"] = read_joint_limits(
-                node, values["joint_names"], values["joint_limits_file"]
-            )
+            if limits_file is not None:
+                table = limits_file.table_for(path)
+            else:
+                table = read_bounded(path, LIMITS_READ_TIMEOUT_S) if path else {}
+            values["joint_limits"] = read_joint_limits(node, values["joint_names"], table)
         except JointLimitsError as exc:
             values["joint_limits_problem"] = str(exc)
         return cls.from_values(values)
@@ -515,8 +534,11 @@ def declare_joint_limits(node: Node, joint_names: list[str]) -> None:
                 )
 
 
-def read_joint_limits(node: Node, joint_names: list[str], path: str) -> tuple[JointLimit, ...]:
-    """Each joint's limits from `path` (if set) and the node's joint_limits parameters."""
+def read_joint_limits(
+    node: Node, joint_names: list[str], table: Mapping[str, Mapping[str, object]]
+) -> tuple[JointLimit, ...]:
+    """Each joint's limits from joint_limits_file's `table` and the node's joint_limits
+    parameters."""
     given = {
         joint: {
             field: node.get_parameter(name).value
@@ -525,7 +547,6 @@ def read_joint_limits(node: Node, joint_names: list[str], path: str) -> tuple[Jo
         }
         for joint in joint_names
     }
-    table = joint_limits.load_file(path) if path else {}
     return joint_limits.resolve(joint_names, given, table)
 
 
@@ -750,12 +771,15 @@ def _limit_problems(config: NodeConfig) -> list[str]:
 def validation_callback(
     current: Callable[[], dict[str, Any]],
     configured_as: Callable[[], str | None],
+    check_limits_file: Callable[[str], str | None] = lambda _path: None,
 ) -> Callable[[list[Parameter]], SetParametersResult]:
     """An on-set-parameters callback that accepts a change only if the result stays valid.
 
     `configured_as()` is the lifecycle state while the node is configured (then parameters
-    read at configure are refused), else None. Validation only: the node reads live values
-    when a goal starts, so nothing is applied here (Humble has no post-set callback).
+    read at configure are refused), else None; `check_limits_file(path)` says why
+    joint_limits_file may not be `path` (bounded: it runs on the executor). Validation only:
+    the node reads live values when a goal starts, so nothing is applied here (Humble has no
+    post-set callback).
     """
 
     def on_set(params: list[Parameter]) -> SetParametersResult:
@@ -771,6 +795,8 @@ def validation_callback(
                 continue
             value = None if param.type_ is Parameter.Type.NOT_SET else param.value
             reason = check_value(param.name, value)
+            if reason is None and param.name == "joint_limits_file":
+                reason = check_limits_file(value)
             if reason is None and spec.at_configure and state is not None:
                 reason = (
                     f"{param.name}={_shown(value)} is refused while the node is {state}: it is "
