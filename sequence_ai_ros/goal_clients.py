@@ -31,6 +31,8 @@ class ClientWatch:
         # yet, looked for again); since when none of them is in the graph.
         self._senders: dict[bytes, frozenset[Gid]] = {}
         self._gone_since: dict[bytes, float] = {}
+        # Goals already reported gone (ending now): reported once.
+        self._reported: set[bytes] = set()
 
     def accepted(self, goal_id: bytes) -> None:
         self._senders[goal_id] = self._subscribers()
@@ -42,6 +44,8 @@ class ClientWatch:
         for known in set(self._senders) - live:
             self._senders.pop(known, None)
             self._gone_since.pop(known, None)
+        self._reported &= live
+        live -= self._reported
         if not live:
             return []
         present = self._subscribers()
@@ -57,6 +61,7 @@ class ClientWatch:
             since = self._gone_since.setdefault(goal_id, now)
             if now - since >= grace_s:
                 ended.append(goal_id)
+                self._reported.add(goal_id)
         return ended
 
     def _subscribers(self) -> frozenset[Gid]:

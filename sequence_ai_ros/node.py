@@ -128,7 +128,7 @@ class SequenceAiNode(LifecycleNode):
         )
         serve_current_frames(self, lambda: None if (r := self._runner()) is None else r.frames)
         # The safety net for a goal whose action client is gone (end_goal_without_client_s).
-        self._clients = ClientWatch(self, "act")
+        self._goal_clients = ClientWatch(self, "act")
         self._client_timer = self.create_timer(_CLIENT_CHECK_S, self._end_orphaned_goals)
         # ~/enable and the heartbeat deadman: a running goal stops held when motion is blocked.
         self._enable = MotionEnable(self, self._stop_blocked)
@@ -316,7 +316,7 @@ class SequenceAiNode(LifecycleNode):
         return GoalResponse.ACCEPT
 
     def _on_accepted(self, handle: ServerGoalHandle) -> None:
-        self._clients.accepted(bytes(handle.goal_id.uuid))
+        self._goal_clients.accepted(bytes(handle.goal_id.uuid))
         runner = self._runner()
         if runner is not None:
             runner.accept(handle)
@@ -405,7 +405,7 @@ class SequenceAiNode(LifecycleNode):
         runner = self._runner()
         if grace_s <= 0 or runner is None:
             return
-        for goal_id in self._clients.gone(runner.goal_ids(), grace_s):
+        for goal_id in self._goal_clients.gone(runner.goal_ids(), grace_s):
             self.get_logger().warning(
                 f"a goal's action client left the graph {grace_s:g} s ago "
                 "(end_goal_without_client_s): the goal ends, held"
