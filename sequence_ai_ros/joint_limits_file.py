@@ -225,7 +225,8 @@ class LimitsFile:
             self._warn_once(f"{read.problem}; {stay}")
         else:
             with self._lock:
-                if self._path_of is not None:
+                # Unless another file was put in force meanwhile.
+                if self._path == current:
                     self._adopt(read)
         return True
 

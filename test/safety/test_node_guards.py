@@ -322,9 +322,10 @@ def test_a_dry_run_sends_no_idle_hold(
         gripper, trajectories, mark = (
             len(arm.gripper_commands), len(arm.trajectories_since(0)), len(calls))
         wait_for(lambda: len(calls) >= mark + 3, what="three more idle republishes")
-        row.holds = len(arm.commands_since(row.start)) + (
+        # Every message on the command topics while dry_run was true.
+        row.row.holds = len(arm.commands_since(row.start)) + (
             len(arm.gripper_commands) - gripper) + (len(arm.trajectories_since(0)) - trajectories)
-        assert row.holds == 0
+        assert row.row.holds == 0
         (result,) = arm.set_parameters(dry_run=False)
         assert result.successful
         resumed = arm.command_count()
