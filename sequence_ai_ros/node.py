@@ -57,8 +57,6 @@ _RESULT_FLUSH_S = 0.3
 # Setting joint_limits_file waits this long for its read on the executor's thread (a few kB
 # take a millisecond); a read still running then is accepted and checked on its own thread.
 _LIMITS_SET_WAIT_S = 0.05
-# How often the goals' action clients are looked for in the graph (end_goal_without_client_s).
-_CLIENT_CHECK_S = 0.25
 # rclpy takes one goal, one cancel and one result request per executor wake, and its default
 # service depth of 10 drops the rest of a burst (50 goals in a second, each with a result
 # request): these queues hold a burst until it is taken.
@@ -128,8 +126,8 @@ class SequenceAiNode(LifecycleNode):
         )
         serve_current_frames(self, lambda: None if (r := self._runner()) is None else r.frames)
         # The safety net for a goal whose action client is gone (end_goal_without_client_s).
+        # Looked at by the overdue timer, once a second: no timer of its own wakes the idle node.
         self._goal_clients = ClientWatch(self, "act")
-        self._client_timer = self.create_timer(_CLIENT_CHECK_S, self._end_orphaned_goals)
         # ~/enable and the heartbeat deadman: a running goal stops held when motion is blocked.
         self._enable = MotionEnable(self, self._stop_blocked)
         # In every state, so a failed configure or one in progress is visible too.
@@ -416,6 +414,7 @@ class SequenceAiNode(LifecycleNode):
         runner = self._runner()
         if runner is not None:
             runner.end_overdue()
+        self._end_orphaned_goals()
 
     def _configured_parts(self) -> Configured | None:
         with self._lock:
