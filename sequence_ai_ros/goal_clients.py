@@ -15,6 +15,9 @@ from collections.abc import Iterable
 
 from rclpy.node import Node
 
+from sequence_ai_ros.goals import GoalRunner
+from sequence_ai_ros.stop_policy import StopCause
+
 __all__ = ["ClientWatch"]
 
 Gid = tuple[int, ...]
@@ -36,6 +39,19 @@ class ClientWatch:
 
     def accepted(self, goal_id: bytes) -> None:
         self._senders[goal_id] = self._subscribers()
+
+    def end_orphans(self, runner: GoalRunner | None) -> None:
+        """End, held, each goal whose every possible sender has been gone from the graph for
+        the node's end_goal_without_client_s (0: off, as ROS 2 does)."""
+        grace_s = float(self._node.get_parameter("end_goal_without_client_s").value)
+        if grace_s <= 0 or runner is None:
+            return
+        for goal_id in self.gone(runner.goal_ids(), grace_s):
+            self._node.get_logger().warning(
+                f"a goal's action client left the graph {grace_s:g} s ago "
+                "(end_goal_without_client_s): the goal ends, held"
+            )
+            runner.stop(goal_id, StopCause.CLIENT_GONE)
 
     def gone(self, goal_ids: Iterable[bytes], grace_s: float) -> list[bytes]:
         """Of the goals `goal_ids` (the ones not ended), those whose every possible sender has

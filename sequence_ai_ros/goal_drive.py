@@ -21,13 +21,18 @@ from sequence_ai_ros.dry_run import GateSwitch
 from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.frame_service import LastFrames
 from sequence_ai_ros.goal_feedback import GoalFeedback
-from sequence_ai_ros.goal_handover import RunBaton, handed_over_outcome, own_outcome
+from sequence_ai_ros.goal_handover import (
+    RunBaton,
+    afresh_seconds,
+    handed_over_outcome,
+    own_outcome,
+)
 from sequence_ai_ros.goal_results import GoalEnd, GoalResults
 from sequence_ai_ros.goal_state import GoalPhase, GoalRun
 from sequence_ai_ros.goal_text import shown
 from sequence_ai_ros.observations import ObservationCache, StaleObservation
 from sequence_ai_ros.parameters import NodeConfig
-from sequence_ai_ros.stop_policy import ArmCommand, StopCause, arm_command
+from sequence_ai_ros.stop_policy import ArmCommand, arm_command
 
 __all__ = ["GoalDriver", "GoalParts"]
 
@@ -39,8 +44,6 @@ _MIN_LEFT_S = 1e-3
 # A run's end waits at most this for the hand-over book-keeping of the goal taking it over
 # (the executor's, which never blocks).
 _HANDOVER_WAIT_S = 5.0
-# A run that ended this way reported success.
-_SUCCESSES = (sequence_ai.Ending.COMPLETED, sequence_ai.Ending.TIMEOUT, sequence_ai.Ending.UNTIL)
 
 
 @dataclass(frozen=True)
@@ -173,48 +176,26 @@ class GoalDriver:
             self._gate.end_goal()
         if holder is not run:
             outcome = own_outcome(holder.feedback, outcome, error)
-            afresh = self._missed_handover(holder, config, outcome, error)
-            if afresh is not None:
-                return afresh
+            period_s = 1.0 / self._model.control_hz if self._model.control_hz else _MIN_LEFT_S
+            with self._cond:
+                left_s = afresh_seconds(holder, config, outcome, error, period_s)
+            if left_s is not None:
+                return self._afresh(holder, config, left_s)
         return self._results.end(holder, outcome, error, ran=True)
 
-    def _missed_handover(
-        self, run: GoalRun, config: NodeConfig, outcome: sequence_ai.RunOutcome | None,
-        error: Exception | None,
-    ) -> GoalEnd | None:
-        """A goal that took over a run which ended as it arrived (`Policy.hand_over` false,
-        or the run already past its last check: it ended early with nothing played for the
-        goal) runs afresh for the rest of its max_seconds, or is refused when less than a
-        period is left; None for a hand-over that took (or a goal stopped meanwhile)."""
-        goal = run.handle.request
-        left_s = min(goal.max_seconds, config.max_goal_seconds) - (
-            time.monotonic() - run.started_s
-        )
-        period_s = 1.0 / self._model.control_hz if self._model.control_hz else _MIN_LEFT_S
-        played_nothing = (
-            error is None and outcome is not None and outcome.ending in _SUCCESSES
-            and outcome.actions == 0
-        )
-        with self._cond:
-            if run.stop is not None or not (
-                run.handover_missed or (played_nothing and left_s >= period_s)
-            ):
-                return None
-            if left_s < period_s:
-                run.request_stop(StopCause.LATE_HANDOVER)
-            else:
-                # Its fields start over as a goal of its own (the old run held the arm).
-                run.held, run.unheld, run.validate_reason = False, "", ""
-                run.sent_chunk, run.refused, run.handover_missed = 0, "", False
-        if left_s < period_s:
+    def _afresh(self, run: GoalRun, config: NodeConfig, left_s: float) -> GoalEnd:
+        """A hand-over that found its run ended: the goal runs afresh, or (nothing left of its
+        max_seconds) ends refused."""
+        instruction = shown(run.handle.request.instruction)
+        if left_s <= 0:
             self._log.warning(
-                f"goal {shown(goal.instruction)}: the run it was to take over ended as it "
-                f"arrived, {max(left_s, 0.0):.3g} s of its max_seconds left; refused"
+                f"goal {instruction}: the run it was to take over ended as it arrived, too late "
+                "to run it afresh; refused"
             )
             return self._results.end(run, None, None, ran=False)
         self._log.info(
-            f"goal {shown(goal.instruction)}: the run it was to take over ended as it arrived; "
-            f"it runs afresh for the {left_s:.3g} s left of its max_seconds"
+            f"goal {instruction}: the run it was to take over ended as it arrived; it runs "
+            f"afresh for the {left_s:.3g} s left of its max_seconds"
         )
         return self._drive(run, config, left_s)
 

@@ -24,6 +24,9 @@ Table = Mapping[str, Mapping[str, object]]
 POLL_S = 1.0
 # A re-read by the watch: far more than a few kB take, far less than a goal notices.
 READ_TIMEOUT_S = 1.0
+# Setting the parameter waits this long for its read on the executor's thread (a few kB take a
+# millisecond); a read still running then is accepted and checked on its own thread.
+SET_WAIT_S = 0.05
 WATCH_THREAD = "sequence_ai-limits-file"
 READER_THREAD = "sequence_ai-limits-read"
 
@@ -94,15 +97,17 @@ class LimitsFile:
     `watch` and `stop` (its thread runs only while a file is set). `_lock` is a leaf; nothing
     is read, started or logged under it."""
 
-    def __init__(self, warn: Callable[[str], object]) -> None:
+    def __init__(self, warn: Callable[[str], object], path_of: Callable[[], str]) -> None:
         self._warn = warn
+        # The parameter's value now (any thread).
+        self._path_of_parameter = path_of
         # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
         # Under _lock: the file in force and its table (empty for ""); why its configure-time
         # read failed ("" when it did not); the path and identity last read or refused (not
         # read again until it changes); reads of paths checked when set; the last warning
-        # (a broken file warns once); the watch's parameter getter (None: not watching), its
-        # stop flag and its thread.
+        # (a broken file warns once); the parameter's getter while watching (None: not), the
+        # watch's stop flag and its thread.
         self._path = ""
         self._table: Table = {}
         self._problem = ""
@@ -113,9 +118,10 @@ class LimitsFile:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def load(self, path: str, timeout_s: float) -> None:
-        """Configure: read `path` now (bounded by `timeout_s`) and put it in force; a failure
-        is what `table_for(path)` raises until the next load."""
+    def load(self, timeout_s: float) -> None:
+        """Configure: read the parameter's file now (bounded by `timeout_s`) and put it in
+        force; a failure is what `table_for(path)` raises until the next load."""
+        path = self._path_of_parameter()
         read = _Reader(path).wait(timeout_s) if path else _Read(path, {}, None)
         with self._lock:
             self._adopt(
@@ -123,7 +129,7 @@ class LimitsFile:
             )
             self._checked.clear()
 
-    def check(self, path: str, wait_s: float) -> str | None:
+    def check(self, path: str, wait_s: float = SET_WAIT_S) -> str | None:
         """Why the parameter may not be set to `path`, or None. Waits at most `wait_s` for the
         read (a control period's share); a read still running then is accepted and finishes on
         its thread, and a failure found later is a warning that keeps the limits in force."""
@@ -160,11 +166,11 @@ class LimitsFile:
 
     # ----- the watch -----
 
-    def watch(self, path_of: Callable[[], str]) -> None:
+    def watch(self) -> None:
         """From configure: look at the file once every POLL_S, on a thread of its own while a
         file is set, and put it in force again once a change was read whole and checked."""
         with self._lock:
-            self._path_of = path_of
+            self._path_of = self._path_of_parameter
             self._stop = threading.Event()
         self._start_watch()
 

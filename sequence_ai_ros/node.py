@@ -54,9 +54,6 @@ _GIL_SWITCH_S = 0.001
 # After the last goal's execute returned, the executor sends the result responses rclpy
 # queued for it; this bounds that last spin before the node is destroyed.
 _RESULT_FLUSH_S = 0.3
-# Setting joint_limits_file waits this long for its read on the executor's thread (a few kB
-# take a millisecond); a read still running then is accepted and checked on its own thread.
-_LIMITS_SET_WAIT_S = 0.05
 # rclpy takes one goal, one cancel and one result request per executor wake, and its default
 # service depth of 10 drops the rest of a burst (50 goals in a second, each with a result
 # request): these queues hold a burst until it is taken.
@@ -89,13 +86,12 @@ class SequenceAiNode(LifecycleNode):
         self._configuring = ConfigureProbe()
         parameters.declare(self)
         # joint_limits_file's table: read off this thread, never waited on by a goal.
-        self._limits_file = LimitsFile(self.get_logger().warning)
-        self.add_on_set_parameters_callback(
-            parameters.validation_callback(
-                self._parameter_values, self._configured_as,
-                lambda path: self._limits_file.check(path, _LIMITS_SET_WAIT_S),
-            )
+        self._limits_file = LimitsFile(
+            self.get_logger().warning, lambda: self.get_parameter("joint_limits_file").value
         )
+        self.add_on_set_parameters_callback(parameters.validation_callback(
+            self._parameter_values, self._configured_as, self._limits_file.check
+        ))
         self.health = HealthRecord()
         # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
@@ -136,7 +132,8 @@ class SequenceAiNode(LifecycleNode):
         )
         # Its own timer, not the diagnostics': goals waiting behind a run that does not stop
         # end BUSY after PREEMPT_WAIT_S (goals.py).
-        self._overdue_timer = self.create_timer(1.0, self._end_overdue)
+        # (rclpy's node keeps the timer.) It also ends goals whose action client is gone.
+        self.create_timer(1.0, self._end_overdue)
         # The hold is one volatile message: a controller that (re)connects after a goal never
         # hears it, so an idle node sends it again (the gate decides whether it may). Made for
         # the node's life, at the rate configure reads; stopped until then.
@@ -237,21 +234,18 @@ class SequenceAiNode(LifecycleNode):
         # joint_names may have changed since construction: their joint_limits.* too.
         parameters.declare_joint_limits(self, list(self.get_parameter("joint_names").value))
         # Read within configure_timeout_s on a thread of its own; a bad file fails configure.
-        self._limits_file.load(
-            self.get_parameter("joint_limits_file").value,
-            self.get_parameter("configure_timeout_s").value,
-        )
-        config = self._live_config()
+        self._limits_file.load(self.get_parameter("configure_timeout_s").value)
+        config = NodeConfig.from_node(self, self._limits_file)
         configured = configure(
             self, config, health=self.health, on_warming=self._on_warming,
             probe=self._configuring,
             wake=self._wake_guard.trigger,
-            live_config=self._live_config,
+            live_config=lambda: NodeConfig.from_node(self, self._limits_file),
         )
         with self._lock:
             self._configured = configured
         # Changes to the file are read on the watch's thread, and a bad edit keeps the limits.
-        self._limits_file.watch(lambda: self.get_parameter("joint_limits_file").value)
+        self._limits_file.watch()
         if config.hold_republish_hz > 0:
             self._republish_timer.timer_period_ns = round(1e9 / config.hold_republish_hz)
             self._republish_timer.reset()
@@ -304,7 +298,7 @@ class SequenceAiNode(LifecycleNode):
             return GoalResponse.REJECT
         blocked = self._enable.blocked()
         problem = blocked[1] if blocked is not None else goal_problem(
-            goal, self._live_config().max_instruction_chars
+            goal, NodeConfig.from_node(self, self._limits_file).max_instruction_chars
         )
         if not problem and (runner := self._runner()) is not None:
             problem = runner.handover_problem(goal)
@@ -378,7 +372,8 @@ class SequenceAiNode(LifecycleNode):
         if configured is None:
             return
         gate = configured.gate
-        config = self._live_config()
+        # joint_limits_file's table in force: nothing is read here.
+        config = NodeConfig.from_node(self, self._limits_file)
         if not config.hold_between_goals:
             return
         try:
@@ -396,25 +391,11 @@ class SequenceAiNode(LifecycleNode):
         with self._lock:
             return None if self._configured is None else self._configured.runner
 
-    def _end_orphaned_goals(self) -> None:
-        """End, held, each goal whose every possible action client has been gone from the
-        graph for end_goal_without_client_s (0: off, as ROS 2 does)."""
-        grace_s = float(self.get_parameter("end_goal_without_client_s").value)
-        runner = self._runner()
-        if grace_s <= 0 or runner is None:
-            return
-        for goal_id in self._goal_clients.gone(runner.goal_ids(), grace_s):
-            self.get_logger().warning(
-                f"a goal's action client left the graph {grace_s:g} s ago "
-                "(end_goal_without_client_s): the goal ends, held"
-            )
-            runner.stop(goal_id, StopCause.CLIENT_GONE)
-
     def _end_overdue(self) -> None:
         runner = self._runner()
         if runner is not None:
             runner.end_overdue()
-        self._end_orphaned_goals()
+        self._goal_clients.end_orphans(runner)
 
     def _configured_parts(self) -> Configured | None:
         with self._lock:
@@ -424,10 +405,6 @@ class SequenceAiNode(LifecycleNode):
         """The lifecycle state while parameters read at configure are in use, else None."""
         state = self.health.snapshot().lifecycle
         return state if state in ("inactive", "active") else None
-
-    def _live_config(self) -> NodeConfig:
-        """The parameters now, with joint_limits_file's table in force (nothing is read)."""
-        return NodeConfig.from_node(self, self._limits_file)
 
     def _parameter_values(self) -> dict[str, Any]:
         return {name: self.get_parameter(name).value for name in parameters.SPECS}

@@ -80,9 +80,9 @@ def test_a_watched_file_is_read_again_only_when_it_changed(
 
     monkeypatch.setattr(joint_limits_file, "read_file", counted)
     warnings: list[str] = []
-    limits = LimitsFile(warnings.append)
     path = _write(tmp_path, GOOD)
-    limits.load(path, 5.0)
+    limits = LimitsFile(warnings.append, lambda: path)
+    limits.load(5.0)
     assert limits.table_for(path)["a"]["max_velocity"] == 2.0 and len(reads) == 1
     # Unchanged: a stat, no read.
     assert limits._look(path) and len(reads) == 1
@@ -99,9 +99,9 @@ def test_a_watched_file_is_read_again_only_when_it_changed(
 
 
 def test_a_bad_file_fails_configure_and_a_bad_value_is_refused_when_set(tmp_path: Path) -> None:
-    limits = LimitsFile(lambda _text: None)
     path = _write(tmp_path, "joint_limits:\n  a: {min_position: 2.0, max_position: 1.0}\n")
-    limits.load(path, 5.0)
+    limits = LimitsFile(lambda _text: None, lambda: path)
+    limits.load(5.0)
     with pytest.raises(JointLimitsError, match="is above"):
         limits.table_for(path)
     fifo = tmp_path / "limits.fifo"
