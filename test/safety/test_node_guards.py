@@ -16,11 +16,16 @@ from typing import Any
 import pytest
 from action_msgs.msg import GoalStatus
 from lifecycle_msgs.msg import Transition
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
 from ros.test_node_enable import set_enabled
 from support.gateway_fixture import run_gateway
 from support.node_harness import JOINTS, SAG, ArmHarness, node_parameters
 from support.ros_support import (
+    EXECUTOR_THREADS,
     NodeSystem,
+    Running,
     hold_events,
     holds_until_next_goal,
     key_file_for,
@@ -336,19 +341,71 @@ def test_a_dry_run_sends_no_idle_hold(
 # ----- the safety net for a vanished action client -----
 
 
+@contextlib.contextmanager
+def _node_without_arm_client(
+    context: Any, gw: Any, directory: Path, prefix: str, **changes: Any
+) -> Iterator[tuple[SequenceAiNode, ArmHarness, NodeSystem]]:
+    """A node and its test arm whose action client is destroyed before anything spins (one
+    destroyed while its executor spins can end rclpy 7.1.5's executor): the planner that
+    vanishes is then the only action client."""
+    namespace = f"/{prefix}_{os.getpid()}"
+    values = node_parameters(gw.url, key_file_for(directory, gw.api_key), **changes)
+    node = SequenceAiNode(
+        namespace=namespace, context=context,
+        parameter_overrides=[Parameter(k, value=v) for k, v in values.items()],
+    )
+    arm = ArmHarness(namespace, context)
+    arm.act.destroy()
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    arm_executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS, context=context)
+    arm_executor.add_node(arm)
+    spinners = (
+        threading.Thread(target=executor.spin, daemon=True),
+        threading.Thread(target=arm_executor.spin, daemon=True),
+    )
+    nodes = NodeSystem(context, prefix)
+    nodes.running.append(Running(node, arm, executor, arm_executor, spinners))
+    for spinner in spinners:
+        spinner.start()
+    try:
+        yield node, arm, nodes
+    finally:
+        nodes.close()
+        gw.clear_faults()
+
+
 def test_a_goal_whose_action_client_left_the_graph_ends_held(
     safety_ros_context: Any, gw: Any, tmp_path: Path
 ) -> None:
     """Without the safety net the goal runs on to its max_seconds (ROS 2's semantics)."""
-    with _node(safety_ros_context, gw, tmp_path, "client_gone",
-               end_goal_without_client_s=0.5) as (_, arm, nodes):
+    with _node_without_arm_client(safety_ros_context, gw, tmp_path, "client_gone",
+                                  end_goal_without_client_s=0.5) as (node, arm, nodes):
         arm.configure_and_activate()
         row = _Row("client_vanished", arm, nodes)
-        _moving(arm, "a goal whose client goes away")
-        arm.act.destroy()
+        namespace = arm.get_namespace()
+        planner = Node("vanishing_planner", namespace=namespace, context=safety_ros_context)
+        planner_executor = SingleThreadedExecutor(context=safety_ros_context)
+        planner_executor.add_node(planner)
+        spinner = threading.Thread(target=planner_executor.spin, daemon=True)
+        spinner.start()
+        client = ActClient(planner, f"{namespace}/act")
+        # The node must have seen the client in the graph (its feedback subscription) to know it.
+        feedback = f"{namespace}/act/_action/feedback"
+        wait_for(lambda: node.count_subscribers(feedback) == 1, what="the planner in the graph")
+        start = arm.command_count()
+        goal = client.send("a goal whose client goes away", GOAL_S)
+        assert goal.accepted
+        wait_first_step(arm, start)
+        # The planner goes: its executor stopped, then its action client (rclpy's destroy_node
+        # leaves it) and its node destroyed.
+        planner_executor.shutdown(timeout_sec=10.0)
+        spinner.join(timeout=10.0)
+        client.destroy()
+        planner.destroy_node()
         text = wait_for(lambda: "every action client" in arm.log_text() and arm.log_text(),
                         what="the goal ended for its vanished client")
         assert "end_goal_without_client_s" in text
         wait_for(lambda: hold_events(arm, row.start), what="the goal's hold")
-        arm.act = ActClient(arm, f"{arm.get_namespace()}/act")
+        arm.act = ActClient(arm, f"{namespace}/act")
         row.settle("goal ended held", goal_ran=True)
