@@ -61,7 +61,7 @@ VENV_LEROBOT := $(ROOT)/.venv-lerobot
 PYTHON39 ?= $(if $(shell pyenv prefix 3.9 2>/dev/null),$(shell pyenv prefix 3.9)/bin/python,$(shell command -v python3.9))
 
 # Extras of setup.py (the single source of the Python dependencies) for each venv.
-VENV_EXTRAS := gateway image episodes test lint
+VENV_EXTRAS := gateway image episodes sim test lint
 VENV39_EXTRAS := client-test
 
 # A block of 8 ROS domains per make run (from its pid; TEST_DOMAIN_BASE=N pins it), so concurrent
@@ -80,6 +80,8 @@ BENCH_SMOKE ?= 1
 
 BUILD_STAMP := $(ROOT)/build/.colcon-stamp
 REFERENCE_STAMP := $(ROOT)/build/reference/.stamp
+CLI_SCRIPTS := sequence-ai sequence-ai-gateway sequence-ai-episodes
+CLI_STAMP := $(VENV)/.stamp-cli
 BUILD_INPUTS := package.xml setup.py setup.cfg resource/sequence_ai_ros \
 	interfaces/package.xml interfaces/CMakeLists.txt $(wildcard interfaces/action/*.action) \
 	$(wildcard launch launch/*.launch.py config config/*.yaml config/*.xml) \
@@ -105,8 +107,8 @@ setup:
 	@mkdir -p $(ROOT)/build
 	@flock $(ROOT)/build/.setup.lock $(MAKE) --no-print-directory setup-locked
 
-setup-locked: $(VENV)/.stamp-deps $(BUILD_STAMP) $(if $(PYTHON39),$(VENV39)/.stamp-deps) \
-	$(REFERENCE_STAMP)
+setup-locked: $(VENV)/.stamp-deps $(BUILD_STAMP) $(CLI_STAMP) \
+	$(if $(PYTHON39),$(VENV39)/.stamp-deps) $(REFERENCE_STAMP)
 
 # The published client, for the test that runs its own calls against our gateway
 # (test/client/test_published_client.py): fetched here so that no test leaves loopback.
@@ -126,6 +128,8 @@ $(VENV_PY):
 $(VENV)/.stamp-deps: $(VENV_PY) setup.py .ci/requirements.py
 	$(VENV_PY) .ci/requirements.py $(VENV_EXTRAS) > $(VENV)/requirements.txt
 	$(OUTSIDE) $(VENV_PY) $(PIP_INSTALL) $(ROS_WHEELS) -r $(VENV)/requirements.txt
+	$(VENV_PY) .ci/requirements.py --assets > $(VENV)/assets.txt
+	$(OUTSIDE) $(VENV_PY) $(PIP_INSTALL) --no-deps -r $(VENV)/assets.txt
 ifndef ROS_DISTRO
 	$(VENV_PY) .ci/fix_rosidl_paths.py $(VENV)
 endif
@@ -145,6 +149,16 @@ $(BUILD_STAMP): $(VENV)/.stamp-deps $(BUILD_INPUTS)
 	source $(VENV)/bin/activate && $(ROS_PREFIX_ENV) \
 	$(COLCON) build --base-paths . interfaces --event-handlers console_direct- \
 		--cmake-args -DBUILD_TESTING=OFF
+	@touch $@
+
+# The tools README prints bare (`sequence-ai estimate ...`) go on the venv's PATH: colcon writes
+# console scripts where `ros2 run` looks (install/sequence_ai_ros/lib/sequence_ai_ros), on no
+# PATH. Linked, so they run the built workspace as `ros2 run` does; README's shell line
+# (`source .venv/bin/activate && source install/setup.bash`) gives both.
+$(CLI_STAMP): $(BUILD_STAMP)
+	for script in $(CLI_SCRIPTS); do \
+		ln -sf $(ROOT)/install/sequence_ai_ros/lib/sequence_ai_ros/$$script $(VENV)/bin/$$script; \
+	done
 	@touch $@
 
 # Every step runs even when an earlier one failed, so one run reports all failures; the exit
@@ -171,7 +185,7 @@ lint: $(VENV)/.stamp-deps
 pytest: setup
 	@echo "ROS_DOMAIN_ID=$(TEST_DOMAIN_ID)"
 	$(WS_ENV) export ROS_DOMAIN_ID=$(TEST_DOMAIN_ID) && \
-	$(VENV_PY) -m pytest $(PYTEST_ARGS) $(PYTEST_PATHS)
+	$(VENV_PY) -m pytest --junitxml=$(ROOT)/build/test-report.xml $(PYTEST_ARGS) $(PYTEST_PATHS)
 
 pytest39: setup
 	@if [ ! -x "$(VENV39_PY)" ]; then \

@@ -31,7 +31,16 @@ EXTRAS_REQUIRE = {
     "test": CLIENT_TEST + ["schemathesis>=3.19", "matplotlib>=3.5", "rosbags>=0.11"],
     "client-test": CLIENT_TEST,
     "lint": ["ruff>=0.12", "vermin>=1.6"],
+    # sim_robot's physics world (physics: mujoco): MuJoCo's wheels; 3.17.0 is the version tested
+    # (MjSpec's attach_body and set_to_position). The Panda's model comes from SIM_ASSETS.
+    "sim": ["mujoco>=3.17"],
 }
+
+# The Panda and its hand (XML and meshes) as robosuite ships them. Installed with
+# `pip install --no-deps` (the Makefile's setup does): only the asset files are read, found with
+# importlib.util.find_spec and never imported, and robosuite's own dependencies (its rendering and
+# learning stacks) are heavy and unused. Not an extra for that reason: pip would pull them in.
+SIM_ASSETS = ["robosuite==1.5.2"]
 
 setup(
     name=PACKAGE,

@@ -1,6 +1,7 @@
 """Print the Python requirements that setup.py declares, one per line.
 
 Usage: requirements.py [EXTRA ...]   (install_requires first, then each extra's list)
+       requirements.py --assets       (SIM_ASSETS: packages installed with --no-deps for files)
 setup.py is run with setuptools.setup replaced, so nothing is built or installed.
 """
 
@@ -14,17 +15,20 @@ from typing import Any
 import setuptools
 
 
-def declared(setup_py: Path) -> dict[str, Any]:
-    """Run setup.py and return the keyword arguments it passes to setup()."""
+def declared(setup_py: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run setup.py: the keyword arguments it passes to setup() and its module globals."""
     captured: dict[str, Any] = {}
     setuptools.setup = lambda **kwargs: captured.update(kwargs)
-    runpy.run_path(str(setup_py), run_name="__main__")
-    return captured
+    names = runpy.run_path(str(setup_py), run_name="__main__")
+    return captured, names
 
 
 def main(extras: list[str]) -> int:
     root = Path(__file__).resolve().parent.parent
-    kwargs = declared(root / "setup.py")
+    kwargs, names = declared(root / "setup.py")
+    if extras == ["--assets"]:
+        print("\n".join(names.get("SIM_ASSETS", [])))
+        return 0
     known = kwargs.get("extras_require", {})
     unknown = [name for name in extras if name not in known]
     if unknown:

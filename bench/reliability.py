@@ -1,10 +1,15 @@
 """Reliability: the node's threads and sockets before and after a goal flood against a
 stalling gateway, and after activate/deactivate cycles against a readiness check that never
-answers (issue 25: both leaked one thread and one connection per request)."""
+answers (issue 25: both leaked one thread and one connection per request); the VLM planner
+killed mid-goal, and the commands the arm gets after its death (issue 33: it left its goal
+running)."""
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 from urllib.parse import urlsplit
 
@@ -13,6 +18,7 @@ from bench.report import Section, Table
 from bench.ros_rig import (
     Robot,
     RosProbe,
+    Watch,
     log_robot,
     start_robot,
     stop_robots,
@@ -24,6 +30,13 @@ VIEWS = ("exterior_1", "wrist_left")
 SETTLE_S = 1.0
 # Long enough that a goal's stalled first request is still open when the next goal arrives.
 GOAL_MAX_SECONDS = 60.0
+# The killed planner's steps: bounds how long a goal it leaves behind (SIGKILL) runs on.
+PLANNER_STEP_S = 6.0
+# The planner is killed once its step's goal has sent the arm this many commands, and the arm
+# watched this long after (the idle hold repeats at 1 Hz).
+MOTION_MOVING_COMMANDS = 10
+AFTER_EXIT_S = 3.0
+PLANNER_TASK = "put the cup on the blue block"
 
 
 def _threads(pid: int) -> int:
@@ -123,6 +136,56 @@ def _cycles(ctx: Context, probe: RosProbe, robot: Robot, namespace: str, pid: in
                 f"deactivate request → reply: max {worst:.0f} ms"), deactivations
 
 
+def _held_after(watch: Watch, since: float) -> tuple[list[tuple[float, list[float]]], float]:
+    """Commands after ``since`` that are not the final hold, and when the final hold began
+    (the first of the unbroken run of commands equal to the last one)."""
+    commands = list(watch.commands)
+    held = commands[-1][1]
+    start = len(commands) - 1
+    while start > 0 and commands[start - 1][1] == held:
+        start -= 1
+    moving = [c for c in commands if c[0] > since and c[1] != held]
+    return moving, commands[start][0]
+
+
+def _planner_killed(ctx: Context, probe: RosProbe, robot: Robot, watch: Watch,
+                    signum: signal.Signals) -> list[str]:
+    """The VLM planner as its own process, killed by ``signum`` once its step moves the arm:
+    how it exits and what the arm is sent after."""
+    arguments = [f"task:={PLANNER_TASK}", f"base_url:={ctx.gateway.url}",
+                 f"step_seconds:={PLANNER_STEP_S}", "task_seconds:=120.0"]
+    log_path = ctx.log_dir / f"vlm_planner-{signum.name}.log"
+    started = len(watch.commands)
+    with log_path.open("w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sequence_ai_ros.vlm_planner", "--ros-args",
+             "-r", f"__ns:=/{robot.namespace}", *(x for a in arguments for x in ("-p", a))],
+            stdout=out, stderr=subprocess.STDOUT,
+            env={**os.environ, "SEQUENCES_API_KEY": ctx.gateway.api_key},
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60.0
+        # Polled: the arm's commands arrive on the probe's thread.
+        while len(watch.commands) - started < MOTION_MOVING_COMMANDS:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError(f"the planner's step never moved the arm: see {log_path}")
+            time.sleep(0.05)
+        process.send_signal(signum)
+        code = process.wait(timeout=30.0)
+        exited = time.monotonic()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10.0)
+    time.sleep(AFTER_EXIT_S + (PLANNER_STEP_S if signum is signal.SIGKILL else 0.0))
+    moving, held_t = _held_after(watch, exited)
+    text = log_path.read_text(encoding="utf-8", errors="replace")
+    log(f"planner {signum.name}: exit {code}, {len(moving)} moving commands after, "
+        f"held {1000 * (held_t - exited):+.0f} ms from the exit")
+    return [f"{signum.name} mid-goal", str(code), "yes" if "Traceback" in text else "no",
+            str(len(moving)), f"{1000 * (held_t - exited):+.0f} ms"]
+
+
 def run(ctx: Context) -> Section:
     goals, cycles = ctx.pick(500, 50), ctx.pick(10, 3)
     section = Section(
@@ -151,6 +214,9 @@ def run(ctx: Context) -> Section:
         probe.wait_for_joint_states(robot)
         pid = robot.pid(f"{namespace}-node")
         rows = [_flood(ctx, probe, robot, pid, port, goals)]
+        watch = probe.watch(robot)
+        killed = [_planner_killed(ctx, probe, robot, watch, s)
+                  for s in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)]
         row, _ = _cycles(ctx, probe, robot, namespace, pid, port, cycles)
         rows.append(row)
     finally:
@@ -162,5 +228,21 @@ def run(ctx: Context) -> Section:
         ["case", "threads", "sockets", "gateway TCP connections", "also"],
         rows,
         ctx.command("reliability"),
+    ))
+    section.tables.append(Table(
+        "The VLM planner killed mid-goal",
+        ["case", "planner exit code", "traceback", "moving commands after its exit",
+         "arm held (from its exit)"],
+        killed,
+        ctx.command("reliability"),
+        note=(
+            "`python -m sequence_ai_ros.vlm_planner` on this node, its first step's goal moving "
+            f"the arm ({MOTION_MOVING_COMMANDS} commands), then the signal. Counted from the "
+            "node's command topic: commands after the planner process ended that are not the "
+            "hold the arm stays at; a negative time means the arm was held before the planner "
+            "exited (it cancels its goal and waits for the result). SIGKILL leaves it no say: "
+            f"the goal runs to its max_seconds ({PLANNER_STEP_S:g} s) unless the node ends "
+            "goals whose client has gone."
+        ),
     ))
     return section

@@ -63,11 +63,13 @@ def start_robot(
     fps: float = 30.0,
     node_overrides: dict[str, str] | None = None,
     controller: str = "forward",
+    sim_overrides: dict[str, str] | None = None,
 ) -> Robot:
     """Start sim_robot as the light camera feed (premade 1280×720 frames at exact rates,
     `transport` raw or compressed) and the node (with the age probe) in ``namespace``,
     configured + active. ``controller`` picks the node's parameters file as the launch
-    argument of that name does (forward: config/droid.yaml, joint_trajectory: droid_jtc.yaml)."""
+    argument of that name does (forward: config/droid.yaml, joint_trajectory: droid_jtc.yaml);
+    ``sim_overrides`` change sim_robot's parameters (e.g. its physics, rendered frames)."""
     from sequence_ai_ros.demo.launcher import Launcher, ProcessSpec, bring_up, ros_arguments
     from sequence_ai_ros.launch_plan import PARAMS_FILES, node_path
     from sequence_ai_ros.sim.robot import light_feed_overrides
@@ -75,7 +77,9 @@ def start_robot(
     log_dir = ctx.log_dir
     ages_path = log_dir / f"{namespace}-observation-ages.json"
     sim_args = ros_arguments(
-        "sim_robot", namespace, overrides=light_feed_overrides(transport, fps, views)
+        "sim_robot",
+        namespace,
+        overrides={**light_feed_overrides(transport, fps, views), **(sim_overrides or {})},
     )
     overrides = {"model": model, "base_url": ctx.gateway.url, **(node_overrides or {})}
     if transport == "compressed":

@@ -41,6 +41,8 @@ SECTIONS = (
     "reliability",
     "handover",
     "models",
+    "test_durations",
+    "world",
 )
 
 

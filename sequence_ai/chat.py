@@ -8,12 +8,13 @@ that the model is a chat model (one catalogue read), sends, and maps the answer 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from .catalogue import Model, find_model, full_model_id, models
-from .errors import InvalidRequest, InvalidResponse
+from .errors import InvalidRequest, InvalidResponse, Unavailable
 from .observation import DEFAULT_QUALITY, encode
 from .transport import Transport, VerifyArg
 
@@ -22,6 +23,9 @@ __all__ = ["ChatReply", "chat", "image_block"]
 MAX_MESSAGES = 256
 DEFAULT_MAX_TOKENS = 1024
 ROLES = ("system", "user", "assistant", "tool")
+# Deepest nesting of lists and objects an answer may have: §8's shape needs a few levels, and
+# deeper JSON would reach Python's recursion limit (in the parser or in a repr) somewhere.
+MAX_DEPTH = 64
 
 Content = Union[str, list[dict[str, object]], None]
 
@@ -91,6 +95,22 @@ class ChatReply:
             perf=_object(body, "perf"),
             warnings=tuple(warnings),
         )
+
+
+def _nesting_within(value: object, limit: int) -> bool:
+    """True when lists and objects in ``value`` nest at most ``limit`` deep (no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        )
+        if children is None:
+            continue
+        if depth > limit:
+            return False
+        stack.extend((child, depth + 1) for child in children)
+    return True
 
 
 def _is_blocks(value: object) -> bool:
@@ -182,7 +202,8 @@ def chat(
     ``temperature`` and ``tools`` are sent only when given. A model the catalogue lists for
     another endpoint is refused here (``InvalidRequest``); service errors are the transport's
     (``AuthError``, ``OutOfCredit``, ``InvalidRequest``, ``Unavailable`` — a 503 is raised,
-    never retried).
+    never retried). ``timeout_s`` bounds the whole call, the catalogue read included; an answer
+    nested deeper than ``MAX_DEPTH`` is an ``InvalidResponse``.
     """
     model_id = model.id if isinstance(model, Model) else full_model_id(model)
     _check_options(max_tokens, temperature)
@@ -195,6 +216,7 @@ def chat(
         body["temperature"] = float(temperature)
     if tools is not None:
         body["tools"] = _checked_tools(tools)
+    deadline = time.monotonic() + timeout_s
     with Transport(
         base_url=base_url,
         api_key=api_key,
@@ -202,11 +224,28 @@ def chat(
         verify=verify,
         allow_insecure=allow_insecure,
     ) as transport:
-        row = find_model(models(transport=transport), model_id)
+        too_deep = InvalidResponse(
+            f"POST /v1/chat: an answer nested deeper than {MAX_DEPTH} levels; expected the §8 shape"
+        )
+        try:
+            row = find_model(models(transport=transport), model_id)
+        except RecursionError:
+            raise too_deep from None
         if row is not None and row.endpoint not in (None, "chat"):
             raise InvalidRequest(
                 f"model {row.short_id!r} is served on /v1/{row.endpoint}, not /v1/chat: "
                 "chat() takes a model of models(endpoint='chat')"
                 + (" (drive this one with sequence_ai.connect())" if row.endpoint == "act" else "")
             )
-        return ChatReply.from_wire(transport.post("/v1/chat", body))
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise Unavailable(
+                f"POST /v1/chat: timeout_s={timeout_s:g} ran out reading the catalogue"
+            )
+        try:
+            answer = transport.post("/v1/chat", body, timeout=left)
+        except RecursionError:
+            raise too_deep from None
+        if not _nesting_within(answer, MAX_DEPTH):
+            raise too_deep
+        return ChatReply.from_wire(answer)

@@ -11,7 +11,7 @@ from fastapi import HTTPException
 from fastapi.responses import Response
 
 from sequence_ai_gateway.core import Gateway
-from sequence_ai_gateway.faults import Fault, FaultKind
+from sequence_ai_gateway.faults import NESTED_DEPTH, Fault, FaultKind
 from sequence_ai_gateway.responses import (
     RawJSONResponse,
     ResetResponse,
@@ -71,6 +71,12 @@ def shaped_rows(fault: Optional[Fault], rows: Rows) -> Rows:
 WRONG_MODEL_ID = "accounts/sequences/models/not-the-model-asked"
 
 
+def nested_json(fault: Fault, field: bytes) -> bytes:
+    """The ``nested`` fault's body: its ``field`` is lists nested ``depth`` deep."""
+    depth = int((fault.fields or {}).get("depth", NESTED_DEPTH))
+    return b'{"' + field + b'": ' + b"[" * depth + b"]" * depth + b"}"
+
+
 async def faulted_answer(
     gateway: Gateway, fault: Optional[Fault], since: int, body: Dict[str, Any], peer: Any = None
 ) -> Optional[Response]:
@@ -98,6 +104,8 @@ async def faulted_answer(
         return ResetResponse()
     if fault.kind is FaultKind.MALFORMED:
         return RawJSONResponse(b'{"id": "act-malformed", "action_chunk": {"steps": [[0.0, ')
+    if fault.kind is FaultKind.NESTED:
+        return RawJSONResponse(nested_json(fault, b"action_chunk"))
     if fault.kind in (FaultKind.NAN, FaultKind.INF) and steps:
         steps[len(steps) // 2]["values"][0] = math.nan if fault.kind is FaultKind.NAN else math.inf
         return RawJSONResponse(json.dumps(body, allow_nan=True).encode())

@@ -42,6 +42,9 @@ class FaultKind(str, Enum):
     WRONG_MODEL = "wrong_model"
     # A step value of 10**400: valid JSON, beyond any float.
     HUGE_INT = "huge_int"
+    # Valid JSON nested ``depth`` levels deep (default NESTED_DEPTH: past the recursion limit
+    # of Python's parser).
+    NESTED = "nested"
     # Faults of the other endpoints: catalogue rows' fields overwritten (``GET /v1/models``);
     # a readiness check that answers after ``seconds`` or, with None, never (``/v1/act/ready``).
     CATALOGUE_FIELDS = "catalogue_fields"
@@ -65,6 +68,9 @@ STACKED_LAYERS = 3
 STACKED_DECODED_BYTES = 1 << 30
 MAX_STACKED_DECODED_BYTES = 4 << 30
 MAX_STACKED_LAYERS = 8
+# The ``nested`` fault's default and largest depth: a few thousand levels already stop Python's
+# recursive parser.
+NESTED_DEPTH = 100_000
 # Pause between the raw faults' writes when ``seconds`` is not given.
 DEFAULT_RAW_PAUSE_S = 0.05
 INJECTABLE_STATUSES = (401, 402, 429, 500, 503, 504)
@@ -161,10 +167,18 @@ def _checked_fields(kind: FaultKind, fields: Any) -> Optional[Dict[str, Any]]:
         return _check_fields(kind, fields)
     if kind is FaultKind.STACKED_ENCODING:
         return _check_stacked(fields)
+    if kind is FaultKind.NESTED:
+        given = {} if fields is None else fields
+        if not isinstance(given, Mapping) or set(given) - {"depth"}:
+            raise ValueError(
+                f"fault nested: fields={fields!r}, expected None or a mapping with 'depth'"
+            )
+        return {"depth": _bounded_int("nested", "depth", given.get("depth", NESTED_DEPTH), 1,
+                                      NESTED_DEPTH)}
     if fields is not None:
         raise ValueError(
             f"fault {kind.value}: fields={fields!r} applies only to the 'chunk_fields', "
-            "'catalogue_fields' and 'stacked_encoding' faults"
+            "'catalogue_fields', 'stacked_encoding' and 'nested' faults"
         )
     return None
 

@@ -165,6 +165,7 @@ def configure(
             live_config=live_config,
             error=node.get_logger().error,
             frames=cache.newest_frames,
+            info=node.get_logger().info,
         )
         # An ee model's commands go through the same gate, with the Cartesian rules.
         cartesian = None

@@ -72,8 +72,10 @@ class PlannedOutput:
         self._pose: list[float] | None = None
         self._base: list[float] | None = None
         self._plan: TrajectoryPlan | None = None
+        # Never cancelled or reset: those calls come from the driving thread, and on rclpy 7.1
+        # a timer cancelled off the executor's thread can kill its executor (rclpy#1485).
+        # `_sample_plan` returns at once without a trajectory in force.
         self._timer = node.create_timer(period_s, self._sample_plan)
-        self._timer.cancel()
 
     @property
     def interface(self) -> Interface:
@@ -83,7 +85,6 @@ class PlannedOutput:
         """A dry goal begins: its plan starts from the measured arm."""
         with self._lock:
             self._pose = self._base = self._plan = None
-        self._timer.cancel()
 
     def pose(self, measured: Sequence[float]) -> list[float]:
         """Where the plan has the arm now; `measured` until it has a pose."""
@@ -106,7 +107,6 @@ class PlannedOutput:
             else:
                 self._pose = [float(v) for v in values]
             ghost = self._pose
-        self._timer.cancel()
         if ghost is not None:
             self._publish_ghost(ghost)
 
@@ -115,7 +115,6 @@ class PlannedOutput:
         with self._lock:
             self._plan = plan
         self._sample_plan()
-        self._timer.reset()
 
     def publish_gripper(self, values: Sequence[float]) -> None:
         self._commands.publish_gripper(values)
@@ -134,9 +133,13 @@ class PlannedOutput:
             now = self._clock()
         if plan is None:
             return
-        self._publish_ghost(plan.position_at(now))
+        position = plan.position_at(now)
         if now > plan.end_s:
-            self._timer.cancel()
+            # Played out: the plan holds its last point, sampled no more.
+            with self._lock:
+                if self._plan is plan:
+                    self._plan, self._pose = None, list(position)
+        self._publish_ghost(position)
 
     def _publish_ghost(self, positions: Sequence[float]) -> None:
         msg = JointState(name=self._joint_names, position=[float(p) for p in positions])

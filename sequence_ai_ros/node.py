@@ -246,9 +246,12 @@ class SequenceAiNode(LifecycleNode):
             self._configured = configured
         # Changes to the file are read on the watch's thread, and a bad edit keeps the limits.
         self._limits_file.watch()
+        # On the executor's thread (a lifecycle callback), where cancel and reset are safe.
         if config.hold_republish_hz > 0:
             self._republish_timer.timer_period_ns = round(1e9 / config.hold_republish_hz)
             self._republish_timer.reset()
+        else:
+            self._republish_timer.cancel()
         # Looked at twice a control period: a missing heartbeat stops a goal within one.
         topic = self.resolve_topic_name(config.enable_topic) if config.enable_topic else ""
         self._enable.watch(topic, config.enable_timeout_s, configured.period_s / 2)
@@ -260,7 +263,8 @@ class SequenceAiNode(LifecycleNode):
         with self._lock:
             self._accepting = False
             parts, self._configured = self._configured, None
-        self._republish_timer.cancel()
+        # The republish timer is left running: teardown may run off the executor's thread, where
+        # a cancel can kill the executor on rclpy 7.1 (rclpy#1485); unconfigured, it sends nothing.
         self._limits_file.stop()
         self._orphans.append(self._enable.stop_watching())
         self._readiness.stop()

@@ -24,7 +24,7 @@ from PIL import Image, UnidentifiedImageError
 from sequence_ai_gateway.catalogue import short_id
 from sequence_ai_gateway.chat_wire import ChatRequest, MessageIn
 from sequence_ai_gateway.core import Gateway
-from sequence_ai_gateway.fault_effects import before_inference
+from sequence_ai_gateway.fault_effects import before_inference, nested_json
 from sequence_ai_gateway.faults import Fault, FaultKind
 from sequence_ai_gateway.planner_model import PlannerReply, PromptRejected
 from sequence_ai_gateway.responses import AsciiJSONResponse, RawJSONResponse, ResetResponse
@@ -37,7 +37,9 @@ router = APIRouter()
 TOKENS_PER_IMAGE = 256
 # The faults that mean something for a chat answer, taken only when injected for the chat
 # model; the others shape action chunks, and a fault for every model is one of act calls.
-CHAT_FAULTS = frozenset({FaultKind.STATUS, FaultKind.STALL, FaultKind.RESET, FaultKind.MALFORMED})
+CHAT_FAULTS = frozenset(
+    {FaultKind.STATUS, FaultKind.STALL, FaultKind.RESET, FaultKind.MALFORMED, FaultKind.NESTED}
+)
 # Provider time varies; one generator for every chat answer (jitter_ms sets the spread).
 _RNG = random.Random(0)
 
@@ -179,4 +181,6 @@ def _faulted(fault: Optional[Fault]) -> Optional[Response]:
         return ResetResponse()
     if fault.kind is FaultKind.MALFORMED:
         return RawJSONResponse(b'{"id": "chat-malformed", "message": {"role": ')
+    if fault.kind is FaultKind.NESTED:
+        return RawJSONResponse(nested_json(fault, b"message"))
     return None

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 
 from sequence_ai_gateway.routes.access import GatewayDep, authorise, bearer, find_row
-from sequence_ai_gateway.training import TrainRefused
+from sequence_ai_gateway.training import (
+    MAX_BASE_MODEL_CHARS,
+    TrainRefused,
+    check_text,
+    check_trainable,
+)
 from sequence_ai_gateway.wire import TrainRequest, error_responses
 
 router = APIRouter()
@@ -18,21 +23,28 @@ def _caller(gateway: GatewayDep, request: Request, *, billed: bool) -> str:
     return bearer(request) or ""
 
 
-@router.post("/v1/train", responses=error_responses(400, 401, 402, 404, 413, 422))
+@router.post("/v1/train", responses=error_responses(400, 401, 402, 404, 413, 422, 429, 503))
 async def submit(body: TrainRequest, request: Request, gateway: GatewayDep) -> Dict[str, Any]:
     key = _caller(gateway, request, billed=True)
     config = body.config.model_dump(exclude_none=True) if body.config else {}
+    training = gateway.training
     try:
-        gateway.training.check_credit(key)  # credit before the model, as on /v1/act
+        training.check_credit(key)  # credit before the model, as on /v1/act
+        check_text("base_model", body.base_model, MAX_BASE_MODEL_CHARS)
         base = find_row(gateway, body.base_model)
-        return gateway.training.submit(key, base, body.dataset, body.method, config).wire()
+        check_trainable(base)
+        training.check_room(key)
+        # A local dataset is read on a thread, bounded in time and threads.
+        frames = await training.datasets.frames(body.dataset)
+        job = training.submit(key, base, body.dataset, body.method, config, frames=frames)
+        return job.wire()
     except TrainRefused as exc:
         raise HTTPException(exc.status, exc.detail) from None
 
 
 @router.get("/v1/train", responses=error_responses(401))
 async def listing(request: Request, gateway: GatewayDep, limit: int = 50,
-                  status: Optional[str] = None) -> Dict[str, Any]:
+                  status: Optional[str] = Query(None, max_length=32)) -> Dict[str, Any]:
     key = _caller(gateway, request, billed=False)
     return {"data": [job.wire() for job in gateway.training.jobs(key, limit, status)]}
 

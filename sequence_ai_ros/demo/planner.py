@@ -21,7 +21,6 @@ from lifecycle_msgs.srv import ChangeState, GetState
 from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.msg import ParameterType, ParameterValue, SetParametersResult
 from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters
-from rclpy.action import ActionClient
 from rclpy.action.client import ClientGoalHandle
 from rclpy.client import Client
 from rclpy.context import Context
@@ -31,6 +30,7 @@ from rclpy.parameter import Parameter
 from rclpy.task import Future
 
 from sequence_ai_interfaces.action import Act
+from sequence_ai_ros.action_client import LockedActionClient
 
 DEADLINE_S = 30.0
 # Sent by label: a label names the transition of the node's current state, where a bare id
@@ -203,61 +203,13 @@ class GoalRun:
         return wait_future(self.handle.cancel_goal_async(), timeout_s, "the cancel response")
 
 
-class _LockedActionClient(ActionClient):
-    """An ActionClient whose rcl handle is used by one thread at a time.
-
-    rclpy 7.1.5 sends, takes and adds the handle to a wait set from whichever thread calls,
-    without a lock (ros2/rclpy#1123, fixed upstream after this release): a planner thread's
-    request racing the spinning threads can leave its future never completed, and a response
-    handled before its request is recorded is dropped as "unexpected" (both seen under load).
-    One re-entrant lock around every use of the handle and around handling responses closes
-    both; re-entrant so a feedback callback may send. `ActClient` calls feedback callbacks
-    synchronously, so `execute` never suspends while it holds the lock.
-    """
-
-    def __init__(self, node: Node, name: str) -> None:
-        super().__init__(node, Act, name)
-        self._request_lock = threading.RLock()
-
-    def send_goal_async(self, *args: Any, **kwargs: Any) -> Future:
-        with self._request_lock:
-            return super().send_goal_async(*args, **kwargs)
-
-    def _cancel_goal_async(self, goal_handle: ClientGoalHandle) -> Future:
-        with self._request_lock:
-            return super()._cancel_goal_async(goal_handle)
-
-    def _get_result_async(self, goal_handle: ClientGoalHandle) -> Future:
-        with self._request_lock:
-            return super()._get_result_async(goal_handle)
-
-    def is_ready(self, wait_set: Any) -> bool:
-        with self._request_lock:
-            return super().is_ready(wait_set)
-
-    def take_data(self) -> Any:
-        with self._request_lock:
-            return super().take_data()
-
-    def add_to_wait_set(self, wait_set: Any) -> None:
-        with self._request_lock:
-            super().add_to_wait_set(wait_set)
-
-    def get_num_entities(self) -> Any:
-        with self._request_lock:
-            return super().get_num_entities()
-
-    async def execute(self, taken_data: Any) -> None:
-        with self._request_lock:
-            await super().execute(taken_data)
-
-
 class ActClient:
     """Sends `act` goals to the action `name` (e.g. `/robot2/act`)."""
 
     def __init__(self, node: Node, name: str) -> None:
         self.name = name
-        self._client = _LockedActionClient(node, name)
+        self._client = LockedActionClient(node, Act, name)
+        self._destroyed = False
 
     def wait_for_server(self, timeout_s: float = DEADLINE_S) -> None:
         if not self._client.wait_for_server(timeout_sec=timeout_s):
@@ -292,7 +244,10 @@ class ActClient:
         return GoalRun(handle, feedback)
 
     def destroy(self) -> None:
-        self._client.destroy()
+        """Once; call it while no executor spins the node (`Planner.close` does)."""
+        if not self._destroyed:
+            self._destroyed = True
+            self._client.destroy()
 
 
 class Planner:
@@ -312,6 +267,10 @@ class Planner:
         self.node = Node(name, namespace=namespace, context=self.context)
         self.executor = MultiThreadedExecutor(num_threads=threads, context=self.context)
         self.executor.add_node(self.node)
+        # Destroyed at close(), once nothing spins them: an entity destroyed under a spinning
+        # executor fails its pending callbacks ("cannot use Destroyable ...").
+        self._acts: list[ActClient] = []
+        self._guests: list[Node] = []
         self._thread = threading.Thread(target=self._spin, name=f"{name}-spin", daemon=True)
         self._thread.start()
 
@@ -328,12 +287,23 @@ class Planner:
         return ParameterClient(self.node, target)
 
     def act(self, name: str = "act") -> ActClient:
-        return ActClient(self.node, name)
+        client = ActClient(self.node, name)
+        self._acts.append(client)
+        return client
+
+    def add_node(self, node: Node) -> None:
+        """Spin `node` (of this context) too; close() destroys it."""
+        self._guests.append(node)
+        self.executor.add_node(node)
 
     def close(self) -> None:
         import rclpy
 
         self.executor.shutdown(timeout_sec=5.0)
         self._thread.join(timeout=5.0)
+        for client in self._acts:
+            client.destroy()
+        for node in self._guests:
+            node.destroy_node()
         self.node.destroy_node()
         rclpy.try_shutdown(context=self.context)

@@ -17,10 +17,12 @@ from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.api_key import API_KEY_ENV
 from sequence_ai_ros.launch_plan import SIM_KEY_ENV, node_path
 
-__all__ = ["run_vlm", "vlm_ok"]
+__all__ = ["run_vlm", "vlm_verdict"]
 
-# The task's whole budget, in --max-seconds (each step's own max_seconds).
-TASK_BUDGETS = 3.0
+# The task's whole budget, in --max-seconds (each step's own max_seconds): the default task's
+# four steps take about 7 s each whatever max_seconds is, so a short --max-seconds still has
+# time for all of them.
+TASK_BUDGETS = 5.0
 
 
 def run_vlm(demo: Any, new_goal: Callable[[int, str], Any], grace_s: float) -> int:
@@ -49,6 +51,9 @@ def run_vlm(demo: Any, new_goal: Callable[[int, str], Any], grace_s: float) -> i
             demo.goals.append(goal)
         demo.status.end()
         print(f"step {goal.number}: {step!r}" + (" (hand-over)" if goal.number > 1 else ""))
+        if goal.number > 1 and demo.goals[-2].instruction == step:
+            print("  (sent again: its goal ended before the arm got there and the model still "
+                  "asks for it; a longer --max-seconds lets a step finish)")
         handle.get_result_async().add_done_callback(
             lambda future: demo._finish(
                 goal, future.result().status, future.result().result, keep_end=True
@@ -75,7 +80,8 @@ def run_vlm(demo: Any, new_goal: Callable[[int, str], Any], grace_s: float) -> i
         context=demo.planner.context, overrides=overrides, on_step=on_step,
         on_feedback=on_feedback,
     )
-    demo.planner.executor.add_node(planner)
+    # Destroyed with the demo's own node, once nothing spins them.
+    demo.planner.add_node(planner)
     stop = threading.Event()
     code: list[int] = []
     thread = threading.Thread(
@@ -99,18 +105,40 @@ def run_vlm(demo: Any, new_goal: Callable[[int, str], Any], grace_s: float) -> i
         )
     finally:
         stop.set()
+        # An interrupted demo too leaves no step's goal running.
+        planner.close()
         thread.join(grace_s)
-        demo.planner.executor.remove_node(planner)
-        planner.destroy_node()
+    demo.planner_outcome = planner.outcome
     return code[0] if code else 1
 
 
-def vlm_ok(demo: Any) -> bool:
-    """The model said done after at least two steps, each handed over to the next."""
+def vlm_verdict(demo: Any) -> str:
+    """Why the model did not do the task as planned, plainly; "" when it said done after at
+    least two steps, each handed over to the next. In sim_robot's physics world a model can fail
+    its task: that is the model's outcome, printed, not the demo's exit status."""
     goals = demo.goals
-    return (
-        demo.planned == 0
-        and len(goals) >= 2
-        and all(g.result is not None for g in goals)
-        and all(g.result.reason == "handed_over" for g in goals[:-1])
-    )
+    if demo.planned != 0:
+        why = demo.planner_outcome or "the planner did not finish"
+        hint = ""
+        if "task time" in why:
+            hint = (
+                f" after {len(goals)} step(s); each step's goal may run --max-seconds "
+                f"{demo.args.max_seconds:g}, the task {TASK_BUDGETS:g} times that: a longer "
+                "--max-seconds gives the arm time to reach each step"
+            )
+        return f"the model did not say done: {why}{hint}"
+    if len(goals) < 2:
+        return f"the model said done after {len(goals)} step(s); expected at least two"
+    if not all(g.result is not None for g in goals):
+        return "a step's goal has no result"
+    # A step sent again after its goal ended (a short --max-seconds) is said when it happens.
+    late = [
+        g for g, after in zip(goals, goals[1:])
+        if g.result.reason != "handed_over" and after.instruction != g.instruction
+    ]
+    if late:
+        return (
+            f"step {late[0].number} ({late[0].instruction!r}) ended {late[0].result.reason} "
+            "before the next step took over"
+        )
+    return ""

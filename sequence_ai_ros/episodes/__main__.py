@@ -1,4 +1,4 @@
-"""`python -m sequence_ai_ros.episodes list | show | plot | frames | export-lerobot`."""
+"""`python -m sequence_ai_ros.episodes list | show | plot | frames | repair | export-lerobot`."""
 
 import sys
 

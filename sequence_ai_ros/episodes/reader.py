@@ -1,23 +1,27 @@
 """Reading an episode file back: its records, and every message as its ROS message class —
 also a file cut short by a killed node (its messages up to the last flushed chunk). Where
-rclpy is missing (the LeRobot export's environment) `rosbags` decodes the messages instead,
-from the schemas in the file."""
+rclpy or the workspace's interfaces are missing (the LeRobot export's environment, a shell
+without `install/setup.bash`) `rosbags` decodes the messages instead, from the schemas in the
+file."""
 
 from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcap.exceptions import McapError
-from mcap.reader import NonSeekingReader, make_reader
+from mcap.records import Channel, Metadata, Schema
+from mcap.records import Message as McapMessage
+
+from sequence_ai_ros.episodes.files import EpisodeError, layout, open_regular, records
 
 # Metadata records of an episode file (besides rosbag2's own).
 EPISODE_RECORD = "sequence_ai.episode"
 SUMMARY_RECORD = "sequence_ai.summary"
+# Written by `episodes repair` into a file it gave a summary (repair.py).
+REPAIRED_RECORD = "sequence_ai.repaired"
 
 
 def message_class(name: str) -> type:
@@ -50,7 +54,12 @@ class EpisodeFile:
     summary: dict[str, str] = field(default_factory=dict)
     bag_info: dict[str, object] = field(default_factory=dict)
     messages: list[Message] = field(default_factory=list)
+    # No end recorded (the node was killed mid-goal).
     cut: bool = False
+    # The MCAP writer finished the file (its summary section is there): false for a file cut
+    # short until `episodes repair` gives it one.
+    finished: bool = False
+    repaired: dict[str, str] = field(default_factory=dict)
 
     @property
     def instruction(self) -> str:
@@ -75,28 +84,34 @@ class EpisodeFile:
 
 
 def read(path: Path, *, messages: bool = True) -> EpisodeFile:
-    """The records and (unless `messages` is False) the messages of one episode file."""
+    """The records and (unless `messages` is False) the messages of one episode file; any file
+    that is not a readable episode is an EpisodeError naming it and what is wrong."""
     episode = EpisodeFile(path=path)
-    with open(path, "rb") as stream:
-        try:
-            records = list(make_reader(stream).iter_metadata())
-        except (McapError, EOFError, ValueError):
-            records = []
-    if not records:
-        # No summary section (a killed node): the records are read straight through.
-        episode.cut = True
-        with open(path, "rb") as stream:
-            try:
-                for record in NonSeekingReader(stream).iter_metadata():
-                    records.append(record)
-            except (McapError, EOFError, ValueError):
-                pass
-    for record in records:
-        _take_metadata(episode, record.name, dict(record.metadata))
-    if not episode.summary:
-        episode.cut = True
+    found: list[tuple[str, int, str, bytes]] = []
+    with open_regular(path) as stream:
+        shape = layout(path, stream)
+        episode.finished = shape.finished
+        schemas: dict[int, str] = {}
+        channels: dict[int, tuple[str, str]] = {}
+        # Every chunk is read (and its CRC checked) even for the records alone: damage shows.
+        for record in records(path, stream, shape):
+            if isinstance(record, Metadata):
+                _take_metadata(episode, record.name, dict(record.metadata))
+            elif isinstance(record, Schema):
+                schemas[record.id] = record.name
+            elif isinstance(record, Channel):
+                channels[record.id] = (record.topic, schemas.get(record.schema_id, ""))
+            elif isinstance(record, McapMessage) and messages:
+                topic, type_name = channels.get(record.channel_id, ("", ""))
+                if type_name:
+                    found.append((topic, record.log_time, type_name, record.data))
+    if not episode.episode:
+        raise EpisodeError(path, f"is an MCAP file without a {EPISODE_RECORD} record: not an "
+                                 "episode (or one cut short before its goal was written)")
+    # No end was recorded: the node was killed mid-goal (the file may have been repaired since).
+    episode.cut = not episode.summary
     if messages:
-        episode.messages = list(_messages(path, episode))
+        episode.messages = _messages(path, episode, found)
     return episode
 
 
@@ -105,43 +120,61 @@ def _take_metadata(episode: EpisodeFile, name: str, values: dict[str, str]) -> N
         episode.episode = values
     elif name == SUMMARY_RECORD:
         episode.summary = values
+    elif name == REPAIRED_RECORD:
+        episode.repaired = values
     elif name == "rosbag2":
-        episode.bag_info = json.loads(values.get("serialized_metadata", "{}"))
+        try:
+            episode.bag_info = json.loads(values.get("serialized_metadata", "{}"))
+        except ValueError:
+            episode.bag_info = {}  # rosbag2's description only: the episode reads without it
 
 
-def _messages(path: Path, episode: EpisodeFile) -> Iterator[Message]:
+def _messages(path: Path, episode: EpisodeFile, found: list[tuple[str, int, str, bytes]]
+              ) -> list[Message]:
+    prefix = episode.episode.get("topics", "").rstrip("/") + "/"
     try:
         from rclpy.serialization import deserialize_message
+
+        # The node's own messages come from the built workspace (install/setup.bash).
+        importlib.import_module("sequence_ai_interfaces.action")
     except ImportError:
-        yield from _rosbags_messages(path, episode)
-        return
-    prefix = episode.episode.get("topics", "").rstrip("/") + "/"
+        return _rosbags_messages(path, episode, prefix)
     classes: dict[str, type] = {}
-    with open(path, "rb") as stream:
-        # A file without its summary (killed mid-goal) is read straight through.
-        reader = make_reader(stream) if not episode.cut else NonSeekingReader(stream)
+    decoded = []
+    for topic, log_time, type_name, data in found:
+        cls = classes.get(type_name)
+        if cls is None:
+            try:
+                cls = classes[type_name] = message_class(type_name)
+            except (ImportError, AttributeError, ValueError) as exc:
+                raise EpisodeError(path, f"holds {type_name} messages and that type cannot be "
+                                         f"imported ({exc}); source the workspace that "
+                                         "defines it") from None
         try:
-            for schema, channel, message in reader.iter_messages(log_time_order=False):
-                if schema is None:
-                    continue
-                cls = classes.get(schema.name)
-                if cls is None:
-                    cls = classes[schema.name] = message_class(schema.name)
-                yield Message(_relative(channel.topic, prefix), message.log_time, schema.name,
-                              deserialize_message(message.data, cls))
-        except (McapError, EOFError, ValueError):
-            # The end of what a killed node flushed.
-            episode.cut = True
+            message = deserialize_message(data, cls)
+        except Exception as exc:  # rclpy's RMWError and its kin: the bytes are not a message
+            raise EpisodeError(path, f"is damaged: a {type_name} message on {topic} at "
+                                     f"{log_time} ns does not deserialise "
+                                     f"({type(exc).__name__}: {exc})") from None
+        decoded.append(Message(_relative(topic, prefix), log_time, type_name, message))
+    return decoded
 
 
-def _rosbags_messages(path: Path, episode: EpisodeFile) -> Iterator[Message]:
+def _rosbags_messages(path: Path, episode: EpisodeFile, prefix: str) -> list[Message]:
+    """Without rclpy, `rosbags` decodes; it reads only finished files (`episodes repair`)."""
     from rosbags.highlevel import AnyReader
 
-    prefix = episode.episode.get("topics", "").rstrip("/") + "/"
-    with AnyReader([path]) as bag:
-        for connection, log_time, raw in bag.messages():
-            yield Message(_relative(connection.topic, prefix), log_time, connection.msgtype,
-                          bag.deserialize(raw, connection.msgtype))
+    if not episode.finished:
+        raise EpisodeError(path, "was cut short and has no MCAP summary, which rosbags needs: "
+                                 "run python -m sequence_ai_ros.episodes repair on it")
+    try:
+        with AnyReader([path]) as bag:
+            return [Message(_relative(connection.topic, prefix), log_time, connection.msgtype,
+                            bag.deserialize(raw, connection.msgtype))
+                    for connection, log_time, raw in bag.messages()]
+    except Exception as exc:  # rosbags' own error classes, per storage and type system
+        raise EpisodeError(path, f"rosbags cannot read it ({type(exc).__name__}: {exc})"
+                           ) from None
 
 
 def _relative(topic: str, prefix: str) -> str:
@@ -149,5 +182,6 @@ def _relative(topic: str, prefix: str) -> str:
 
 
 def episode_files(folder: Path) -> list[Path]:
-    """The episode files of a folder, oldest first (their names start with the UTC start)."""
+    """The `*.mcap` entries of a folder, oldest first (an episode's name starts with its UTC
+    start); `read` tells which are not readable episodes."""
     return sorted(folder.glob("*.mcap"))

@@ -11,7 +11,7 @@ import platform
 import re
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -32,6 +32,8 @@ from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.diagnostics import HealthRecord
 from sequence_ai_ros.episodes.cameras import CameraSampler
 from sequence_ai_ros.episodes.episode import Disposition, Episode
+from sequence_ai_ros.episodes.files import RECORDER
+from sequence_ai_ros.episodes.folder import SUFFIX, folder_id, prune, repair_unfinished
 from sequence_ai_ros.episodes.reader import EPISODE_RECORD
 from sequence_ai_ros.parameters import NodeConfig
 
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 RECORD_OFF = "off"
 RECORD_GOALS = "goals"
 RECORD_MODES = (RECORD_OFF, RECORD_GOALS)
-SUFFIX = ".mcap"
+REPAIR_THREAD = "sequence_ai-episode-repair"
 _SLUG_CHARS = re.compile(r"[^a-z0-9]+")
 
 
@@ -50,26 +52,6 @@ def episode_name(started: datetime, model: str, instruction: str) -> str:
     slug = _SLUG_CHARS.sub("-", instruction.lower()).strip("-")[:48].rstrip("-") or "goal"
     model_part = _SLUG_CHARS.sub("-", model.lower()).strip("-") or "model"
     return f"{started:%Y%m%dT%H%M%S_%f}Z_{model_part}_{slug}{SUFFIX}"
-
-
-def prune(folder: Path, max_mb: float, keep: Collection[Path] = ()) -> list[Path]:
-    """Remove the oldest episodes until the folder's episodes fit in `max_mb` (0: no bound);
-    the files removed. `keep` (the files being written) are never removed."""
-    if max_mb <= 0:
-        return []
-    files = sorted(folder.glob(f"*{SUFFIX}"))
-    sizes = {path: path.stat().st_size for path in files}
-    total = sum(sizes.values())
-    removed: list[Path] = []
-    for path in files:
-        if total <= max_mb * 1e6:
-            break
-        if path in keep:
-            continue
-        path.unlink(missing_ok=True)
-        total -= sizes[path]
-        removed.append(path)
-    return removed
 
 
 def recorded_parameters(config: NodeConfig) -> dict[str, object]:
@@ -119,6 +101,7 @@ class EpisodeRecorder:
         live_config: Callable[[], NodeConfig],
         error: Callable[[str], object],
         frames: Callable[[], Mapping[str, object]],
+        info: Callable[[str], object] | None = None,
     ) -> None:
         self._prefix = f"{node_name.rstrip('/')}/episode"
         self._model = model
@@ -138,6 +121,16 @@ class EpisodeRecorder:
         self._ended: bytes | None = None
         # The running goal's raw camera sampler (record_cameras_hz > 0).
         self._cameras: CameraSampler | None = None
+        # Each folder's recorder id, read once: the files that carry it are this recorder's.
+        self._ids: dict[Path, str] = {}
+        # The files a killed node left unfinished get their summary, off the caller's thread.
+        self._info = info
+        self._repair = threading.Thread(
+            target=self._repair_unfinished,
+            args=(Path(live_config().record_dir).expanduser(),),
+            name=REPAIR_THREAD, daemon=True,
+        )
+        self._repair.start()
 
     # ----- a goal -----
 
@@ -188,6 +181,7 @@ class EpisodeRecorder:
         """Wait at most `timeout_s` for the files still being closed (at cleanup and exit, so
         that none is cut short by the process ending)."""
         deadline = time.monotonic() + timeout_s
+        self._repair.join(timeout_s)
         with self._lock:
             closing = list(self._closing)
         for episode in closing:
@@ -266,10 +260,12 @@ class EpisodeRecorder:
             return None
         try:
             folder.mkdir(parents=True, exist_ok=True)
+            recorder = self._folder_id(folder)
             with self._lock:
                 closing = {e.writer.path for e in self._closing}
-            prune(folder, config.record_max_mb, keep=closing)
-            writer = EpisodeWriter(path, self._failed, on_drop=self._dropped)
+            prune(folder, config.record_max_mb, recorder, keep=closing)
+            writer = EpisodeWriter(path, self._failed, on_drop=self._dropped,
+                                   identity={"recorder": RECORDER, "recorder_id": recorder})
         except OSError as exc:
             self._failed(f"cannot record to {path}: {exc}")
             return None
@@ -302,7 +298,35 @@ class EpisodeRecorder:
             self._health.update(recording=f"last {episode.writer.path}{dropped}",
                                 recording_dropped=stats.dropped)
         keep = {episode.writer.path, *(e.writer.path for e in (running,) if e is not None)}
-        prune(episode.writer.path.parent, self._live_config().record_max_mb, keep=keep)
+        folder = episode.writer.path.parent
+        try:
+            prune(folder, self._live_config().record_max_mb, self._folder_id(folder), keep=keep)
+        except OSError as exc:
+            self._error(f"cannot prune {folder}: {exc}")
+
+    def _folder_id(self, folder: Path) -> str:
+        """The folder's recorder id (made on its first recording), read once."""
+        with self._lock:
+            known = self._ids.get(folder)
+        if known is None:
+            known = folder_id(folder)
+            with self._lock:
+                self._ids[folder] = known
+        return known
+
+    def _repair_unfinished(self, folder: Path) -> None:
+        """On the repair thread: give the folder's unfinished own files their summary."""
+        try:
+            done = repair_unfinished(folder)
+        except OSError as exc:
+            self._error(f"cannot repair the unfinished episodes of {folder}: {exc}")
+            return
+        for failed in done.failed:
+            self._error(f"cannot repair an unfinished episode: {failed}")
+        if done.repaired and self._info is not None:
+            names = ", ".join(r.path.name for r in done.repaired)
+            self._info(f"repaired {len(done.repaired)} episode file(s) a killed node left "
+                       f"unfinished in {folder}: {names}")
 
     def _dropped(self, total: int) -> None:
         """The running episode's writer fell behind: /diagnostics shows the count at once."""

@@ -1,5 +1,6 @@
 """`python -m sequence_ai_ros.episodes`: list, show, plot and write out the frames of episode
-files; `export-lerobot` turns them into a LeRobot dataset (export.py)."""
+files, repair a killed recording (repair.py); `export-lerobot` turns them into a LeRobot dataset
+(export.py). A file that is no readable episode is one line on stderr and exit status 1."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from sequence_ai_ros.episodes.files import EpisodeError
 from sequence_ai_ros.episodes.reader import EpisodeFile, episode_files, read
 
 JOINTS_PLOTTED = 7
@@ -25,7 +27,7 @@ def _start(episode: EpisodeFile) -> str:
 
 def _outcome(episode: EpisodeFile) -> str:
     if not episode.summary:
-        return "cut short (no end recorded)"
+        return "cut short (no end recorded{})".format("; repaired" if episode.repaired else "")
     return f"{episode.summary.get('status', '?')} {episode.summary.get('reason', '?')}"
 
 
@@ -192,8 +194,49 @@ def write_frames(episode: EpisodeFile, out: Path) -> list[Path]:
     return written
 
 
+PROG = "python -m sequence_ai_ros.episodes"
+
+
+def _complain(error: EpisodeError | str) -> None:
+    """One line on stderr: the file and what is wrong with it."""
+    print(f"{PROG}: {error}", file=sys.stderr)
+
+
+def _list(folder: Path) -> int:
+    """A line per episode; a line on stderr per entry that is not one (exit 1 if any)."""
+    if not folder.is_dir():
+        _complain(f"{folder}: {'no such folder' if not folder.exists() else 'not a folder'}")
+        return 1
+    files = episode_files(folder)
+    if not files:
+        _complain(f"no episode files in {folder}")
+        return 1
+    bad = 0
+    for path in files:
+        try:
+            episode = read(path, messages=False)
+            # A file cut short has no summary: its counts come from its messages.
+            print(list_line(read(path) if episode.cut else episode))
+        except EpisodeError as exc:
+            _complain(exc)
+            bad += 1
+    return 1 if bad else 0
+
+
+def _repair(path: Path) -> int:
+    from sequence_ai_ros.episodes.repair import repair
+
+    done = repair(path)
+    if done is None:
+        print(f"{path}: finished (it has its MCAP summary); nothing to repair")
+    else:
+        print(f"{path}: repaired: {done.messages} messages kept, an unfinished tail of "
+              f"{done.dropped_bytes} bytes left out")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sequence_ai_ros.episodes",
+    parser = argparse.ArgumentParser(prog=PROG,
                                      description="Inspect and export recorded act episodes.")
     verbs = parser.add_subparsers(dest="verb", required=True)
     verbs.add_parser("list", help="one line per episode of a folder").add_argument("dir", type=Path)
@@ -204,30 +247,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     frames = verbs.add_parser("frames", help="the JPEGs the model saw")
     frames.add_argument("file", type=Path)
     frames.add_argument("--out", type=Path, help="default: a folder named after the file")
+    verbs.add_parser(
+        "repair", help="give a file cut short (a killed node's) its MCAP summary, in place",
+    ).add_argument("file", type=Path)
     export = verbs.add_parser("export-lerobot", help="episodes to a LeRobot dataset")
     export.add_argument("dir", type=Path)
     export.add_argument("out", type=Path)
     export.add_argument("--repo-id", default="local/sequence_ai_episodes")
     args = parser.parse_args(argv)
 
-    if args.verb == "list":
-        files = episode_files(args.dir)
-        if not files:
-            print(f"no episode files in {args.dir}", file=sys.stderr)
-            return 1
-        for path in files:
-            episode = read(path, messages=False)
-            # A file cut short has no summary: its counts come from its messages.
-            print(list_line(read(path) if episode.cut else episode))
-    elif args.verb == "show":
-        print(show_text(read(args.file)))
-    elif args.verb == "plot":
-        print(plot(read(args.file), args.out or args.file.with_suffix(".png")))
-    elif args.verb == "frames":
-        written = write_frames(read(args.file), args.out or args.file.with_suffix(""))
-        print(f"{len(written)} JPEGs in {written[0].parent if written else args.out}")
-    else:
-        from sequence_ai_ros.episodes.export import export_lerobot
+    try:
+        if args.verb == "list":
+            return _list(args.dir)
+        if args.verb == "show":
+            print(show_text(read(args.file)))
+        elif args.verb == "plot":
+            print(plot(read(args.file), args.out or args.file.with_suffix(".png")))
+        elif args.verb == "frames":
+            written = write_frames(read(args.file), args.out or args.file.with_suffix(""))
+            print(f"{len(written)} JPEGs in {written[0].parent if written else args.out}")
+        elif args.verb == "repair":
+            return _repair(args.file)
+        else:
+            from sequence_ai_ros.episodes.export import export_lerobot
 
-        print(export_lerobot(episode_files(args.dir), args.out, repo_id=args.repo_id))
+            print(export_lerobot(episode_files(args.dir), args.out, repo_id=args.repo_id))
+    except EpisodeError as exc:
+        _complain(exc)
+        return 1
     return 0

@@ -4,7 +4,7 @@ chunks flushed at least once a second so a killed process leaves a readable file
 
 from __future__ import annotations
 
-import json
+import fcntl
 import queue
 import threading
 import time
@@ -16,6 +16,7 @@ from mcap.writer import CompressionType, Writer
 from rclpy.serialization import serialize_message
 
 from sequence_ai_ros.episodes.cdr import cdr_length
+from sequence_ai_ros.episodes.files import RECORDER_RECORD, bag_info
 from sequence_ai_ros.episodes.schemas import schema_text, type_name
 
 WRITER_THREAD = "sequence_ai-episode"
@@ -81,14 +82,27 @@ class EpisodeWriter:
         *,
         on_drop: Callable[[int], None] | None = None,
         queue_messages: int = QUEUE_MESSAGES,
+        identity: Mapping[str, str] | None = None,
     ) -> None:
         self.path = path
         self._on_error = on_error
         self._on_drop = on_drop
-        # Opened here so that an unwritable folder is reported before the goal's first message.
-        self._file = open(path, "wb")  # noqa: SIM115 - closed by the writer thread
-        self._mcap = Writer(self._file, chunk_size=CHUNK_BYTES, compression=CompressionType.ZSTD)
-        self._mcap.start(profile=PROFILE, library=LIBRARY)
+        # Opened here so that an unwritable folder is reported before the goal's first message;
+        # never over an existing file (a user's, of the same name).
+        self._file = open(path, "xb")  # noqa: SIM115 - closed by the writer thread
+        try:
+            # Held until the file is closed: pruning and repair leave a locked file alone.
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self._mcap = Writer(self._file, chunk_size=CHUNK_BYTES,
+                                compression=CompressionType.ZSTD)
+            self._mcap.start(profile=PROFILE, library=LIBRARY)
+            if identity is not None:
+                # The first record after the header, on disk at once: whose file this is.
+                self._mcap.add_metadata(RECORDER_RECORD, dict(identity))
+                self._file.flush()
+        except BaseException:
+            self._file.close()
+            raise
         # Unbounded, bounded by _enqueue: the close is never dropped, the messages may be.
         self._queue: queue.Queue[_Entry | _Metadata | _Finish] = queue.Queue()
         self._queue_messages = queue_messages
@@ -248,31 +262,8 @@ class EpisodeWriter:
         return channel
 
     def _bag_info(self) -> str:
-        """rosbag2's `BagMetadata` (JSON is YAML): what `ros2 bag info` prints."""
         with self._lock:
             counts = dict(self._counts)
             first, last = self._first_ns, self._last_ns
-        topics = [
-            {
-                "topic_metadata": {
-                    "name": topic, "type": self._channels.get(topic, (0, ""))[1],
-                    "serialization_format": "cdr", "offered_qos_profiles": NO_QOS_PROFILES,
-                },
-                "message_count": count,
-            }
-            for topic, count in counts.items()
-        ]
-        info = {
-            "rosbag2_bagfile_information": {
-                "version": 5,
-                "storage_identifier": "mcap",
-                "relative_file_paths": [self.path.name],
-                "duration": {"nanoseconds": max(0, last - first)},
-                "starting_time": {"nanoseconds_since_epoch": first},
-                "message_count": sum(counts.values()),
-                "topics_with_message_count": topics,
-                "compression_format": "",
-                "compression_mode": "",
-            }
-        }
-        return json.dumps(info)
+        types = {topic: name for topic, (_, name) in self._channels.items()}
+        return bag_info(self.path.name, types, counts, first, last)

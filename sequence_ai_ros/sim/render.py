@@ -8,12 +8,19 @@ sees 224x126 frames anyway, so detail above that costs CPU for nothing.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from sequence_ai_ros.sim.arm import forward_kinematics
+from sequence_ai_ros.sim.scene import (
+    BLOCK_HALF,
+    CUP_HEIGHT,
+    CUP_RADIUS,
+    FIXED_BLOCK_POSE,
+    FIXED_CUP_POSE,
+)
 
 VIEWS: tuple[str, ...] = ("exterior_1", "exterior_2", "wrist_left")
 # (width, height) of DROID's cameras, and so of the simulated ones unless told otherwise.
@@ -32,6 +39,19 @@ _LINK = (236, 236, 236)
 _JOINT = (40, 40, 44)
 _FINGER = (70, 70, 76)
 
+# The cameras (docs/sim.md, "Camera calibration"): horizontal field of view, the exterior
+# cameras' eye and target in the base frame, the wrist camera's in the flange frame (panda_link8).
+HORIZONTAL_FOV_DEG = {"exterior_1": 68.0, "exterior_2": 68.0, "wrist_left": 90.0}
+EXTERIOR_LOOK_AT = {
+    "exterior_1": (np.array([0.5, 1.3, 0.85]), np.array([0.3, 0.0, 0.3])),
+    "exterior_2": (np.array([0.5, -1.3, 0.85]), np.array([0.3, 0.0, 0.3])),
+}
+# The wrist camera rides behind the fingers and looks past them, as DROID's ZED Mini does.
+WRIST_EYE = np.array([-0.07, 0.0, 0.0])
+WRIST_TARGET = np.array([0.0, 0.0, 0.5])
+WRIST_UP = np.array([-1.0, 0.0, 0.0])
+
+_UP = np.array([0.0, 0.0, 1.0])
 TABLE_HEIGHT = 0.0  # the robot stands on the table top; the base frame's z=0 is the table
 _TABLE_CORNERS = np.array(
     [[-0.25, -0.7, 0.0], [0.95, -0.7, 0.0], [0.95, 0.7, 0.0], [-0.25, 0.7, 0.0]]
@@ -39,11 +59,6 @@ _TABLE_CORNERS = np.array(
 _TABLE_FRONT = np.array(
     [[0.95, -0.7, 0.0], [0.95, 0.7, 0.0], [0.95, 0.7, -0.04], [0.95, -0.7, -0.04]]
 )
-CUP_CENTER = np.array([0.55, 0.18, 0.0])
-_CUP_RADIUS = 0.04
-_CUP_HEIGHT = 0.10
-BLOCK_CENTER = np.array([0.5, -0.22, 0.0])
-_BLOCK_HALF = np.array([0.05, 0.05, 0.035])
 _NEAR = 0.02
 
 
@@ -83,6 +98,48 @@ class Camera:
                 self.height / 2 + f * cam_points[:, 1:2] / z,
             ]
         )
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A view's pinhole calibration, as a camera_info and a tf would give it.
+
+    Intrinsics at the image size; `pose`: the optical frame (x right, y down, z forward) in
+    `parent` (panda_link0 for the exterior cameras, panda_link8, the flange, for the wrist's).
+    """
+
+    view: str
+    width: int
+    height: int
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+    parent: str
+    pose: np.ndarray  # 4x4
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """The 3x3 camera matrix K."""
+        return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
+
+
+def calibration(view: str, width: int = IMAGE_SIZE[0], height: int = IMAGE_SIZE[1]) -> Calibration:
+    """The calibration of `view` at `width` x `height` (square pixels, no distortion)."""
+    if view not in VIEWS:
+        raise ValueError(f"view: got {view!r}, expected one of {', '.join(VIEWS)}")
+    camera = Camera(width, height, HORIZONTAL_FOV_DEG[view])
+    if view in EXTERIOR_LOOK_AT:
+        camera.look_at(*EXTERIOR_LOOK_AT[view], _UP)
+        parent = "panda_link0"
+    else:
+        camera.look_at(WRIST_EYE, WRIST_TARGET, WRIST_UP)
+        parent = "panda_link8"
+    pose = np.eye(4)
+    pose[:3, :3] = camera.rotation.T  # columns: the optical axes in the parent frame
+    pose[:3, 3] = camera.eye
+    f = camera.focal
+    return Calibration(view, width, height, f, f, width / 2, height / 2, parent, pose)
 
 
 def _clip_polygon_near(cam_points: np.ndarray) -> np.ndarray:
@@ -222,12 +279,10 @@ class SceneRenderer:
         self.width, self.height = width, height
         small_w, small_h = max(16, width // scale), max(9, height // scale)
         self.canvas = Canvas(small_w, small_h)
-        fov = 90.0 if view == "wrist_left" else 68.0
-        self.camera = Camera(small_w, small_h, fov)
-        if view == "exterior_1":
-            self.camera.look_at(np.array([0.5, 1.3, 0.85]), np.array([0.3, 0.0, 0.3]), _UP)
-        elif view == "exterior_2":
-            self.camera.look_at(np.array([0.5, -1.3, 0.85]), np.array([0.3, 0.0, 0.3]), _UP)
+        self.camera = Camera(small_w, small_h, HORIZONTAL_FOV_DEG[view])
+        if view in EXTERIOR_LOOK_AT:
+            eye, target = EXTERIOR_LOOK_AT[view]
+            self.camera.look_at(eye, target, _UP)
         # Nearest-neighbour upscaling: each small column repeated, then whole rows taken. Rows
         # are contiguous, so this costs a third of indexing every pixel (1.4 ms at 1280x720).
         self._rows = (np.arange(height) * small_h // height).astype(np.intp)
@@ -247,8 +302,16 @@ class SceneRenderer:
             self._draw_background()
             self._background[:] = self.canvas.pixels
 
-    def render(self, q: np.ndarray, gripper: float, out: np.ndarray | None = None) -> np.ndarray:
-        """The full-size rgb8 frame for joints q, drawn into `out` or this renderer's buffer."""
+    def render(
+        self,
+        q: np.ndarray,
+        gripper: float,
+        out: np.ndarray | None = None,
+        objects: Mapping[str, np.ndarray] | None = None,
+    ) -> np.ndarray:
+        """The full-size rgb8 frame for joints q, the gripper's closing (0 open .. 1 closed) and
+        the 4x4 poses of the `cup` and the `block` (default: the kinematic scene's fixed ones),
+        drawn into `out` or this renderer's buffer."""
         poses = forward_kinematics(np.asarray(q, dtype=float))
         if not self._fixed_background:
             self._mount_wrist(poses[8])
@@ -256,7 +319,11 @@ class SceneRenderer:
         else:
             self.canvas.pixels[:] = self._background
         self.canvas.untouch()
-        items = self._object_items() + self._arm_items(poses, gripper)
+        objects = objects or {}
+        items = self._object_items(
+            objects.get("cup", FIXED_CUP_POSE), objects.get("block", FIXED_BLOCK_POSE)
+        )
+        items += self._arm_items(poses, gripper)
         for item in sorted(items, key=lambda it: -it.depth):
             item.draw(self.canvas)
         frame = self.frame if out is None else out
@@ -286,11 +353,8 @@ class SceneRenderer:
         frame[big_r0:big_r1, big_c0:big_c1] = wide[self._rows[big_r0:big_r1] - r0]
 
     def _mount_wrist(self, flange: np.ndarray) -> None:
-        # The wrist camera rides behind the fingers and looks past them, as DROID's ZED Mini does.
         rot, origin = flange[:3, :3], flange[:3, 3]
-        eye = origin + rot @ np.array([-0.07, 0.0, 0.0])
-        target = origin + rot @ np.array([0.0, 0.0, 0.5])
-        self.camera.look_at(eye, target, -rot[:, 0])
+        self.camera.look_at(origin + rot @ WRIST_EYE, origin + rot @ WRIST_TARGET, rot @ WRIST_UP)
 
     def _draw_background(self) -> None:
         canvas, cam = self.canvas, self.camera
@@ -317,21 +381,25 @@ class SceneRenderer:
         shaded = _shade(color, depth)
         return _Item(depth, lambda canvas: canvas.fill_convex(hull, shaded))
 
-    def _object_items(self) -> list[_Item]:
+    def _object_items(self, cup: np.ndarray, block: np.ndarray) -> list[_Item]:
+        def placed(pose: np.ndarray, points: np.ndarray) -> np.ndarray:
+            return points @ pose[:3, :3].T + pose[:3, 3]
+
         angles = np.linspace(0, 2 * math.pi, 16, endpoint=False)
         ring = np.stack([np.cos(angles), np.sin(angles), np.zeros_like(angles)], axis=1)
-        bottom = CUP_CENTER + _CUP_RADIUS * ring
-        top = bottom + np.array([0.0, 0.0, _CUP_HEIGHT])
-        rim = CUP_CENTER + 0.85 * _CUP_RADIUS * ring + np.array([0.0, 0.0, _CUP_HEIGHT])
-        corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (0, 2)])
-        block = BLOCK_CENTER + corners * _BLOCK_HALF
-        block_top = block[block[:, 2] > 0]
+        half_up = np.array([0.0, 0.0, CUP_HEIGHT / 2])
+        bottom = placed(cup, CUP_RADIUS * ring - half_up)
+        top = placed(cup, CUP_RADIUS * ring + half_up)
+        rim = placed(cup, 0.85 * CUP_RADIUS * ring + half_up)
+        corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+        box = placed(block, corners * BLOCK_HALF)
+        box_top = placed(block, corners[corners[:, 2] > 0] * BLOCK_HALF)
         items = []
         for points, color, bias in (
             (np.vstack([bottom, top]), _CUP, 0.0),
             (rim, _CUP_INSIDE, -0.001),  # the opening is drawn just after the cup's body
-            (block, _BLOCK_SIDE, 0.0),
-            (block_top, _BLOCK_TOP, -0.001),
+            (box, _BLOCK_SIDE, 0.0),
+            (box_top, _BLOCK_TOP, -0.001),
         ):
             item = self._solid(points, color)
             if item is not None:
@@ -375,9 +443,6 @@ class SceneRenderer:
                 _Item(depth, _capsule_drawer(pix[0], pix[1], pixel_radius, _shade(color, depth)))
             )
         return items
-
-
-_UP = np.array([0.0, 0.0, 1.0])
 
 
 def _clip_segment_near(ends: np.ndarray) -> np.ndarray:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from support.policy_support import FRAME_16_9, make_observation, open_policy
@@ -144,6 +145,27 @@ def test_a_broken_answer_is_invalid_response_or_unavailable(gw, no_env):
     gw.inject("reset", model=PLANNER)
     with pytest.raises(Unavailable):
         ask(gw, prompt())
+
+
+@pytest.mark.parametrize("depth", [100, 100_000])
+def test_an_answer_nested_deeper_than_max_depth_is_invalid_response(gw, no_env, depth):
+    """100 levels parse but exceed the bound; 100 000 stop Python's parser (a RecursionError
+    before the bound)."""
+    gw.inject("nested", model=PLANNER, fields={"depth": depth})
+    with pytest.raises(InvalidResponse, match="nested deeper than 64 levels"):
+        ask(gw, prompt())
+    assert ask(gw, prompt()).text  # the fault was used once
+
+
+def test_timeout_s_bounds_the_whole_call(gw, no_env):
+    """A slow catalogue read leaves the chat request only the rest of ``timeout_s``."""
+    gw.inject("catalogue_stall", seconds=1.0)
+    gw.inject("stall", seconds=10.0, model=PLANNER)
+    with pytest.raises(Unavailable, match=r"timed out after ([\d.]+)s") as raised:
+        ask(gw, prompt(), timeout_s=3.0)
+    gw.clear_faults()
+    applied = float(re.search(r"timed out after ([\d.]+)s", str(raised.value)).group(1))
+    assert applied < 3.0, raised.value
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import re
 
 from rclpy.action import ActionClient
 
-from sequence_ai_ros.demo.planner import _LockedActionClient
+from sequence_ai_ros.action_client import LockedActionClient
 
 # Methods of rclpy's ActionClient that touch `_client_handle` but not from a spinning thread
 # or a planner's call at the same time as a take (construction, teardown, discovery).
@@ -27,6 +27,6 @@ def test_every_method_that_uses_the_handle_is_overridden_under_the_lock() -> Non
     (ros2/rclpy#1123: a result whose future never completes); each such method is wrapped."""
     users = _handle_users()
     assert {"take_data", "add_to_wait_set", "_get_result_async", "send_goal_async"} <= users
-    missing = sorted(n for n in users if n not in vars(_LockedActionClient))
+    missing = sorted(n for n in users if n not in vars(LockedActionClient))
     assert not missing, f"ActionClient methods using the rcl handle without the lock: {missing}"
 

@@ -1,5 +1,7 @@
 """`make demo` as it runs by default: the VLM planner (sim-planner over /v1/chat) drives the arm
-through a multi-step task, each step handed over to the next without a stop."""
+through a multi-step task, each step handed over to the next without a stop — README's short
+run (`--max-seconds 8`) included, which ends in exit 0 and prints no exception (issue 33
+item 11)."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ def test_the_vlm_planner_drives_the_task_step_by_step(tmp_path) -> None:
     }
     command = [
         sys.executable, "-m", "sequence_ai_ros.demo", "--headless",
-        "--max-seconds", "20",
+        "--max-seconds", "8",
         "--out", str(tmp_path / "demo.png"),
         "--summary", str(tmp_path / "summary.json"),
         "--log-dir", str(tmp_path / "logs"),
@@ -46,8 +48,14 @@ def test_the_vlm_planner_drives_the_task_step_by_step(tmp_path) -> None:
         goals = summary["goals"]
         # sim-planner splits the task into four steps; each reaches the next by a hand-over.
         assert len(goals) >= 2, output
-        assert all(g["reason"] == "handed_over" for g in goals[:-1]), output
-        assert all(g["status"] == "succeeded" for g in goals[:-1]), output
+        # A step whose 8 s ran out before the arm got there is sent again (and says so).
+        ended = [g for g, after in zip(goals, goals[1:])
+                 if after["instruction"] != g["instruction"]]  # fmt: skip
+        assert all(g["reason"] == "handed_over" for g in ended), output
+        assert all(g["status"] == "succeeded" for g in ended), output
+        # The planner's node is destroyed once nothing spins it: no callback fails at teardown.
+        everything = completed.stdout + completed.stderr
+        assert "never retrieved" not in everything and "Traceback" not in everything, output
         # The last one was canceled by the planner when the model said done.
         assert goals[-1]["reason"] == "interrupted", output
         # Exit 0 means the model said done: the arm reached the last step's target.

@@ -29,7 +29,10 @@ ROSDEP_KEYS = {
 # jammy package); the node runs without them and says so when asked to record.
 # `export-lerobot` runs in an environment of its own (make lerobot-venv): lerobot, and rosbags
 # to decode the messages where rclpy is missing.
-OPTIONAL = {"trustme", "mcap", "matplotlib", "lerobot", "rosbags"}
+# zstandard comes with mcap; the episode tools name its error only where it imports.
+# sim_robot's physics world: MuJoCo (setup.py's `sim` extra, pip only, no rosdep key;
+# physics:=kinematic runs without it).
+OPTIONAL = {"trustme", "mcap", "matplotlib", "lerobot", "rosbags", "zstandard", "mujoco"}
 
 
 def _keys(which: Callable[[str], bool]) -> set[str]:

@@ -1,13 +1,9 @@
 """The episode writer on its own: a full queue drops and counts, a killed process leaves a file
-that reads back to its last flushed chunk, the folder stays within record_max_mb, and the
-messages stored are exactly the CDR of the message."""
+that reads back to its last flushed chunk, and the messages stored are exactly the CDR of the
+message. The folder's bound (record_max_mb) is in test_episode_files.py."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,11 +12,12 @@ import pytest
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
+from support.episode_files import INSTRUCTION, KILLED_MESSAGES, killed_recording
 from support.waiting import wait_for
 
 from sequence_ai_ros.episodes import reader, writer
 from sequence_ai_ros.episodes.cdr import cdr_length
-from sequence_ai_ros.episodes.recorder import episode_name, prune
+from sequence_ai_ros.episodes.recorder import episode_name
 
 TOPIC = "/robot/sequence_ai/episode/command"
 
@@ -47,6 +44,7 @@ def test_a_writer_that_falls_behind_drops_and_counts_and_never_blocks(
     errors: list[str] = []
     totals: list[int] = []
     episode = writer.EpisodeWriter(path, errors.append, on_drop=totals.append, queue_messages=2)
+    episode.metadata(reader.EPISODE_RECORD, {"topics": "/robot/sequence_ai/episode"})
     episode.put(TOPIC, Float64MultiArray(data=[0.0]))
     assert inside.wait(10.0)
     for k in range(1, 6):  # 2 fit in the queue, 3 are dropped: put never waits
@@ -62,37 +60,12 @@ def test_a_writer_that_falls_behind_drops_and_counts_and_never_blocks(
     assert recorded.summary == {"messages": "3", "dropped": "3"}
 
 
-_CHILD = """
-import sys, time
-from pathlib import Path
-from std_msgs.msg import String
-from sequence_ai_ros.episodes.writer import EpisodeWriter
-from sequence_ai_ros.episodes.reader import EPISODE_RECORD
-episode = EpisodeWriter(Path(sys.argv[1]), print)
-episode.metadata(EPISODE_RECORD, {"topics": "/robot/sequence_ai/episode", "instruction": "x"})
-for k in range(100):
-    episode.put("/robot/sequence_ai/episode/instruction", String(data=str(k)))
-print("written", flush=True)
-time.sleep(600)
-"""
-
-
 def test_a_killed_process_leaves_a_file_that_reads_back(tmp_path: Path) -> None:
-    path = tmp_path / "killed.mcap"
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(path)], stdout=subprocess.PIPE,
-                             text=True, env=dict(os.environ))
-    try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "written"
-        # Flushed within FLUSH_PERIOD_S of the first message; read until all 100 are there.
-        wait_for(lambda: path.exists() and len(reader.read(path).messages) == 100,
-                 timeout_s=10.0, what="the flushed chunk on disk")
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait(10.0)
+    path = killed_recording(tmp_path / "killed.mcap", "a" * 32)
     episode = reader.read(path)
-    assert episode.cut and not episode.summary
-    assert episode.instruction == "x"
-    assert [m.message.data for m in episode.messages] == [str(k) for k in range(100)]
+    assert episode.cut and not episode.summary and not episode.finished
+    assert episode.instruction == INSTRUCTION
+    assert [m.message.data for m in episode.messages] == [str(k) for k in range(KILLED_MESSAGES)]
     assert {m.topic for m in episode.messages} == {"instruction"}
 
 
@@ -100,17 +73,6 @@ def test_an_unwritable_path_fails_at_once(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("not a folder", encoding="utf-8")
     with pytest.raises(OSError):
         writer.EpisodeWriter(tmp_path / "file" / "episode.mcap", print)
-
-
-def test_the_oldest_episodes_go_first_and_the_one_being_written_stays(tmp_path: Path) -> None:
-    names = [f"2026120{k}T000000_000000Z_m_goal.mcap" for k in range(1, 6)]
-    for name in names:
-        (tmp_path / name).write_bytes(b"x" * 400_000)
-    (tmp_path / "notes.txt").write_bytes(b"x" * 2_000_000)  # not an episode: never removed
-    removed = prune(tmp_path, max_mb=1.0, keep={tmp_path / names[0]})
-    assert removed == [tmp_path / n for n in names[1:4]]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([names[0], names[4], "notes.txt"])
-    assert prune(tmp_path, max_mb=0.0) == []
 
 
 def test_an_episode_is_named_by_start_model_and_instruction() -> None:

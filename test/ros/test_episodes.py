@@ -89,11 +89,18 @@ def _fields(message: Any) -> dict[str, Any]:
     return {k: "nan" if isinstance(v, float) and math.isnan(v) else v for k, v in values.items()}
 
 
+def _closed(path: Path) -> bool:
+    try:
+        return not reader.read(path).cut
+    except reader.EpisodeError:
+        return False  # its first records only, so far
+
+
 def _one_file(folder: Path, before: int = 0) -> Path:
     files = _files(folder)
     assert len(files) == before + 1, files
     # Closed on its writer thread after the result: the goal's end does not wait for the disk.
-    wait_for(lambda: not reader.read(files[-1]).cut, what="the episode file's close")
+    wait_for(lambda: _closed(files[-1]), what="the episode file's close")
     return files[-1]
 
 

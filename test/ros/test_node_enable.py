@@ -4,6 +4,7 @@ with its own ending, the arm held, and nothing but the hold reaches the arm afte
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from action_msgs.msg import GoalStatus
@@ -30,18 +31,23 @@ def set_enabled(arm: ArmHarness, value: bool) -> str:
 
 
 class Heartbeat:
-    """A teleop deadman: `true` every 50 ms (a timer of the test arm) while held."""
+    """A teleop deadman: `true` every 50 ms (a timer of the test arm) while held.
+
+    The timer runs throughout and a flag gates it: cancelling a timer from the test's thread
+    races the arm's executor and can end it (rclpy#1485, unfixed in rclpy 7.1)."""
 
     def __init__(self, arm: ArmHarness) -> None:
         publisher = arm.create_publisher(Bool, HEARTBEAT, 10)
-        self._timer = arm.create_timer(0.05, lambda: publisher.publish(Bool(data=True)))
-        self._timer.cancel()
+        self._held = threading.Event()
+        arm.create_timer(
+            0.05, lambda: publisher.publish(Bool(data=True)) if self._held.is_set() else None
+        )
 
     def hold(self) -> None:
-        self._timer.reset()
+        self._held.set()
 
     def release(self) -> None:
-        self._timer.cancel()
+        self._held.clear()
 
 
 def _start(arm: ArmHarness) -> Any:

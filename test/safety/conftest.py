@@ -48,6 +48,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         },
         safety_support.LIFECYCLE_SIDE: {cell.name for cell in safety_support.LIFECYCLE_CELLS},
         safety_support.GUARD_SIDE: {cell.name for cell in safety_support.GUARD_CELLS},
+        safety_support.FILES_SIDE: {cell.name for cell in safety_support.FILES_CELLS},
+        safety_support.TRAINING_SIDE: {cell.name for cell in safety_support.TRAINING_CELLS},
         **{
             side: set(safety_support.CARTESIAN_SHARED)
             | {cell.name for cell in safety_support.CARTESIAN_CELLS}

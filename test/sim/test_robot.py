@@ -125,8 +125,14 @@ class Probe:
             return condition()
 
 
-# These tests are about the arm and its topics; small frames keep the renderer out of the way.
-SMALL_CAMERAS: dict[str, object] = {"image_width": 128, "image_height": 72, "render_scale": 2}
+# These tests are about the arm and its topics; small frames keep the renderer out of the way,
+# and the kinematic arm is exactly where its commands put it (test_world_node.py runs physics).
+SMALL_CAMERAS: dict[str, object] = {
+    "image_width": 128,
+    "image_height": 72,
+    "render_scale": 2,
+    "physics": "kinematic",
+}
 
 
 @contextmanager

@@ -148,6 +148,8 @@ class NodeCell:
     fault: str
     expected: str
     holds: int = 1
+    # What the run after the fault must end in: a goal's reason, or a tool's or a call's answer.
+    next_expected: str = "completed"
 
 
 NODE_CELLS: tuple[NodeCell, ...] = (
@@ -191,6 +193,8 @@ LIFECYCLE_CELLS: tuple[NodeCell, ...] = (
     NodeCell("catalogue_silent", "catalogue never answers (the node's own process): get_state "
              "and SIGTERM while configure waits", "configure failed within configure_timeout_s; "
              "get_state answered configuring; exit 0", holds=0),
+    NodeCell("planner_killed", "the VLM planner process gets SIGTERM while its step's goal "
+             "moves the arm", "goal canceled and held before the planner's exit 0"),
 )
 
 # The node's guards against what a file, a late hand-over, a dry run or a vanished client may do
@@ -229,6 +233,39 @@ CARTESIAN_CELLS: tuple[NodeCell, ...] = (
     NodeCell("canceled", "cancel while commands play", "interrupted"),
     NodeCell("preempted", "a new goal while commands play; it completes", "preempted",
              holds=2),
+)
+
+
+# Issue 33's rows of what lies beside the arm: the files a recording leaves, what the episode
+# tools make of a damaged file, what the gateway's training API accepts. A tool or an API call
+# commands nothing (0 holds); the run after the fault is the same tool on a good episode
+# ("exit 0") or a well-formed submit ("accepted").
+FILES_SIDE = "recording and files"
+FILES_CELLS: tuple[NodeCell, ...] = (
+    NodeCell("foreign_mcap_pruned", "a user's 0000_my_precious_bag.mcap (1.2 MB) and two "
+             "0.6 MB episodes in record_dir, record_max_mb 1.0; a goal is recorded",
+             "user's file intact; 1 own episode pruned"),
+    NodeCell("killed_recording", "a recording SIGKILLed mid-goal (no summary); a recorder "
+             "starts on its folder", "repaired at start; opens in mcap and rosbags", holds=0,
+             next_expected="exit 0"),
+    NodeCell("unreadable_entries", "show, plot and list on a magic-only file, a corrupted "
+             "chunk, zero bytes, a text file, a directory and a FIFO named *.mcap, a missing "
+             "path", "one stderr line naming each, exit 1, no traceback", holds=0,
+             next_expected="exit 0"),
+)
+TRAINING_SIDE = "gateway training API"
+TRAINING_CELLS: tuple[NodeCell, ...] = (
+    NodeCell("dataset_uri_1_9_mb", "100 submits with a 1.9 MB dataset URI",
+             "100 x 422 naming dataset; 0 jobs kept", holds=0, next_expected="accepted"),
+    NodeCell("base_model_300_chars", "a submit whose base_model is 326 characters",
+             "422 naming base_model", holds=0, next_expected="accepted"),
+    NodeCell("job_flood", "one submit past the key's 500 queued or running jobs",
+             "429 naming the bound", holds=0, next_expected="accepted"),
+    NodeCell("fifo_info_json", "a file:// dataset whose meta/info.json is a FIFO",
+             "422 naming meta/info.json; /v1/health answered", holds=0,
+             next_expected="accepted"),
+    NodeCell("info_json_over_1_mb", "a file:// dataset whose meta/info.json is 1 MB + 1 byte",
+             "422 naming meta/info.json and the bound", holds=0, next_expected="accepted"),
 )
 
 
@@ -315,11 +352,13 @@ class MatrixRow:
     leaked: int = -1
     next_run: str = "(not reached)"
     expected_holds: int = 1
+    expected_next: str = "completed"
 
     @property
     def verdict(self) -> str:
         ok = (self.observed == self.expected and self.holds == self.expected_holds
-              and self.invalid_steps == 0 and self.leaked == 0 and self.next_run == "completed")
+              and self.invalid_steps == 0 and self.leaked == 0
+              and self.next_run == self.expected_next)
         return "pass" if ok else "FAIL"
 
     def as_dict(self) -> dict[str, Any]:
@@ -331,7 +370,8 @@ ROWS: list[MatrixRow] = []
 
 def record(side: str, cell: Cell | NodeCell, expected: str) -> MatrixRow:
     holds = cell.holds if isinstance(cell, NodeCell) else 1
+    following = cell.next_expected if isinstance(cell, NodeCell) else "completed"
     row = MatrixRow(side=side, cell=cell.name, fault=cell.fault, expected=expected,
-                    expected_holds=holds)
+                    expected_holds=holds, expected_next=following)
     ROWS.append(row)
     return row
