@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -15,8 +16,7 @@ import numpy as np
 from support.gateway_fixture import GatewayHandle
 
 import sequence_ai
-from sequence_ai import Model, Observation, Policy
-from sequence_ai.deadline import Exchange
+from sequence_ai import Exchange, Model, Observation, Policy
 
 ROOT = Path(__file__).resolve().parent.parent
 PI05 = "pi05-droid"
@@ -124,9 +124,9 @@ def jpeg_bytes(frame: np.ndarray, width: int, quality: int = 95) -> bytes:
 
 def request_bytes(model: Model, observation: Observation) -> int:
     """Size of the POST /v1/act body the client sends for ``observation``."""
-    from sequence_ai.transport import encode_json
-
-    return len(encode_json({"model": model.id, "observation": observation.to_wire()}))
+    # Compact JSON, as the client encodes it.
+    body = {"model": model.id, "observation": observation.to_wire()}
+    return len(json.dumps(body, separators=(",", ":")).encode("utf-8"))
 
 
 def sized_observation(model: Model, body_bytes: int) -> Observation:

@@ -41,6 +41,7 @@ SECTIONS = (
     "reliability",
     "handover",
     "models",
+    "request_rate",
     "test_durations",
     "world",
 )

@@ -11,10 +11,10 @@ import time
 from collections.abc import Sequence
 from typing import Any, Callable, Optional, TextIO
 
-from . import training_cli
-from .catalogue import Model, models
-from .errors import AuthError, InvalidRequest, OutOfCredit, SequencesError
-from .transport import (
+from ._model.catalogue import Model, models
+from ._services import training_cli
+from ._transport.connection import Connection
+from ._transport.transport import (
     API_KEY_ENV,
     BASE_URL_ENV,
     Transport,
@@ -23,6 +23,7 @@ from .transport import (
     resolve_base_url,
     user_agent,
 )
+from .errors import AuthError, InvalidRequest, OutOfCredit, SequencesError
 
 __all__ = ["PROBE_BODY", "main"]
 
@@ -80,13 +81,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _transport(args: argparse.Namespace, *, keyed: bool) -> Transport:
-    return Transport(
+    where = Connection(
         base_url=args.base_url,
         timeout_s=args.timeout,
         verify=args.ca_bundle or True,
         allow_insecure=args.allow_insecure,
-        require_key=keyed,
     )
+    return where.transport(keyed=keyed)
 
 
 def _state(model: Model) -> str:

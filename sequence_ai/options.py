@@ -1,4 +1,5 @@
-"""``RunOptions``: every option of one ``run()``/``act()``, checked once, frozen.
+"""Options as values: ``RunOptions`` (every option of one ``run()``/``act()``, checked once,
+frozen) and ``Connection`` (where the service is, for every entry point).
 
 The argument checks shared by ``connect``, ``predict`` and ``wait_until_ready`` live here
 too, so every bad value gets the same kind of message: the field, the value, what was expected.
@@ -13,22 +14,25 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable, Optional
 
-from .controllers import Controller, as_controller
+from ._model.controllers import Controller, as_controller
+from ._playback.playback import InstalledRows
+from ._playback.speed import PlaybackSpeed, check_playback_speed
+from ._run.status import PROGRESS_MODES, Progress, RunStatus
+from ._transport.connection import Connection
+from ._transport.transport import MAX_IN_FLIGHT
 from .events import Observer, as_sink
-from .playback import InstalledRows
-from .speed import PlaybackSpeed, check_playback_speed
-from .status import PROGRESS_MODES, Progress, RunStatus
-from .transport import MAX_IN_FLIGHT
 from .types import Observation, Prediction
 
 __all__ = [
     "RESERVED_BODY_FIELDS",
+    "Connection",
     "RunOptions",
     "body_fields",
     "check_spelling",
     "check_max_in_flight",
     "positive_int",
     "positive_seconds",
+    "run_options_of",
 ]
 
 Row = list[float]
@@ -110,11 +114,16 @@ def _callable(name: str, value: object, *, optional: bool) -> None:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """One run's callbacks, bounds and choices; see ``Policy.run`` for what each means."""
+    """One run's callbacks, bounds and choices; see ``Policy.run`` for what each means.
+
+    ``policy.run(options=...)`` and ``policy.act(instruction, options=...)`` take it whole; the
+    same fields as keywords are the convenience form. ``max_actions`` bounds ``run`` (needed
+    there); ``act`` is bounded by ``max_seconds`` instead.
+    """
 
     observe: Callable[[], Observation]
     act: Callable[[Row], object]
-    max_actions: int
+    max_actions: Optional[int] = None
     validate: Optional[Callable[[Row], object]] = None
     hold: Optional[Callable[[], object]] = None
     until: Optional[Callable[[], object]] = None
@@ -145,7 +154,8 @@ class RunOptions:
             "validate", "hold", "until", "on_chunk", "on_underrun", "on_status", "on_rows"
         ):
             _callable(name, getattr(self, name), optional=True)
-        positive_int("max_actions", self.max_actions)
+        if self.max_actions is not None:
+            positive_int("max_actions", self.max_actions)
         if self.open_loop_horizon is not None:
             positive_int("open_loop_horizon", self.open_loop_horizon)
         seam = self.smooth_seam
@@ -181,4 +191,39 @@ class RunOptions:
 # What run()/act() take by name (the request body's fields are anything else).
 _OPTION_NAMES = (
     *(name for name in RunOptions.__dataclass_fields__ if name != "body"), "call", "instruction"
+)
+
+
+def run_options_of(
+    options: Optional[RunOptions],
+    observe: Optional[Callable[[], Observation]],
+    act: Optional[Callable[[Row], object]],
+    keywords: Mapping[str, object],
+    method: str,
+) -> RunOptions:
+    """The ``RunOptions`` of one ``run``/``act`` call: ``options=`` whole, or built from the
+    callbacks and keywords (those named like a field are its options, the rest request-body
+    fields) — never both."""
+    if options is not None:
+        if not isinstance(options, RunOptions):
+            raise TypeError(f"options is {options!r}; expected a sequence_ai.RunOptions")
+        given = [name for name, value in (("observe", observe), ("act", act)) if value is not None]
+        given += list(keywords)
+        if given:
+            raise TypeError(
+                f"{method}() got options= and {', '.join(given)}; pass them in the RunOptions "
+                "(dataclasses.replace(options, ...) changes one)"
+            )
+        return options
+    if observe is None or act is None:
+        raise TypeError(f"{method}() needs observe and act (or options=RunOptions(...))")
+    named = {key: value for key, value in keywords.items() if key in _FIELDS}
+    body = {key: value for key, value in keywords.items() if key not in _FIELDS}
+    return RunOptions(observe=observe, act=act, body=body, **named)  # type: ignore[arg-type]
+
+
+# The fields a keyword may set by name ("body" is the request body itself: a keyword of that
+# name is a body field, as any other unknown one).
+_FIELDS = frozenset(
+    name for name in RunOptions.__dataclass_fields__ if name not in ("observe", "act", "body")
 )

@@ -7,28 +7,25 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Callable, Optional, Union
 
-from .calls import CallHandle, Wake
-from .catalogue import Model, full_model_id
-from .control_loop import RunLoop
-from .controllers import Controller, as_controller
-from .deadline import Exchange
+from ._model.catalogue import Model, full_model_id
+from ._playback.speed import PlaybackSpeed, check_playback_speed
+from ._requests.calls import CallHandle, Wake
+from ._requests.predict import predict_chunk
+from ._requests.session import VALIDATE_MODES, Session, WarmingCallback
+from ._run.control_loop import RunLoop
+from ._run.handover import actions_for, check_instruction, hand_over
+from ._transport.connection import Connection, ConnectionSetting, connection_of
+from ._transport.deadline import Exchange
 from .errors import ChunkExhausted, SequencesError, Unavailable
-from .events import Observer
-from .handover import actions_for, check_instruction, hand_over
-from .options import RunOptions, check_max_in_flight, positive_seconds
+from .options import RunOptions, check_max_in_flight, positive_seconds, run_options_of
 from .outcome import RunOutcome, RunProgress
-from .playback import InstalledRows
-from .predict import predict_chunk
-from .session import VALIDATE_MODES, Session, WarmingCallback
-from .speed import PlaybackSpeed, check_playback_speed
-from .status import Progress, RunStatus
-from .transport import Transport, VerifyArg
 from .types import Observation, Prediction
 
 __all__ = ["Policy", "connect"]
@@ -41,35 +38,30 @@ Row = list[float]
 def connect(
     model: Union[str, Model],
     *,
-    api_key: Optional[str] = None,
-    base_url: Optional[str] = None,
-    timeout_s: float = 30.0,
+    connection: Optional[Connection] = None,
     validate: str = "warn",
     control_hz: Optional[float] = None,
     startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
     on_warming: Optional[WarmingCallback] = None,
-    verify: VerifyArg = True,
-    allow_insecure: bool = False,
     max_in_flight: int = 1,
     playback_speed: PlaybackSpeed = 1.0,
+    **settings: ConnectionSetting,
 ) -> Policy:
     """Open a ``Policy`` for ``model`` (use it as a context manager).
 
-    Sends nothing: no request is made until the Policy is used. ``max_in_flight`` and
-    ``playback_speed`` are the defaults of every ``run``/``act`` (each may override them).
+    Sends nothing: no request is made until the Policy is used. ``connection=`` (or its
+    fields as keywords: ``api_key``, ``base_url``, ``timeout_s``, ``verify``,
+    ``allow_insecure``) says where the service is. ``max_in_flight`` and ``playback_speed``
+    are the defaults of every ``run``/``act`` (each may override them).
     """
     # Spelled out, not **kwargs: this is the signature users and their editors read.
     return Policy(
         model,
-        api_key=api_key,
-        base_url=base_url,
-        timeout_s=timeout_s,
+        connection_of(connection, settings, "connect"),
         validate=validate,
         control_hz=control_hz,
         startup_timeout_s=startup_timeout_s,
         on_warming=on_warming,
-        verify=verify,
-        allow_insecure=allow_insecure,
         max_in_flight=max_in_flight,
         playback_speed=playback_speed,
     )
@@ -84,18 +76,15 @@ class Policy:
     def __init__(
         self,
         model: Union[str, Model],
+        connection: Optional[Connection] = None,
         *,
-        api_key: Optional[str] = None,
-        base_url: Optional[str] = None,
-        timeout_s: float = 30.0,
         validate: str = "warn",
         control_hz: Optional[float] = None,
         startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
         on_warming: Optional[WarmingCallback] = None,
-        verify: VerifyArg = True,
-        allow_insecure: bool = False,
         max_in_flight: int = 1,
         playback_speed: PlaybackSpeed = 1.0,
+        **settings: ConnectionSetting,
     ) -> None:
         if isinstance(model, Model):
             model = model.id
@@ -109,13 +98,7 @@ class Policy:
             raise TypeError(f"on_warming is {on_warming!r}; expected a callable(waited_s, eta_s)")
         check_max_in_flight("max_in_flight", max_in_flight)
         speed = check_playback_speed("playback_speed", playback_speed)
-        transport = Transport(
-            base_url=base_url,
-            api_key=api_key,
-            timeout_s=timeout_s,
-            verify=verify,
-            allow_insecure=allow_insecure,
-        )
+        transport = connection_of(connection, settings, "Policy").transport()
         self._session = Session(
             full_model_id(model.strip()),
             transport,
@@ -287,64 +270,30 @@ class Policy:
 
     def run(
         self,
-        observe: Callable[[], Observation],
-        act: Callable[[Row], object],
+        observe: Optional[Callable[[], Observation]] = None,
+        act: Optional[Callable[[Row], object]] = None,
         *,
-        max_actions: int,
-        validate: Optional[Callable[[Row], object]] = None,
-        hold: Optional[Callable[[], object]] = None,
-        until: Optional[Callable[[], object]] = None,
-        on_chunk: Optional[Callable[[Prediction], object]] = None,
-        on_underrun: Optional[Callable[[float], object]] = None,
-        on_status: Optional[Callable[[RunStatus], object]] = None,
-        on_rows: Optional[Callable[[InstalledRows], object]] = None,
-        progress: Progress = "auto",
-        prefetch: bool = True,
-        smooth_seam: int = 0,
-        max_seconds: Optional[float] = None,
-        startup_timeout_s: Optional[float] = None,
-        open_loop_horizon: Optional[int] = None,
-        controller: Union[Controller, str] = Controller.RAW,
-        max_in_flight: Optional[int] = None,
-        playback_speed: Optional[PlaybackSpeed] = None,
-        observers: Sequence[Observer] = (),
+        options: Optional[RunOptions] = None,
         call: Optional[CallHandle] = None,
-        **options: object,
+        **keywords: object,
     ) -> RunOutcome:
         """Drive ``act`` from ``observe`` until ``max_actions`` or an earlier ending.
 
+        ``options=`` a ``RunOptions`` holds the callbacks, bounds and choices; as a convenience
+        its fields may be given as keywords instead (``run(observe, act, max_actions=40,
+        validate=check)``), and any other keyword is a field of every request body.
         Returns a ``RunOutcome``; an error from a callback or the service is re-raised with
         the outcome attached as ``exc.outcome``. ``hold`` is called once on every early end.
         ``call=`` a ``CallHandle`` lets another thread stop exactly this run; ``observers``
         receive the run's events (``sequence_ai.events``) on a thread of their own. ``observe`` runs
         on the requests' own threads, never on the caller's (docs/control-loop.md).
         """
-        run_options = RunOptions(
-            observe=observe,
-            act=act,
-            max_actions=max_actions,
-            validate=validate,
-            hold=hold,
-            until=until,
-            on_chunk=on_chunk,
-            on_underrun=on_underrun,
-            on_status=on_status,
-            on_rows=on_rows,
-            progress=progress,
-            prefetch=prefetch,
-            smooth_seam=smooth_seam,
-            max_seconds=max_seconds,
-            startup_timeout_s=startup_timeout_s,
-            open_loop_horizon=open_loop_horizon,
-            controller=as_controller(controller),
-            max_in_flight=max_in_flight,
-            playback_speed=playback_speed,
-            observers=observers,
-            body=options,
-        )
+        run_options = run_options_of(options, observe, act, keywords, "run")
+        if run_options.max_actions is None:
+            raise TypeError("run() needs max_actions (act() is the run bounded by max_seconds)")
         with self._drive("run"):
             self._refuse_inside_run("run")
-            if validate is None and not self._warned_no_validate:
+            if run_options.validate is None and not self._warned_no_validate:
                 self._warned_no_validate = True
                 warnings.warn(
                     "run() without validate=: no safety check stands between the model's "
@@ -363,30 +312,37 @@ class Policy:
     def act(
         self,
         instruction: str,
-        observe: Callable[[], Observation],
-        act: Callable[[Row], object],
+        observe: Optional[Callable[[], Observation]] = None,
+        act: Optional[Callable[[Row], object]] = None,
         *,
-        max_seconds: float,
+        options: Optional[RunOptions] = None,
         call: Optional[CallHandle] = None,
-        **run_kwargs: object,
+        **keywords: object,
     ) -> RunOutcome:
-        """``run()`` bounded by ``max_seconds`` with ``instruction`` on every request it makes."""
+        """``run()`` bounded by ``max_seconds`` with ``instruction`` on every request it makes.
+
+        ``max_seconds=`` is required: as a keyword, or set in ``options=`` (as for ``run()``,
+        with no ``max_actions``).
+        """
         check_instruction(instruction)
-        positive_seconds("max_seconds", max_seconds, allow_none=False)
-        if "max_actions" in run_kwargs:
+        if "max_actions" in keywords or (options is not None and options.max_actions is not None):
             raise ValueError("act() is bounded by max_seconds; do not pass max_actions")
+        if options is None and "max_seconds" not in keywords:
+            raise TypeError("act() missing required keyword argument: 'max_seconds'")
+        if options is not None and options.max_seconds is None:
+            raise TypeError("act() needs options with max_seconds set")
+        seconds = keywords["max_seconds"] if options is None else options.max_seconds
+        positive_seconds("max_seconds", seconds, allow_none=False)
+        run_options = run_options_of(options, observe, act, keywords, "act")
+        assert run_options.max_seconds is not None
+        bounded = dataclasses.replace(
+            run_options, max_actions=actions_for(run_options.max_seconds)
+        )
         # The guard comes first: a refused act() must not touch the running call's latch.
         with self._drive("act"):
             self._session.set_instruction(instruction)
             try:
-                return self.run(
-                    observe,
-                    act,
-                    max_actions=actions_for(max_seconds),
-                    max_seconds=max_seconds,
-                    call=call,
-                    **run_kwargs,  # type: ignore[arg-type]  # run() checks each one
-                )
+                return self.run(options=bounded, call=call)
             finally:
                 self._session.clear_instruction()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import stat
 
-from sequence_ai.transport import API_KEY_ENV
+from sequence_ai import API_KEY_ENV
 
 
 class ApiKeyError(ValueError):

@@ -207,15 +207,15 @@ def configure(
 
 def _connect(
     config: NodeConfig, api_key: str | None, control_hz: float | None,
-    on_warming: WarmingCallback, **options: float,
+    on_warming: WarmingCallback, timeout_s: float = sequence_ai.Connection.timeout_s,
 ) -> sequence_ai.Policy:
     return sequence_ai.connect(
         config.model,
-        api_key=api_key,
-        base_url=config.base_url or None,
+        connection=sequence_ai.Connection(
+            api_key=api_key, base_url=config.base_url or None, timeout_s=timeout_s
+        ),
         validate=config.validate_mode,
         control_hz=control_hz,
         startup_timeout_s=config.startup_timeout_s,
         on_warming=on_warming,
-        **options,
     )

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from rclpy.impl.rcutils_logger import RcutilsLogger
 
 import sequence_ai
-from sequence_ai import RunStatus
-from sequence_ai.controllers import Controller
+from sequence_ai import Controller, RunStatus
 from sequence_ai_ros.arm import MotionRules
 from sequence_ai_ros.commands import CommandMode
 from sequence_ai_ros.diagnostics import HealthRecord
@@ -110,25 +107,35 @@ class GoalDriver:
         with self._cond:
             run.feedback = feedback
             self._baton = baton
+        def observe() -> sequence_ai.Observation:
+            return self._observe(config, self._holder(run).handle.request.instruction)
+
+        def act(step: list[float]) -> None:
+            self._gate.publish(step)
+
+        def on_rows(installed: sequence_ai.InstalledRows) -> None:
+            self._on_rows(self._holder(run), installed)
+
         # The callbacks act for the goal that owns the run when they are called (a hand-over
-        # passes it on).
-        options: dict[str, Any] = {
-            "max_seconds": max_seconds,
-            "validate": lambda step: self._validate(self._holder(run), step),
-            "hold": lambda: self._stop_arm(self._holder(run), config, interrupted=True),
-            "prefetch": config.prefetch,
-            "max_in_flight": config.max_in_flight,
-            "playback_speed": config.playback_speed,
-            "smooth_seam": config.smooth_seam,
-            "startup_timeout_s": config.startup_timeout_s,
-            "on_status": self._on_status,
-            "observers": [baton, self._episodes],
-            "controller": self._controller,
-            "progress": False,
-            "call": run.call,
-        }
-        if self._gate.mode is CommandMode.CHUNK:
-            options["on_rows"] = lambda installed: self._on_rows(self._holder(run), installed)
+        # passes it on). max_actions 0: act() bounded by max_seconds alone.
+        options = sequence_ai.RunOptions(
+            observe=observe,
+            act=act,
+            max_actions=goal.max_actions if goal.max_actions > 0 else None,
+            max_seconds=max_seconds,
+            validate=lambda step: self._validate(self._holder(run), step),
+            hold=lambda: self._stop_arm(self._holder(run), config, interrupted=True),
+            prefetch=config.prefetch,
+            max_in_flight=config.max_in_flight,
+            playback_speed=config.playback_speed,
+            smooth_seam=config.smooth_seam,
+            startup_timeout_s=config.startup_timeout_s,
+            on_status=self._on_status,
+            observers=[baton, self._episodes],
+            controller=self._controller,
+            progress=False,
+            on_rows=on_rows if self._gate.mode is CommandMode.CHUNK else None,
+        )
         self._health.update(goal=f"running {shown(goal.instruction)}")
         capped = ""
         if goal.max_seconds > max_seconds:
@@ -138,9 +145,6 @@ class GoalDriver:
             f"{config.prefetch}, smooth_seam {config.smooth_seam}, max_in_flight "
             f"{config.max_in_flight}, playback_speed {config.playback_speed}"
         )
-
-        def observe() -> sequence_ai.Observation:
-            return self._observe(config, self._holder(run).handle.request.instruction)
 
         outcome: sequence_ai.RunOutcome | None = None
         error: Exception | None = None
@@ -156,7 +160,7 @@ class GoalDriver:
             with self._cond:
                 stopped = run.phase is GoalPhase.STOPPING
             if not missing:
-                outcome, error = self._run_policy(run, observe, options)
+                outcome, error = self._run_policy(run, options)
             elif not stopped:
                 error = StaleObservation(
                     f"{', '.join(missing)} never arrived within input_wait_s "
@@ -231,24 +235,16 @@ class GoalDriver:
             return run.holder()
 
     def _run_policy(
-        self,
-        run: GoalRun,
-        observe: Callable[[], sequence_ai.Observation],
-        options: dict[str, Any],
+        self, run: GoalRun, options: sequence_ai.RunOptions
     ) -> tuple[sequence_ai.RunOutcome | None, Exception | None]:
-        goal = run.handle.request
-
-        def act(step: list[float]) -> None:
-            self._gate.publish(step)
-
         try:
-            if goal.max_actions > 0:
+            if options.max_actions is not None:
                 # act() takes no max_actions; run() with the instruction in every observation
                 # is the same loop with both bounds.
-                return self._policy.run(
-                    observe, act, max_actions=goal.max_actions, **options
-                ), None
-            return self._policy.act(goal.instruction, observe, act, **options), None
+                return self._policy.run(options=options, call=run.call), None
+            return self._policy.act(
+                run.handle.request.instruction, options=options, call=run.call
+            ), None
         except Exception as exc:  # noqa: BLE001 - any failure must end the goal held
             return getattr(exc, "outcome", None), exc
 

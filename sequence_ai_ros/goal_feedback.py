@@ -15,7 +15,7 @@ from collections.abc import Callable
 from rclpy.action.server import ServerGoalHandle
 
 import sequence_ai
-from sequence_ai import RunStatus
+from sequence_ai import RunStats, RunStatus
 from sequence_ai.events import (
     ChunkInstalled,
     RowPlayed,
@@ -25,7 +25,6 @@ from sequence_ai.events import (
     UnderrunBegan,
     UnderrunEnded,
 )
-from sequence_ai.run_stats import RunStats
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.diagnostics import HealthRecord
 from sequence_ai_ros.plan_view import PlanView

@@ -3,7 +3,7 @@ one, so its length is bounded and what reaches a log or ``/diagnostics`` is a sh
 
 from __future__ import annotations
 
-from sequence_ai.text import is_blank
+from sequence_ai import is_blank
 
 # Characters of an instruction a log line or diagnostics value shows.
 SHOWN_CHARS = 80

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sequence_ai import Model
-from sequence_ai.controllers import Controller, joint_position_problem
+from sequence_ai import Controller, Model, joint_position_problem
 from sequence_ai_ros import command_frame
 from sequence_ai_ros.cartesian_space import EE_SPACES
 from sequence_ai_ros.commands import CommandMode, Interface

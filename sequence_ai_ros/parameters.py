@@ -18,9 +18,8 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 import sequence_ai_ros.cartesian_gate as cartesian_gate
-from sequence_ai.session import VALIDATE_MODES, ValidateMode
-from sequence_ai.speed import AUTO, MIN_SPEED
-from sequence_ai.transport import MAX_IN_FLIGHT
+from sequence_ai import AUTO_SPEED as AUTO
+from sequence_ai import MAX_IN_FLIGHT, MIN_SPEED, VALIDATE_MODES, ValidateMode
 from sequence_ai_ros import joint_limits
 from sequence_ai_ros.image_conversion import MAX_FRAME_PIXELS
 from sequence_ai_ros.joint_limits import JointLimit, JointLimitsError

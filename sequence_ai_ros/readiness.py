@@ -21,7 +21,7 @@ import threading
 from rclpy.impl.rcutils_logger import RcutilsLogger
 
 import sequence_ai
-from sequence_ai.deadline import Exchange
+from sequence_ai import Exchange
 from sequence_ai_ros.diagnostics import HealthRecord
 
 __all__ = ["CHECK_TIMEOUT_S", "READINESS_THREAD", "READY_POLL_S", "Readiness"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any, Optional, Union
 
-from ..catalogue import Model, full_model_id
+from .._model.catalogue import Model, full_model_id
 from . import cosmos3_edge_policy_droid, pi05_droid
 
 __all__ = ["RECIPES", "check", "cosmos3_edge_policy_droid", "for_model", "pi05_droid", "semantics"]

@@ -7,8 +7,8 @@ import copy
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Optional
 
-from ..actions import prepare
-from ..catalogue import Model
+from .._model.actions import prepare
+from .._model.catalogue import Model
 from ..types import ActionChunk
 
 # Ratios are published rounded (1.7778); half a percent separates rounding from a new ratio.

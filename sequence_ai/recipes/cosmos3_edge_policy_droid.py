@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..catalogue import Model
+from .._model.catalogue import Model
 from ..types import ActionChunk
 from . import _common
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..actions import to_joint_positions
-from ..catalogue import Model
+from .._model.actions import to_joint_positions
+from .._model.catalogue import Model
 from ..types import ActionChunk
 from . import _common
 

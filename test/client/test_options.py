@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from sequence_ai.controllers import Controller
+from sequence_ai._model.controllers import Controller
 from sequence_ai.options import RunOptions
 
 

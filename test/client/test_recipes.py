@@ -7,8 +7,8 @@ import copy
 import pytest
 
 from sequence_ai import recipes
-from sequence_ai.actions import to_joint_positions
-from sequence_ai.catalogue import Model, find_model, models
+from sequence_ai._model.actions import to_joint_positions
+from sequence_ai._model.catalogue import Model, find_model, models
 from sequence_ai.recipes import cosmos3_edge_policy_droid, pi05_droid
 from sequence_ai.types import ActionChunk
 

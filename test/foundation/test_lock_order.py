@@ -22,7 +22,7 @@ RULES = [
      ("listener(", "self._frames.", "self._warn("), "5 after 3, 4, 6"),
     ("sequence_ai_ros/goal_feedback.py", "self._lock",
      ("self._health.", "self._handle.", "self._stats."), "a leaf"),
-    ("sequence_ai/run_stats.py", "self._lock", ("self._connections(",), "a leaf"),
+    ("sequence_ai/_run/run_stats.py", "self._lock", ("self._connections(",), "a leaf"),
     ("sequence_ai_ros/episodes/recorder.py", "self._lock",
      ("self._health.", "self._error(", "episode.", "cameras.", "self._open("), "a leaf"),
     ("sequence_ai_ros/episodes/episode.py", "self._lock",
@@ -34,11 +34,11 @@ RULES = [
      "a leaf"),
     ("sequence_ai_ros/dry_run.py", "self._lock", ("self._commands.", "self._node.", "self._ghost."),
      "a leaf"),
-    ("sequence_ai/capture.py", "self._lock",
+    ("sequence_ai/_run/capture.py", "self._lock",
      ("self._publish(", "self._observe(", "check_observation("), "8: only the Session's (9)"),
-    ("sequence_ai/session.py", "self._lock", (".interrupt(", ".notify(", ".join("),
+    ("sequence_ai/_requests/session.py", "self._lock", (".interrupt(", ".notify(", ".join("),
      "9 before 10"),
-    ("sequence_ai/calls.py", "self._cond", ("self._session", "interrupt_all("), "10"),
+    ("sequence_ai/_requests/calls.py", "self._cond", ("self._session", "interrupt_all("), "10"),
 ]
 
 

@@ -8,8 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from sequence_ai import Model
-from sequence_ai.controllers import Controller
+from sequence_ai import Controller, Model
 from sequence_ai_ros import command_frame, parameters
 from sequence_ai_ros.model_fit import controller_for, fit, fit_problems
 from sequence_ai_ros.parameters import NodeConfig

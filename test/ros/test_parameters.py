@@ -10,7 +10,7 @@ import rclpy
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from sequence_ai.session import ValidateMode
+from sequence_ai import ValidateMode
 from sequence_ai_ros import parameters
 from sequence_ai_ros.parameters import NodeConfig, check_config
 

@@ -19,8 +19,7 @@ from PIL import Image
 from support.gateway_fixture import run_gateway
 
 import sequence_ai
-from sequence_ai import InvalidRequest, Observation
-from sequence_ai.catalogue import find_model
+from sequence_ai import InvalidRequest, Observation, find_model
 
 VIEWS = ("exterior_1", "wrist_left")
 GOOD_FRAME = np.zeros((180, 320, 3), dtype=np.uint8)

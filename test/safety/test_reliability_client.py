@@ -19,9 +19,9 @@ from support.waiting import wait_for
 
 import sequence_ai
 from sequence_ai import InvalidResponse
-from sequence_ai.catalogue import Model
-from sequence_ai.fetch import THREAD_NAME
-from sequence_ai.transport import MAX_BODY_BYTES, Transport, encode_json
+from sequence_ai._model.catalogue import Model
+from sequence_ai._requests.fetch import THREAD_NAME
+from sequence_ai._transport.transport import MAX_BODY_BYTES, Transport, encode_json
 
 # "Within a few MB of the cap": the decoded pieces kept, plus one piece being decoded.
 PEAK_SLACK_BYTES = 4 << 20
@@ -71,7 +71,7 @@ def test_a_key_a_header_cannot_carry_is_refused_without_being_named(key: str) ->
 
 
 def test_the_scrubber_catches_the_key_escaped_and_in_repr() -> None:
-    from sequence_ai.api_key import scrub_key
+    from sequence_ai._transport.api_key import scrub_key
 
     key = "seq_live_abc\u00e9\u2028def"
     forms = [key, repr(key), repr(key.encode()), ascii(key), f"b'Bearer {key!r}'"]
