@@ -68,7 +68,7 @@ setup(
             "sim_robot = sequence_ai_ros.sim.robot:main",
             "sim_bimanual = sequence_ai_ros.sim.bimanual:main",
             "sim_cartesian = sequence_ai_ros.sim.cartesian:main",
-            "preflight = sequence_ai_ros.preflight:main",
+            "preflight = sequence_ai_ros.params.preflight:main",
             "vlm_planner = sequence_ai_ros.vlm_planner:main",
             "sequence-ai-gateway = sequence_ai_gateway.__main__:main",
             "sequence-ai = sequence_ai.cli:main",

@@ -26,7 +26,7 @@ from bench.stats import Summary, fmt, ratio, times
 if TYPE_CHECKING:
     from bench.ros_rig import Robot, RosProbe
     from sequence_ai_interfaces.action import Act
-    from sequence_ai_ros.demo.planner import GoalRun
+    from sequence_ai_ros.demo.planner import SentGoal
 
 # command_mode → the launch argument `controller` whose parameters file gives that mode.
 CONTROLLERS = {"step": "forward", "chunk": "joint_trajectory"}
@@ -118,7 +118,7 @@ def _record(probe: RosProbe, robot: Robot) -> Recording:
     return recording
 
 
-def _wait_for_motion(goal: GoalRun, timeout_s: float) -> None:
+def _wait_for_motion(goal: SentGoal, timeout_s: float) -> None:
     """Until the goal's feedback reports a step played (polled: feedback is a plain list)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

@@ -119,17 +119,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.subscriber:
         return _subscriber(args)
 
-    from sequence_ai_ros import launch_plan
+    from sequence_ai_ros.params import launch as node_launch
 
-    env = {k: v for k, v in os.environ.items() if k not in launch_plan.DDS_PROFILE_ENVS}
+    env = {k: v for k, v in os.environ.items() if k not in node_launch.DDS_PROFILE_ENVS}
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     env.setdefault("ROS_LOCALHOST_ONLY", "1")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     if args.profile == "large":
-        env.update(launch_plan.dds_profile_env({}))
+        env.update(node_launch.dds_profile_env({}))
     elif args.profile != "none":
         profile = str(Path(args.profile).resolve())
-        env.update({name: profile for name in launch_plan.DDS_PROFILE_ENVS})
+        env.update({name: profile for name in node_launch.DDS_PROFILE_ENVS})
     width, _, height = args.size.partition("x")
     sim_args = [
         "--ros-args",

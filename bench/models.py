@@ -1,7 +1,7 @@
 """Section models: every catalogue model end to end through the node on its own simulator.
 
 Each model's robot is started as the project's launcher starts it for `model:=<id> sim:=true`
-(launch_plan.py's MODEL_ROBOTS: the simulator, the node's parameter files in order), the node
+(node_launch.py's MODEL_ROBOTS: the simulator, the node's parameter files in order), the node
 configured and activated, and driven by one goal of GOAL_S seconds and a few goals cancelled
 mid-motion. A process that only receives the arm's commands (bench/command_timer.py, a
 controller's role) times them on the model's own command topic and type. The distance to the
@@ -29,7 +29,7 @@ from bench.stats import Summary, fmt
 if TYPE_CHECKING:
     from bench.ros_rig import RosProbe
     from sequence_ai_ros.demo.launcher import Launcher
-    from sequence_ai_ros.demo.planner import GoalRun
+    from sequence_ai_ros.demo.planner import SentGoal
     from sequence_ai_ros.demo.robots import DemoRobot
 
 MODELS = (
@@ -132,7 +132,7 @@ def _parameters(files: Sequence[str]) -> dict[str, Any]:
 
 
 def setup_of(ctx: Context, model: str, robot: DemoRobot) -> Setup:
-    from sequence_ai_ros.launch_plan import model_robot
+    from sequence_ai_ros.params.launch import model_robot
 
     placed = model_robot(model)
     files = placed.params_files("forward")
@@ -167,7 +167,7 @@ class Run:
 
 def _start(ctx: Context, setup: Setup, namespace: str) -> Launcher:
     from sequence_ai_ros.demo.launcher import Launcher, ProcessSpec, bring_up, ros_arguments
-    from sequence_ai_ros.launch_plan import node_path
+    from sequence_ai_ros.params.launch import node_path
 
     overrides: dict[str, str] = {}
     if setup.simulator == "sim_robot":
@@ -220,7 +220,7 @@ def _until(condition: Callable[[], bool], timeout_s: float, what: str) -> float:
     return time.monotonic()
 
 
-def _moving(goal: GoalRun) -> Callable[[], bool]:
+def _moving(goal: SentGoal) -> Callable[[], bool]:
     return lambda: goal.done() or any(f.actions > 0 for f in list(goal.feedback))
 
 
@@ -302,7 +302,7 @@ class _Inputs:
         self._views = tuple(views)
 
     def joints(self, max_age_s: float) -> Any:
-        from sequence_ai_ros.observations import JointSnapshot
+        from sequence_ai_ros.inputs.readings import JointSnapshot
 
         gripper = [0.0] if self.positions else None
         return JointSnapshot(list(self.positions), gripper, 0.0)
@@ -337,8 +337,9 @@ class GateCost:
 
 
 def _cartesian_rules(setup: Setup) -> Any:
-    from sequence_ai_ros.arm import MotionRules
-    from sequence_ai_ros.parameters import SPECS, NodeConfig
+    from sequence_ai_ros.params.node_config import NodeConfig
+    from sequence_ai_ros.params.spec_table import SPECS
+    from sequence_ai_ros.safety.gate import MotionRules
 
     named = {k: v for k, v in setup.parameters.items() if k in SPECS}
     return MotionRules.from_config(
@@ -349,7 +350,7 @@ def _cartesian_rules(setup: Setup) -> Any:
 def _pose_message(vector: Sequence[float], frame: str) -> Any:
     from geometry_msgs.msg import PoseStamped
 
-    from sequence_ai_ros import pose_math
+    from sequence_ai_ros.geometry import pose_math
 
     position, orientation = pose_math.pose_vector_to_pose(list(vector))
     msg = PoseStamped()
@@ -375,10 +376,10 @@ def cartesian_rows(space: str, k: int) -> tuple[list[float], list[float]]:
 def cartesian_gate_cost(setup: Setup, hz: float, steps: int) -> GateCost:
     """Per step: the measured pose from the pose source the node runs here (ee_pose_topic;
     tf2_ros does not import on this machine), the gate's check, its publish."""
-    from sequence_ai_ros.arm import ArmGate
-    from sequence_ai_ros.cartesian_space import CartesianSpace
-    from sequence_ai_ros.commands import Interface
-    from sequence_ai_ros.pose_source import TopicPoses
+    from sequence_ai_ros.commands.kinds import Interface
+    from sequence_ai_ros.inputs.pose_source import TopicPoses
+    from sequence_ai_ros.safety.cartesian_space import CartesianSpace
+    from sequence_ai_ros.safety.gate import ArmGate
 
     now = [1000.0]
     clock = lambda: now[0]  # noqa: E731 - the gate's and the pose's one fake clock
@@ -413,8 +414,8 @@ def joint_gate_cost(steps: int) -> GateCost:
     """bench/bringup.py's joint step (config/droid.yaml's Panda limits on), split like the
     Cartesian path: the joints' snapshot, the check, the publish."""
     from bench.bringup import PERIOD_S, VIEWS, _rules, _sway
-    from sequence_ai_ros.arm import ArmGate
-    from sequence_ai_ros.commands import Interface
+    from sequence_ai_ros.commands.kinds import Interface
+    from sequence_ai_ros.safety.gate import ArmGate
 
     now = [1000.0]
     inputs = _Inputs(VIEWS, _sway(0))

@@ -3,7 +3,7 @@
     python bench/node_probe.py AGES.json --ros-args ...
 
 Wraps methods of the node's observation path in this process only: the cache's
-``take_frames()`` (the frames a request takes: each view's age when taken) and the goal runner's
+``take_images()`` (the frames a request takes: each view's age when taken) and the goal runner's
 ``_observe()`` (how long building the observation took, and on which thread). On exit the
 samples are written to AGES.json: "requests" (per observation: observe() seconds, its thread's
 name, and each view's frame age at the moment the frames were taken — since received and since
@@ -35,15 +35,17 @@ if str(ROOT) not in sys.path:
 
 def _instrument(record: dict[str, list[Any]]) -> None:
     from sequence_ai.events import RowPlayed, RunEvent, UnderrunEnded
-    from sequence_ai_ros import arm, goal_drive, goals, observations
+    from sequence_ai_ros.goals import driving, runner
+    from sequence_ai_ros.inputs import freshness, observation_cache
+    from sequence_ai_ros.safety import gate
 
     # Per thread: with several requests in flight, each observes on its own fetch thread.
     local = threading.local()
-    original_take = observations.ObservationCache.take_frames
-    original_observe = goal_drive.GoalDriver._observe
-    original_run_policy = goal_drive.GoalDriver._run_policy
-    original_hold = arm.ArmGate.hold
-    original_cancel = goals.GoalRunner.cancel
+    original_take = observation_cache.ObservationCache.take_images
+    original_observe = driving.GoalDriver._observe
+    original_run_policy = driving.GoalDriver._run_policy
+    original_hold = gate.ArmGate.hold
+    original_cancel = runner.GoalRunner.cancel
 
     def hold(self: Any) -> Any:
         problem = original_hold(self)
@@ -63,7 +65,7 @@ def _instrument(record: dict[str, list[Any]]) -> None:
         elif isinstance(event, UnderrunEnded):
             record["underruns"].append(event.time)
 
-    def take_frames(self: Any, views: Any = None, older_than_s: float = 0.0) -> None:
+    def take_images(self: Any, views: Any = None, older_than_s: float = 0.0) -> None:
         original_take(self, views, older_than_s)
         if older_than_s == 0.0:  # a request's take: every view's newest frame
             now, wall = time.monotonic(), time.time()
@@ -79,7 +81,7 @@ def _instrument(record: dict[str, list[Any]]) -> None:
         start = time.monotonic()
         try:
             observation = original_observe(self, *args, **kwargs)
-        except observations.StaleObservation as exc:
+        except freshness.StaleObservation as exc:
             record["stale"].append(str(exc))
             raise
         record["requests"].append({
@@ -107,11 +109,11 @@ def _instrument(record: dict[str, list[Any]]) -> None:
             self, run, observe, {**options, "on_rows": on_rows, "observers": observers}
         )
 
-    observations.ObservationCache.take_frames = take_frames  # type: ignore[method-assign]
-    goal_drive.GoalDriver._observe = observe  # type: ignore[method-assign]
-    goal_drive.GoalDriver._run_policy = run_policy  # type: ignore[method-assign]
-    arm.ArmGate.hold = hold  # type: ignore[method-assign]
-    goals.GoalRunner.cancel = cancel  # type: ignore[method-assign]
+    observation_cache.ObservationCache.take_images = take_images  # type: ignore[method-assign]
+    driving.GoalDriver._observe = observe  # type: ignore[method-assign]
+    driving.GoalDriver._run_policy = run_policy  # type: ignore[method-assign]
+    gate.ArmGate.hold = hold  # type: ignore[method-assign]
+    runner.GoalRunner.cancel = cancel  # type: ignore[method-assign]
 
 
 def main() -> int:

@@ -144,7 +144,7 @@ def _size_rows(model: Any, frame: np.ndarray, content: str) -> list[list[str]]:
 
 
 def _node_row(model: Any, frame: np.ndarray, size: str, reps: int) -> list[str]:
-    from sequence_ai_ros.image_conversion import image_to_array
+    from sequence_ai_ros.inputs.image_conversion import image_to_array
 
     messages = {view: _image_message(frame) for view in model.camera_views}
     joints = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
@@ -213,7 +213,7 @@ def run(ctx: Context) -> Section:
     ))
 
     try:
-        import sequence_ai_ros.image_conversion  # noqa: F401
+        import sequence_ai_ros.inputs.image_conversion  # noqa: F401
     except ImportError as exc:
         section.notes.append(f"node path not measured: {exc} (needs the ROS workspace)")
         return section

@@ -111,7 +111,7 @@ def _flood(ctx: Context, probe: RosProbe, robot: Robot, pid: int, port: int,
 
 def _cycles(ctx: Context, probe: RosProbe, robot: Robot, namespace: str, pid: int, port: int,
             cycles: int) -> tuple[list[str], list[float]]:
-    from sequence_ai_ros.launch_plan import node_path
+    from sequence_ai_ros.params.launch import node_path
 
     lifecycle = probe.planner.lifecycle(node_path(namespace))
     ctx.gateway.inject("ready_stall", seconds=None, count=cycles * 10)

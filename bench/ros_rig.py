@@ -17,7 +17,7 @@ from bench.common import Context, log
 
 if TYPE_CHECKING:
     from sequence_ai_ros.demo.launcher import Launcher
-    from sequence_ai_ros.demo.planner import GoalRun
+    from sequence_ai_ros.demo.planner import SentGoal
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -71,7 +71,7 @@ def start_robot(
     argument of that name does (forward: config/droid.yaml, joint_trajectory: droid_jtc.yaml);
     ``sim_overrides`` change sim_robot's parameters (e.g. its physics, rendered frames)."""
     from sequence_ai_ros.demo.launcher import Launcher, ProcessSpec, bring_up, ros_arguments
-    from sequence_ai_ros.launch_plan import PARAMS_FILES, node_path
+    from sequence_ai_ros.params.launch import PARAMS_FILES, node_path
     from sequence_ai_ros.sim.robot import light_feed_overrides
 
     log_dir = ctx.log_dir
@@ -167,7 +167,7 @@ class RosProbe:
             return [values for name, rows in self.diagnostics.items()
                     if name.startswith(f"/{robot.namespace}/") for values in rows]
 
-    def send_goal(self, robot: Robot, instruction: str, max_seconds: float) -> GoalRun:
+    def send_goal(self, robot: Robot, instruction: str, max_seconds: float) -> SentGoal:
         """Send an Act goal; ``result(timeout)`` of the answer waits for (status, result)."""
         return self.planner.act(robot.topic("act")).send(instruction, max_seconds)
 

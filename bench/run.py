@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("ROS_LOCALHOST_ONLY", "1")
     # Every ROS process of the bench (and this one) with the launch plan's transport profile.
-    from sequence_ai_ros.launch_plan import dds_profile_env
+    from sequence_ai_ros.params.launch import dds_profile_env
 
     os.environ.update(dds_profile_env())
     import matplotlib

@@ -10,7 +10,7 @@ Arguments: model, base_url, namespace, sim (default false), autostart (default t
 configure, then activate), controller (forward: config/droid.yaml; joint_trajectory:
 config/droid_jtc.yaml), params_file. A model other than pi05-droid adds its overlay
 (config/<model>.yaml, loaded after the controller's file) or brings its robot's own file;
-params_file:= replaces them all. The processes come from `sequence_ai_ros.launch_plan`, which
+params_file:= replaces them all. The processes come from `sequence_ai_ros.params.launch`, which
 `python -m sequence_ai_ros.demo.launcher` (for machines without `ros2 launch`) reads too: with
 sim:=true and no base_url, each launch starts a local gateway of its own on a free port with a
 random key, and its node uses both.
@@ -40,8 +40,8 @@ from launch_ros.event_handlers import OnStateTransition
 from launch_ros.events.lifecycle import ChangeState
 from lifecycle_msgs.msg import Transition
 
-from sequence_ai_ros import launch_plan
-from sequence_ai_ros.launch_plan import GATEWAY_READY_PREFIX, PACKAGE
+from sequence_ai_ros.params import launch as node_launch
+from sequence_ai_ros.params.launch import GATEWAY_READY_PREFIX, PACKAGE
 
 PARAMS_FILE = "params_file"
 
@@ -53,18 +53,18 @@ def _change_state(node: LifecycleNode, transition: int) -> EmitEvent:
 
 
 def _actions(context: LaunchContext) -> list[Action]:
-    plan = launch_plan.plan(
-        {name: LaunchConfiguration(name).perform(context) for name in launch_plan.ARGUMENTS}
+    launch = node_launch.launch_for(
+        {name: LaunchConfiguration(name).perform(context) for name in node_launch.ARGUMENTS}
     )
     # params_file:= one file (a copy of config/droid.yaml with `record: goals`, say) instead of
-    # all the plan's files, as the launcher for machines without ros2 launch takes it.
+    # all the launch's files, as the launcher for machines without ros2 launch takes it.
     given = LaunchConfiguration(PARAMS_FILE).perform(context)
     share = get_package_share_directory(PACKAGE)
-    params_files = [given] if given else [os.path.join(share, f) for f in plan.params_files]
+    params_files = [given] if given else [os.path.join(share, f) for f in launch.params_files]
     actions: list[Action] = []
     gateway: ExecuteProcess | None = None
     node: LifecycleNode | None = None
-    for process in plan.processes:
+    for process in launch.processes:
         if not process.node_name:
             executable = os.path.join(get_package_prefix(PACKAGE), "lib", PACKAGE,
                                       process.executable)
@@ -83,7 +83,7 @@ def _actions(context: LaunchContext) -> list[Action]:
             package=PACKAGE,
             executable=process.executable,
             name=process.node_name,
-            namespace=plan.namespace,  # Humble's LifecycleNode requires it, even when empty
+            namespace=launch.namespace,  # Humble's LifecycleNode requires it, even when empty
             parameters=parameters,
             additional_env=process.env,
             output="screen",
@@ -91,7 +91,7 @@ def _actions(context: LaunchContext) -> list[Action]:
         if process.lifecycle:
             node = action
         actions.append(action)
-    if node is None or not plan.autostart:
+    if node is None or not launch.autostart:
         return actions
     # Configure now (or once the local gateway serves); activate once the node reports
     # `inactive` after configuring. A failed configure stops here, and a later deactivate does
@@ -126,7 +126,7 @@ def generate_launch_description() -> LaunchDescription:
             DeclareLaunchArgument(
                 name, default_value=argument.default, description=argument.description
             )
-            for name, argument in launch_plan.ARGUMENTS.items()
+            for name, argument in node_launch.ARGUMENTS.items()
         ]
         + [
             DeclareLaunchArgument(

@@ -27,20 +27,21 @@ from rclpy.qos import (
 from rclpy.signals import SignalHandlerOptions
 
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros import parameters
-from sequence_ai_ros.arm import MotionRules
-from sequence_ai_ros.configuration import Configured, ConfigureError, configure
-from sequence_ai_ros.diagnostics import HealthRecord
-from sequence_ai_ros.diagnostics_output import DiagnosticsOutput
-from sequence_ai_ros.frame_service import serve_current_frames
-from sequence_ai_ros.goal_clients import ClientWatch
-from sequence_ai_ros.goal_text import shown
-from sequence_ai_ros.goals import GoalRunner, ResultReason, StopCause, goal_problem
-from sequence_ai_ros.joint_limits_file import LimitsFile
-from sequence_ai_ros.lifecycle_guard import ConfigureProbe, guard_change_state
-from sequence_ai_ros.motion_enable import Blocked, MotionEnable
-from sequence_ai_ros.parameters import NodeConfig
-from sequence_ai_ros.readiness import Readiness
+from sequence_ai_ros.bringup.configuration import Configured, ConfigureError, configure
+from sequence_ai_ros.bringup.diagnostics import HealthRecord
+from sequence_ai_ros.bringup.diagnostics_output import DiagnosticsOutput
+from sequence_ai_ros.bringup.lifecycle_guard import ConfigureProbe, guard_change_state
+from sequence_ai_ros.bringup.readiness import Readiness
+from sequence_ai_ros.goals.client_watch import ClientWatch
+from sequence_ai_ros.goals.goal_state import goal_problem
+from sequence_ai_ros.goals.instruction import shown
+from sequence_ai_ros.goals.runner import GoalRunner
+from sequence_ai_ros.goals.stop_policy import ResultReason, StopCause
+from sequence_ai_ros.inputs.sent_images import serve_sent_images
+from sequence_ai_ros.params import config_checks, spec_table
+from sequence_ai_ros.safety.gate import MotionRules
+from sequence_ai_ros.safety.joint_limits_file import LimitsFile
+from sequence_ai_ros.safety.motion_enable import Blocked, MotionEnable
 
 NODE_NAME = "sequence_ai"
 # A running goal stops within one control period plus one interruptible wait.
@@ -71,25 +72,25 @@ class SequenceAiNode(LifecycleNode):
     Spun by one `SingleThreadedExecutor` (main()): its callbacks never block on a goal or an
     image, and on the network only in configure's catalogue probe, bounded by
     configure_timeout_s. Lifecycle callbacks run on that thread and own every field; `_lock`
-    guards the ones other threads read: `_accepting`, `_configured` (configuration.py),
+    guards the ones other threads read: `_accepting`, `_configured` (bringup/configuration.py),
     `_open_executes` (the goal, cancel, diagnostics and idle-hold callbacks, the driving
     thread's `_wake`). Entities the executor takes from (the command publishers) are created and
     destroyed only by lifecycle callbacks, on the executor's thread, or by `destroy_node()` once
     nothing spins the node. Sensors live on nodes of their own: joint states on a small
     executor's thread (joint_feed.py), camera subscriptions on a node nothing spins
-    (cameras.py). The readiness thread is readiness.py's, the enable watcher motion_enable.py's.
+    (camera_feed.py). The readiness thread is readiness.py's, the enable watcher motion_enable.py's.
     """
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         guard_change_state(self, self.get_logger().warning)
         self._configuring = ConfigureProbe()
-        parameters.declare(self)
+        spec_table.declare(self)
         # joint_limits_file's table: read off this thread, never waited on by a goal.
         self._limits_file = LimitsFile(
             self.get_logger().warning, lambda: self.get_parameter("joint_limits_file").value
         )
-        self.add_on_set_parameters_callback(parameters.validation_callback(
+        self.add_on_set_parameters_callback(config_checks.validation_callback(
             self._parameter_values, self._configured_as, self._limits_file.check
         ))
         self.health = HealthRecord()
@@ -120,7 +121,7 @@ class SequenceAiNode(LifecycleNode):
             result_service_qos_profile=ACTION_SERVICE_QOS,
             cancel_service_qos_profile=ACTION_SERVICE_QOS,
         )
-        serve_current_frames(self, lambda: None if (r := self._runner()) is None else r.frames)
+        serve_sent_images(self, lambda: None if (r := self._runner()) is None else r.images)
         # The safety net for a goal whose action client is gone (end_goal_without_client_s).
         # Looked at by the overdue timer, once a second: no timer of its own wakes the idle node.
         self._goal_clients = ClientWatch(self, "act")
@@ -131,7 +132,7 @@ class SequenceAiNode(LifecycleNode):
             self, self.health, self._configured_parts, self._enable.state
         )
         # Its own timer, not the diagnostics': goals waiting behind a run that does not stop
-        # end BUSY after PREEMPT_WAIT_S (goals.py).
+        # end BUSY after PREEMPT_WAIT_S (goals/runner.py).
         # (rclpy's node keeps the timer.) It also ends goals whose action client is gone.
         self.create_timer(1.0, self._end_overdue)
         # The hold is one volatile message: a controller that (re)connects after a goal never
@@ -232,15 +233,15 @@ class SequenceAiNode(LifecycleNode):
     def _configure(self) -> None:
         self._destroy_orphans()
         # joint_names may have changed since construction: their joint_limits.* too.
-        parameters.declare_joint_limits(self, list(self.get_parameter("joint_names").value))
+        spec_table.declare_joint_limits(self, list(self.get_parameter("joint_names").value))
         # Read within configure_timeout_s on a thread of its own; a bad file fails configure.
         self._limits_file.load(self.get_parameter("configure_timeout_s").value)
-        config = NodeConfig.from_node(self, self._limits_file)
+        config = spec_table.read_config(self, self._limits_file)
         configured = configure(
             self, config, health=self.health, on_warming=self._on_warming,
             probe=self._configuring,
             wake=self._wake_guard.trigger,
-            live_config=lambda: NodeConfig.from_node(self, self._limits_file),
+            live_config=lambda: spec_table.read_config(self, self._limits_file),
         )
         with self._lock:
             self._configured = configured
@@ -302,7 +303,7 @@ class SequenceAiNode(LifecycleNode):
             return GoalResponse.REJECT
         blocked = self._enable.blocked()
         problem = blocked[1] if blocked is not None else goal_problem(
-            goal, NodeConfig.from_node(self, self._limits_file).max_instruction_chars
+            goal, spec_table.read_config(self, self._limits_file).max_instruction_chars
         )
         if not problem and (runner := self._runner()) is not None:
             problem = runner.handover_problem(goal)
@@ -377,7 +378,7 @@ class SequenceAiNode(LifecycleNode):
             return
         gate = configured.gate
         # joint_limits_file's table in force: nothing is read here.
-        config = NodeConfig.from_node(self, self._limits_file)
+        config = spec_table.read_config(self, self._limits_file)
         if not config.hold_between_goals:
             return
         try:
@@ -411,7 +412,7 @@ class SequenceAiNode(LifecycleNode):
         return state if state in ("inactive", "active") else None
 
     def _parameter_values(self) -> dict[str, Any]:
-        return {name: self.get_parameter(name).value for name in parameters.SPECS}
+        return {name: self.get_parameter(name).value for name in spec_table.SPECS}
 
 
 def _nothing() -> None:

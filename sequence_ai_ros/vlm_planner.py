@@ -40,9 +40,9 @@ from sensor_msgs.msg import JointState
 import sequence_ai
 from sequence_ai_interfaces.action import Act
 from sequence_ai_interfaces.srv import CurrentFrames
-from sequence_ai_ros.action_client import LockedActionClient
-from sequence_ai_ros.api_key import ApiKeyError, read_api_key
-from sequence_ai_ros.goal_text import shown
+from sequence_ai_ros.bringup.api_key_source import ApiKeyError, read_api_key
+from sequence_ai_ros.goals.action_client import LockedActionClient
+from sequence_ai_ros.goals.instruction import shown
 
 __all__ = ["PlannerSettings", "VlmPlanner", "clean_text", "main", "prompt", "run_until_stopped"]
 

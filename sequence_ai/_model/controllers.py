@@ -56,7 +56,7 @@ def _semantics(model: Model) -> dict[str, Any]:
 def joint_position_problem(model: Model) -> Optional[str]:
     """Why ``model``'s rows cannot be played as absolute joint positions (None: they can —
     targets as they come, or deltas through the verified conversion). The client's one answer
-    to it; the node asks it too (sequence_ai_ros/model_fit.py)."""
+    to it; the node asks it too (sequence_ai_ros/params/model_fit.py)."""
     space = _semantics(model).get("space") or model.action_space or ""
     if is_absolute_space(space):
         return None

@@ -1,11 +1,11 @@
-"""`python -m sequence_ai_ros.demo.launcher`: droid.launch.py's plan, for machines without launch.
+"""`python -m sequence_ai_ros.demo.launcher`: droid.launch.py's launch, for machines without launch.
 
     python -m sequence_ai_ros.demo.launcher sim:=true
     python -m sequence_ai_ros.demo.launcher sim:=true namespace:=robot2   # a second robot
 
 Same arguments as the launch file (model, base_url, namespace, sim, autostart, controller,
 params_file: one file instead of all the model's), and the same processes: both read
-`sequence_ai_ros.launch_plan`. Executables are the package's console-script entry points, run
+`sequence_ai_ros.params.launch`. Executables are the package's console-script entry points, run
 with this interpreter; the node is configured (once a local gateway serves) and activated
 through its lifecycle services when autostart is true. Ctrl+C stops every process it started,
 the node first so it can hold the arm. Unlike `ros2 launch`, when one process exits or the node
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from sequence_ai_ros import launch_plan
-from sequence_ai_ros.launch_plan import GATEWAY_READY_PREFIX, Plan, PlanError
+from sequence_ai_ros.params import launch as node_launch
+from sequence_ai_ros.params.launch import GATEWAY_READY_PREFIX, Launch, LaunchArgumentError
 
 # The console scripts of setup.py: the launcher runs exactly these functions.
 ENTRY_POINTS = {
@@ -56,21 +56,21 @@ def parse_arguments(argv: Sequence[str]) -> dict[str, str]:
         given[name] = value
     params_file = given.pop(PARAMS_FILE_ARGUMENT, "")
     try:
-        values = launch_plan.arguments(given)
-    except PlanError as exc:
+        values = node_launch.arguments(given)
+    except LaunchArgumentError as exc:
         raise LaunchError(str(exc)) from None
     values[PARAMS_FILE_ARGUMENT] = params_file
     return values
 
 
-def params_files(plan: Plan, given: str = "") -> list[str]:
-    """The node's parameters files in load order: `given` (params_file:=) alone, else the plan's
+def params_files(launch: Launch, given: str = "") -> list[str]:
+    """The node's parameters files in load order: `given` (params_file:=) alone, else the launch's
     (the robot's file, then the model's overlays), found as `default_params_file` finds them."""
     if given:
         return [given]
     try:
-        return [str(launch_plan.share_file(relative)) for relative in plan.params_files]
-    except PlanError as exc:
+        return [str(node_launch.share_file(relative)) for relative in launch.params_files]
+    except LaunchArgumentError as exc:
         raise LaunchError(str(exc)) from None
 
 
@@ -78,8 +78,8 @@ def default_params_file(controller: str = "forward") -> Path:
     """The controller's parameters file (config/droid.yaml for forward) of this checkout when
     run from source, else the installed share/ copy."""
     try:
-        return launch_plan.share_file(launch_plan.PARAMS_FILES[controller])
-    except PlanError as exc:
+        return node_launch.share_file(node_launch.PARAMS_FILES[controller])
+    except LaunchArgumentError as exc:
         raise LaunchError(str(exc)) from None
 
 
@@ -122,20 +122,20 @@ class ProcessSpec:
         return [sys.executable, "-c", bootstrap, *self.arguments]
 
 
-def specs_for(plan: Plan, params_files: Sequence[str]) -> list[ProcessSpec]:
-    """The plan's processes as command lines, in start order; the node reads `params_files`."""
+def specs_for(launch: Launch, params_files: Sequence[str]) -> list[ProcessSpec]:
+    """The launch's processes as command lines, in start order; the node reads `params_files`."""
     specs = []
-    for process in plan.processes:
+    for process in launch.processes:
         if process.node_name:
             arguments = ros_arguments(
                 process.node_name,
-                plan.namespace,
+                launch.namespace,
                 params_files if process.params_file else (),
                 process.parameters,
             )
         else:
             arguments = list(process.arguments)
-        ready = GATEWAY_READY_PREFIX if process is plan.gateway else ""
+        ready = GATEWAY_READY_PREFIX if process is launch.gateway else ""
         specs.append(
             ProcessSpec(process.label, process.executable, arguments, dict(process.env),
                         ready_prefix=ready)
@@ -332,9 +332,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         values = parse_arguments(arguments)
         given_file = values.pop(PARAMS_FILE_ARGUMENT)
-        plan = launch_plan.plan(values)
-        launcher = Launcher(specs_for(plan, params_files(plan, given_file)))
-    except (LaunchError, PlanError) as exc:
+        launch = node_launch.launch_for(values)
+        launcher = Launcher(specs_for(launch, params_files(launch, given_file)))
+    except (LaunchError, LaunchArgumentError) as exc:
         print(f"launcher: {exc}", file=sys.stderr)
         return 2
     # Ctrl+C and SIGTERM both end the wait below; children are then stopped in order. SIGINT
@@ -345,8 +345,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         launcher.start()
         print(f"launcher: started {launcher.pids()}", flush=True)
-        if plan.autostart:
-            bring_up(plan.node_path)
+        if launch.autostart:
+            bring_up(launch.node_path)
         name, exit_code = launcher.wait_exit()[0]
         print(f"launcher: {name} exited with {exit_code}; stopping the rest", flush=True)
         code = 1

@@ -30,7 +30,7 @@ from rclpy.parameter import Parameter
 from rclpy.task import Future
 
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.action_client import LockedActionClient
+from sequence_ai_ros.goals.action_client import LockedActionClient
 
 DEADLINE_S = 30.0
 # Sent by label: a label names the transition of the node's current state, where a bare id
@@ -175,7 +175,7 @@ class ParameterClient:
         return dict(zip(names, reply.values, strict=True))
 
 
-class GoalRun:
+class SentGoal:
     """One `act` goal as a planner sees it: accepted or not, feedback, result, cancel."""
 
     def __init__(self, handle: ClientGoalHandle, feedback: list[Act.Feedback]) -> None:
@@ -224,7 +224,7 @@ class ActClient:
         on_feedback: Callable[[Act.Feedback], Any] | None = None,
         timeout_s: float = DEADLINE_S,
         handover: bool = False,
-    ) -> GoalRun:
+    ) -> SentGoal:
         """Send a goal and wait for its acceptance or rejection; `handover`: take over the
         running goal's motion instead of preempting it."""
         self.wait_for_server(timeout_s)
@@ -241,7 +241,7 @@ class ActClient:
         )
         sent = self._client.send_goal_async(goal, feedback_callback=received)
         handle = wait_future(sent, timeout_s, f"goal response for {instruction!r}")
-        return GoalRun(handle, feedback)
+        return SentGoal(handle, feedback)
 
     def destroy(self) -> None:
         """Once; call it while no executor spins the node (`Planner.close` does)."""

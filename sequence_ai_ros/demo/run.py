@@ -1,7 +1,7 @@
 """`make demo` / `python -m sequence_ai_ros.demo`: a simulated DROID arm doing what it is told.
 
 Starts the local gateway, `sim_robot` and the `sequence_ai` node (droid.launch.py, else
-sequence_ai_ros.demo.launcher: both read sequence_ai_ros.launch_plan), activates the node, then
+sequence_ai_ros.demo.launcher: both read sequence_ai_ros.params.launch), activates the node, then
 plays planner: an `act` goal "pick up the cup", preempted part-way by a second instruction.
 It prints both results and how much closer the arm got to each instruction's target,
 draws the run into demo.png and stops what it started. The cameras are 1280x720 like DROID's,
@@ -37,7 +37,7 @@ from sequence_ai_ros.demo.robots import (
 
 if TYPE_CHECKING:
     from sequence_ai_ros.demo.launcher import Launcher
-    from sequence_ai_ros.demo.planner import ActClient, GoalRun, Planner
+    from sequence_ai_ros.demo.planner import ActClient, Planner, SentGoal
 
 FIRST_INSTRUCTION = "pick up the cup"
 SECOND_INSTRUCTION = "put the cup on the blue block"
@@ -89,7 +89,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         choices=("vlm", "scripted"),
         default=None,
         help="vlm (default where the simulated chat model can plan for the model's robot, "
-        "the DROID arm): the VLM planner (vlm_planner) plans --task step by step with "
+        "the DROID arm): the VLM planner (vlm_planner) launches --task step by step with "
         "hand-overs; scripted (the default for the other robots): two fixed instructions, the "
         "second preempting the first",
     )
@@ -227,10 +227,10 @@ class Recording:
 
 
 def _params_files(model: str) -> tuple[str, ...]:
-    """The node's parameters files a sim:=true launch of `model` takes (launch_plan's choice)."""
-    from sequence_ai_ros import launch_plan
+    """The node's parameters files a sim:=true launch of `model` takes (node_launch's choice)."""
+    from sequence_ai_ros.params import launch as node_launch
 
-    return launch_plan.plan({"model": model}).params_files
+    return node_launch.launch_for({"model": model}).params_files
 
 
 def _ros2_launch_available() -> bool:
@@ -330,8 +330,8 @@ class Demo:
     # ----- processes -----
 
     def start_processes(self) -> None:
-        from sequence_ai_ros import launch_plan
         from sequence_ai_ros.demo import launcher
+        from sequence_ai_ros.params import launch as node_launch
 
         namespace = self.args.namespace
         model = self.args.model
@@ -344,9 +344,9 @@ class Demo:
         else:
             values = launcher.parse_arguments(arguments)
             given_file = values.pop(launcher.PARAMS_FILE_ARGUMENT)
-            plan = launch_plan.plan(values)
+            launch = node_launch.launch_for(values)
             # The model's own parameters files, as launcher.main picks them.
-            specs = launcher.specs_for(plan, launcher.params_files(plan, given_file))
+            specs = launcher.specs_for(launch, launcher.params_files(launch, given_file))
             self.via = f"python -m sequence_ai_ros.demo.launcher {shown} (no ros2 launch here)"
         self.launcher = launcher.Launcher(specs, log_dir=self.log_dir)
         self.launcher.start()
@@ -373,7 +373,7 @@ class Demo:
         from rclpy.qos import QoSProfile
 
         from sequence_ai_ros.demo.planner import Planner
-        from sequence_ai_ros.launch_plan import node_path
+        from sequence_ai_ros.params.launch import node_path
 
         namespace = self.args.namespace.strip("/")
         self.planner = Planner("sequence_ai_demo", namespace=f"/{namespace}")
@@ -432,7 +432,7 @@ class Demo:
         self.planner = self.act = None
 
     def bring_up(self) -> None:
-        from sequence_ai_ros.launch_plan import node_path
+        from sequence_ai_ros.params.launch import node_path
 
         assert self.planner is not None and self.act is not None
         target = node_path(self.args.namespace)
@@ -454,7 +454,7 @@ class Demo:
                 raise RuntimeError(f"the node refused {name}={value}: {result.reason}")
             print(f"{target}: {name.strip()} set to {value.strip()}")
         self.act.wait_for_server(BRING_UP_TIMEOUT_S)
-        from sequence_ai_ros.launch_plan import model_robot
+        from sequence_ai_ros.params.launch import model_robot
 
         simulator = model_robot(self.args.model).simulator
         self._wait(
@@ -483,7 +483,7 @@ class Demo:
 
     # ----- goals -----
 
-    def _send(self, goal: GoalRecord) -> GoalRun:
+    def _send(self, goal: GoalRecord) -> SentGoal:
         assert self.act is not None
         goal.sent_t = time.monotonic()
         goal.start_q = self.recording.latest_joints()
@@ -674,7 +674,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.planner == "vlm":
         import secrets
 
-        from sequence_ai_ros.launch_plan import SIM_KEY_ENV
+        from sequence_ai_ros.params.launch import SIM_KEY_ENV
 
         # The launch's gateway takes this key, so the VLM planner can call its /v1/chat.
         os.environ[SIM_KEY_ENV] = secrets.token_urlsafe(24)

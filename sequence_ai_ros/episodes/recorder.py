@@ -29,13 +29,13 @@ from sequence_ai.events import (
     UnderrunEnded,
 )
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.diagnostics import HealthRecord
+from sequence_ai_ros.bringup.diagnostics import HealthRecord
 from sequence_ai_ros.episodes.cameras import CameraSampler
 from sequence_ai_ros.episodes.episode import Disposition, Episode
 from sequence_ai_ros.episodes.files import RECORDER
 from sequence_ai_ros.episodes.folder import SUFFIX, folder_id, prune, repair_unfinished
 from sequence_ai_ros.episodes.reader import EPISODE_RECORD
-from sequence_ai_ros.parameters import NodeConfig
+from sequence_ai_ros.params.node_config import NodeConfig
 
 if TYPE_CHECKING:
     from sequence_ai_ros.episodes.writer import WriterStats

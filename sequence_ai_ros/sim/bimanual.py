@@ -22,7 +22,7 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
-from sequence_ai_ros.parameters import Spec, declare_read_only
+from sequence_ai_ros.params.spec_table import Spec, declare_read_only
 from sequence_ai_ros.sim.process import spin_until_signal
 
 SIDES = ("left", "right")

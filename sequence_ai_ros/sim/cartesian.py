@@ -30,8 +30,8 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
-from sequence_ai_ros.parameters import Spec, declare_read_only
-from sequence_ai_ros.pose_math import matrix_to_quaternion, quaternion_to_matrix
+from sequence_ai_ros.geometry.pose_math import matrix_to_quaternion, quaternion_to_matrix
+from sequence_ai_ros.params.spec_table import Spec, declare_read_only
 from sequence_ai_ros.sim.arm import GRIPPER_JOINT, JOINT_NAMES
 from sequence_ai_ros.sim.cartesian_arm import (
     CartesianArm,

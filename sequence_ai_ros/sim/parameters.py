@@ -8,7 +8,7 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from sequence_ai_ros.parameters import Spec, constraints, declare_read_only, spec_problem
+from sequence_ai_ros.params.spec_table import Spec, constraints, declare_read_only, spec_problem
 from sequence_ai_ros.sim.arm import HOME, JOINT_NAMES
 from sequence_ai_ros.sim.render import IMAGE_SIZE, VIEWS
 from sequence_ai_ros.sim.task import PICK, TASKS

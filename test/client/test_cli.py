@@ -99,6 +99,7 @@ def test_doctor_over_tls_with_a_ca_bundle(gateway_factory, env, capsys):
     assert code == 0, out
 
 
+@pytest.mark.slow
 def test_the_module_runs_as_a_program(shared_gateway, env):
     result = subprocess.run(
         [sys.executable, "-m", "sequence_ai.cli", "models", "--base-url", shared_gateway.url],

@@ -15,9 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from sequence_ai_ros import launch_plan
 from sequence_ai_ros.demo import launcher
 from sequence_ai_ros.demo.planner import Planner
+from sequence_ai_ros.params import launch as node_launch
+
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
 
 NAMESPACE = "clean_stop"
 PATIENCE_S = 60.0
@@ -42,9 +45,9 @@ def _wait_for_line(log: Path, words: str, process: subprocess.Popen[bytes]) -> N
 
 @pytest.fixture
 def group(tmp_path: Path) -> Iterator[list[tuple[str, subprocess.Popen[bytes], Path]]]:
-    """The sim plan's processes in one process group, as `ros2 launch` runs them."""
-    plan = launch_plan.plan({"sim": "true", "namespace": NAMESPACE})
-    specs = launcher.specs_for(plan, launcher.params_files(plan))
+    """The sim launch's processes in one process group, as `ros2 launch` runs them."""
+    launch = node_launch.launch_for({"sim": "true", "namespace": NAMESPACE})
+    specs = launcher.specs_for(launch, launcher.params_files(launch))
     started: list[tuple[str, subprocess.Popen[bytes], Path]] = []
     for spec in specs:
         log = tmp_path / f"{spec.name}.log"
@@ -63,7 +66,7 @@ def group(tmp_path: Path) -> Iterator[list[tuple[str, subprocess.Popen[bytes], P
     _wait_for_line(started[1][2], "simulated arm up", started[1][1])
     planner = Planner("clean_stop_planner")
     try:
-        lifecycle = planner.lifecycle(launch_plan.node_path(NAMESPACE))
+        lifecycle = planner.lifecycle(node_launch.node_path(NAMESPACE))
         assert lifecycle.transition("configure", PATIENCE_S)
         assert lifecycle.transition("activate", PATIENCE_S)
     finally:

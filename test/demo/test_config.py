@@ -51,6 +51,7 @@ def context() -> Iterator[Context]:
         rclpy.shutdown(context=context)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "configs",
     [(CONFIG,), (JTC_CONFIG,), (CONFIG, COSMOS3_OVERLAY)],
@@ -98,7 +99,9 @@ def test_the_yaml_describes_pi05_droid_on_the_simulated_franka() -> None:
 
 
 def test_the_jtc_file_is_the_same_robot_on_joint_trajectory_controller_in_chunk_mode() -> None:
-    from sequence_ai_ros.parameters import SPECS, NodeConfig, check_config
+    from sequence_ai_ros.params.config_checks import check_config
+    from sequence_ai_ros.params.node_config import NodeConfig
+    from sequence_ai_ros.params.spec_table import SPECS
 
     forward, jtc = yaml_parameters(), yaml_parameters(JTC_CONFIG)
     differing = {key for key in forward.keys() | jtc.keys() if forward.get(key) != jtc.get(key)}
@@ -111,7 +114,7 @@ def test_the_jtc_file_is_the_same_robot_on_joint_trajectory_controller_in_chunk_
 
 
 def test_the_yaml_carries_the_pandas_published_joint_limits() -> None:
-    from sequence_ai_ros.joint_limits import RateLimits, resolve
+    from sequence_ai_ros.safety.joint_limits import RateLimits, resolve
 
     params = yaml_parameters()
     entries: dict[str, dict[str, Any]] = {}

@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 from support.ros_domains import CONFIG_TESTS, domain
 
-from sequence_ai_ros import launch_plan
+from sequence_ai_ros.params import launch as node_launch
+
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-PROFILE = ROOT / launch_plan.DDS_PROFILE_FILE
+PROFILE = ROOT / node_launch.DDS_PROFILE_FILE
 FRAME_BYTES = 1280 * 720 * 3
 NS = {"dds": "http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles"}
 
@@ -47,9 +50,9 @@ def test_fast_dds_loads_it_and_maps_the_large_segment() -> None:
         "print(max(sizes, default=0)); node.destroy_node(); rclpy.shutdown()\n"
     )
     env = {**os.environ, "ROS_DOMAIN_ID": str(domain(CONFIG_TESTS))}
-    for name in launch_plan.DDS_PROFILE_ENVS:
+    for name in node_launch.DDS_PROFILE_ENVS:
         env.pop(name, None)
-    env.update(launch_plan.dds_profile_env({}))
+    env.update(node_launch.dds_profile_env({}))
     done = subprocess.run(
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60,
         check=False,
@@ -60,24 +63,24 @@ def test_fast_dds_loads_it_and_maps_the_large_segment() -> None:
 
 
 def test_every_ros_process_of_the_plan_gets_the_profile_and_the_gateway_does_not() -> None:
-    expected = launch_plan.dds_profile_env({})
-    assert set(expected) == set(launch_plan.DDS_PROFILE_ENVS)
+    expected = node_launch.dds_profile_env({})
+    assert set(expected) == set(node_launch.DDS_PROFILE_ENVS)
     assert all(Path(path) == PROFILE for path in expected.values())
     for given in ({}, {"sim": "true"}):
-        plan = launch_plan.plan(given)
-        for process in plan.processes:
-            env = {k: v for k, v in process.env.items() if k in launch_plan.DDS_PROFILE_ENVS}
+        launch = node_launch.launch_for(given)
+        for process in launch.processes:
+            env = {k: v for k, v in process.env.items() if k in node_launch.DDS_PROFILE_ENVS}
             assert env == (expected if process.node_name else {}), process.label
 
 
 def test_a_profile_the_environment_names_is_left_alone() -> None:
-    for name in launch_plan.DDS_PROFILE_ENVS:
-        assert launch_plan.dds_profile_env({name: "/robot/own_profile.xml"}) == {}
+    for name in node_launch.DDS_PROFILE_ENVS:
+        assert node_launch.dds_profile_env({name: "/robot/own_profile.xml"}) == {}
 
 
 def test_profile_is_installed_to_share_for_the_launch_file() -> None:
     packages = pytest.importorskip("ament_index_python.packages")
-    share = Path(packages.get_package_share_directory(launch_plan.PACKAGE))
-    installed = share / launch_plan.DDS_PROFILE_FILE
+    share = Path(packages.get_package_share_directory(node_launch.PACKAGE))
+    installed = share / node_launch.DDS_PROFILE_FILE
     assert installed.is_file(), f"{installed} missing: rebuild with `make setup`"
     assert installed.read_text() == PROFILE.read_text()

@@ -16,6 +16,9 @@ pytest.importorskip("rclpy")
 
 from sequence_ai_ros.demo.run import process_alive  # noqa: E402
 
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 DOMAIN_ID = domain(DEMO_TESTS)
 MAX_SECONDS = 8.0
 # Far above the demo's own ~30 s: the bound only stops a hung run before pytest-timeout does.

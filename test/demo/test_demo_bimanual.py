@@ -18,6 +18,9 @@ pytest.importorskip("rclpy")
 
 from sequence_ai_ros.demo.run import process_alive  # noqa: E402
 
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 # test_demo.py's domain: the suite runs one demo at a time.
 DOMAIN_ID = domain(DEMO_TESTS)
 MAX_SECONDS = 8.0

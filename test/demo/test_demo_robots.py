@@ -140,7 +140,7 @@ def test_a_cartesian_robot_refuses_a_joint_space_and_a_target_that_does_not_fit(
 
 def test_every_model_the_launch_plan_maps_has_a_description() -> None:
     from sequence_ai_ros.demo.run import _params_files
-    from sequence_ai_ros.launch_plan import ARGUMENTS, MODEL_ROBOTS
+    from sequence_ai_ros.params.launch import ARGUMENTS, MODEL_ROBOTS
 
     assert ARGUMENTS["model"].default == robots.DEFAULT_MODEL
     assert set(MODEL_ROBOTS) <= set(ROBOTS)

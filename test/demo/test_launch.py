@@ -1,4 +1,4 @@
-"""droid.launch.py and the launcher read one plan (sequence_ai_ros.launch_plan) and start the
+"""droid.launch.py and the launcher read one launch (sequence_ai_ros.params.launch) and start the
 same processes from it. `launch`/`launch_ros` are not installable here, so the launch file runs
 against stand-in modules that record what it builds."""
 
@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from sequence_ai_gateway.catalogue import simulated_row
-from sequence_ai_ros import launch_plan
 from sequence_ai_ros.demo import launcher
+from sequence_ai_ros.params import launch as node_launch
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILE = ROOT / "launch" / "droid.launch.py"
@@ -72,9 +72,9 @@ def _stub_modules(arguments: dict[str, str]) -> dict[str, types.ModuleType]:
 
 @pytest.fixture
 def fixed_port_and_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both readers call launch_plan.plan; a fixed port and key make their plans comparable."""
-    monkeypatch.setattr(launch_plan, "free_port", lambda host=launch_plan.GATEWAY_HOST: PORT)
-    monkeypatch.setattr(launch_plan.secrets, "token_urlsafe", lambda nbytes=None: KEY)
+    """Both readers call node_launch.launch; a fixed port and key make their launches comparable."""
+    monkeypatch.setattr(node_launch, "free_port", lambda host=node_launch.GATEWAY_HOST: PORT)
+    monkeypatch.setattr(node_launch.secrets, "token_urlsafe", lambda nbytes=None: KEY)
 
 
 def _description(monkeypatch: pytest.MonkeyPatch, arguments: dict[str, str]) -> list[Any]:
@@ -88,7 +88,7 @@ def _description(monkeypatch: pytest.MonkeyPatch, arguments: dict[str, str]) -> 
 
 
 def _run_launch_file(monkeypatch: pytest.MonkeyPatch, **given: str) -> list[Any]:
-    defaults = {name: a.default for name, a in launch_plan.ARGUMENTS.items()}
+    defaults = {name: a.default for name, a in node_launch.ARGUMENTS.items()}
     description = _description(monkeypatch, {**defaults, "params_file": "", **given})
     (opaque,) = [a for a in description if type(a).__name__ == "OpaqueFunction"]
     return opaque.kwargs["function"](object())
@@ -112,7 +112,7 @@ def _launch_processes(actions: list[Any]) -> list[tuple]:
             continue
         params = list(kw["parameters"])
         files = tuple(p for p in params if isinstance(p, str))
-        # The files come first, then the plan's own parameters: a later entry wins.
+        # The files come first, then the launch's own parameters: a later entry wins.
         assert params[: len(files)] == list(files)
         overrides = params[len(files)] if len(params) > len(files) else {}
         found.append((kw["executable"], kw["name"], kw["namespace"], files, overrides, (),
@@ -172,14 +172,14 @@ def test_launch_file_and_launcher_start_the_same_plan(
     actions = _run_launch_file(monkeypatch, **given)
     values = launcher.parse_arguments([f"{k}:={v}" for k, v in given.items()])
     given_file = values.pop(launcher.PARAMS_FILE_ARGUMENT)
-    plan = launch_plan.plan(values)
-    files = [given_file] if given_file else [f"/checkout/{f}" for f in plan.params_files]
-    specs = launcher.specs_for(plan, files)
+    launch = node_launch.launch_for(values)
+    files = [given_file] if given_file else [f"/checkout/{f}" for f in launch.params_files]
+    specs = launcher.specs_for(launch, files)
     assert _launch_processes(actions) == _launcher_processes(specs, "/checkout")
     # The launcher waits for the gateway to serve before it configures; so does the launch file.
     gateways = _of(actions, "ExecuteProcess")
     assert [s.ready_prefix for s in specs if s.ready_prefix] == [
-        launch_plan.GATEWAY_READY_PREFIX
+        node_launch.GATEWAY_READY_PREFIX
     ] * len(gateways)
 
 
@@ -204,13 +204,13 @@ def test_a_params_file_argument_replaces_all_the_models_files(
 
 def test_the_launcher_passes_every_file_in_order_or_the_given_one_alone() -> None:
     cosmos3 = "cosmos3-edge-policy-droid"
-    plan = launch_plan.plan({"model": cosmos3})
-    node_args = launcher.specs_for(plan, launcher.params_files(plan))[-1].arguments
+    launch = node_launch.launch_for({"model": cosmos3})
+    node_args = launcher.specs_for(launch, launcher.params_files(launch))[-1].arguments
     files = [v for f, v in zip(node_args, node_args[1:]) if f == "--params-file"]
     assert files == [
         str(ROOT / "config" / "droid.yaml"), str(ROOT / "config" / f"{cosmos3}.yaml"),
     ]
-    assert launcher.params_files(plan, "/robot/mine.yaml") == ["/robot/mine.yaml"]
+    assert launcher.params_files(launch, "/robot/mine.yaml") == ["/robot/mine.yaml"]
 
 
 def test_launch_file_declares_the_plans_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -219,7 +219,7 @@ def test_launch_file_declares_the_plans_arguments(monkeypatch: pytest.MonkeyPatc
         for a in _description(monkeypatch, {})
         if type(a).__name__ == "DeclareLaunchArgument"
     }
-    assert declared == {n: a.default for n, a in launch_plan.ARGUMENTS.items()} | {
+    assert declared == {n: a.default for n, a in node_launch.ARGUMENTS.items()} | {
         "params_file": ""
     }
     assert declared == {
@@ -254,44 +254,44 @@ def test_launcher_refuses_bad_arguments_naming_them(argument: str, message: str)
 
 
 def test_real_robot_plan_is_the_node_alone_with_droid_yaml() -> None:
-    plan = launch_plan.plan({"model": "pi05-droid"})
-    assert [p.label for p in plan.processes] == ["node"]
-    assert plan.node.params_file and plan.node.lifecycle
-    assert plan.node.parameters == {"model": "pi05-droid"}
-    assert plan.node.env == launch_plan.dds_profile_env() and plan.gateway is None
-    assert plan.autostart
+    launch = node_launch.launch_for({"model": "pi05-droid"})
+    assert [p.label for p in launch.processes] == ["node"]
+    assert launch.node.params_file and launch.node.lifecycle
+    assert launch.node.parameters == {"model": "pi05-droid"}
+    assert launch.node.env == node_launch.dds_profile_env() and launch.gateway is None
+    assert launch.autostart
 
 
 def test_each_sim_launch_gets_a_gateway_of_its_own_and_tells_its_node() -> None:
-    first = launch_plan.plan({"sim": "true"})
-    second = launch_plan.plan({"sim": "true", "namespace": "robot2"})
+    first = node_launch.launch_for({"sim": "true"})
+    second = node_launch.launch_for({"sim": "true", "namespace": "robot2"})
     assert [p.label for p in second.processes] == ["gateway", "sim_robot", "node"]
     urls = []
-    for plan in (first, second):
-        assert plan.gateway is not None
-        port = plan.gateway.arguments[plan.gateway.arguments.index("--port") + 1]
-        assert plan.node.parameters["base_url"] == f"http://127.0.0.1:{port}"
-        key = plan.node.env["SEQUENCES_API_KEY"]
+    for launch in (first, second):
+        assert launch.gateway is not None
+        port = launch.gateway.arguments[launch.gateway.arguments.index("--port") + 1]
+        assert launch.node.parameters["base_url"] == f"http://127.0.0.1:{port}"
+        key = launch.node.env["SEQUENCES_API_KEY"]
         # The key goes to the gateway in its environment, never on a command line.
-        assert plan.gateway.env == {launch_plan.GATEWAY_KEYS_ENV: key}
-        assert key not in plan.gateway.arguments and len(key) >= 24
-        urls.append(plan.node.parameters["base_url"])
+        assert launch.gateway.env == {node_launch.GATEWAY_KEYS_ENV: key}
+        assert key not in launch.gateway.arguments and len(key) >= 24
+        urls.append(launch.node.parameters["base_url"])
     assert urls[0] != urls[1]
     assert first.node.env != second.node.env
     assert second.namespace == "robot2" and second.node_path == "/robot2/sequence_ai"
 
 
 def test_sim_with_a_base_url_shares_that_service() -> None:
-    plan = launch_plan.plan({"sim": "true", "base_url": "http://127.0.0.1:8787"})
-    assert [p.label for p in plan.processes] == ["sim_robot", "node"]
-    assert plan.node.parameters["base_url"] == "http://127.0.0.1:8787"
+    launch = node_launch.launch_for({"sim": "true", "base_url": "http://127.0.0.1:8787"})
+    assert [p.label for p in launch.processes] == ["sim_robot", "node"]
+    assert launch.node.parameters["base_url"] == "http://127.0.0.1:8787"
     # Its key is the caller's SEQUENCES_API_KEY, inherited from the environment.
-    assert plan.node.env == launch_plan.dds_profile_env()
+    assert launch.node.env == node_launch.dds_profile_env()
 
 
 def test_the_controller_argument_chooses_the_nodes_parameters_file() -> None:
-    assert launch_plan.plan({}).params_files == ("config/droid.yaml",)
-    jtc = launch_plan.plan({"controller": "joint_trajectory", "sim": "true"})
+    assert node_launch.launch_for({}).params_files == ("config/droid.yaml",)
+    jtc = node_launch.launch_for({"controller": "joint_trajectory", "sim": "true"})
     assert jtc.params_files == ("config/droid_jtc.yaml",)
     # The same processes either way: sim_robot serves both controllers' topics.
     assert [p.label for p in jtc.processes] == ["gateway", "sim_robot", "node"]
@@ -305,25 +305,28 @@ def test_the_controller_argument_chooses_the_nodes_parameters_file() -> None:
 def test_a_model_of_another_robot_brings_its_own_file_and_simulator(
     model: str, simulator: str
 ) -> None:
-    plan = launch_plan.plan({"model": model, "sim": "true"})
-    assert plan.params_files == (f"config/{model}.yaml",)
-    assert [p.label for p in plan.processes] == ["gateway", simulator, "node"]
-    assert plan.node.parameters["model"] == model
-    assert launch_plan.share_file(plan.params_files[0]).is_file()
+    launch = node_launch.launch_for({"model": model, "sim": "true"})
+    assert launch.params_files == (f"config/{model}.yaml",)
+    assert [p.label for p in launch.processes] == ["gateway", simulator, "node"]
+    assert launch.node.parameters["model"] == model
+    assert node_launch.share_file(launch.params_files[0]).is_file()
 
 
 @pytest.mark.parametrize("controller", ["forward", "joint_trajectory"])
 def test_a_droid_model_loads_its_overlay_after_the_controllers_file(controller: str) -> None:
-    base = launch_plan.PARAMS_FILES[controller]
-    plan = launch_plan.plan({"model": "cosmos3-edge-policy-droid", "controller": controller})
-    assert plan.params_files == (base, "config/cosmos3-edge-policy-droid.yaml")
-    assert all(launch_plan.share_file(f).is_file() for f in plan.params_files)
-    assert launch_plan.plan({"sim": "true", "model": "cosmos3-edge-policy-droid"}).processes[
+    base = node_launch.PARAMS_FILES[controller]
+    launch = node_launch.launch_for(
+        {"model": "cosmos3-edge-policy-droid", "controller": controller}
+    )
+    assert launch.params_files == (base, "config/cosmos3-edge-policy-droid.yaml")
+    assert all(node_launch.share_file(f).is_file() for f in launch.params_files)
+    assert node_launch.launch_for({"sim": "true", "model": "cosmos3-edge-policy-droid"}).processes[
         1
     ].label == "sim_robot"
     # pi05-droid and a model the table does not know (a fine-tuned one) get the DROID file alone.
     for model in ("pi05-droid", "accounts/sequences/models/ftjob-0123"):
-        assert launch_plan.plan({"model": model, "controller": controller}).params_files == (base,)
+        given = {"model": model, "controller": controller}
+        assert node_launch.launch_for(given).params_files == (base,)
 
 
 def _merged(files: tuple[str, ...]) -> dict[str, Any]:
@@ -331,7 +334,7 @@ def _merged(files: tuple[str, ...]) -> dict[str, Any]:
     key wins)."""
     merged: dict[str, Any] = {}
     for relative in files:
-        document = yaml.safe_load(launch_plan.share_file(relative).read_text(encoding="utf-8"))
+        document = yaml.safe_load(node_launch.share_file(relative).read_text(encoding="utf-8"))
         merged.update(document["/**/sequence_ai"]["ros__parameters"])
     return merged
 
@@ -342,7 +345,7 @@ def _merged(files: tuple[str, ...]) -> dict[str, Any]:
 )
 def test_a_models_files_name_its_catalogue_views_on_the_simulators_topics(model: str) -> None:
     row = simulated_row(model)
-    params = _merged(launch_plan.plan({"model": model}).params_files)
+    params = _merged(node_launch.launch_for({"model": model}).params_files)
     assert params["model"] == model
     assert params["camera_views"] == row["camera_views"]
     assert params["camera_topics"] == [f"cameras/{v}/image_raw" for v in row["camera_views"]]
@@ -357,8 +360,8 @@ def test_the_cosmos3_overlay_carries_only_what_differs_from_droid_yaml() -> None
 
 
 def test_node_path_in_a_namespace() -> None:
-    assert launch_plan.node_path("") == "/sequence_ai"
-    assert launch_plan.node_path("/robot2/") == "/robot2/sequence_ai"
+    assert node_launch.node_path("") == "/sequence_ai"
+    assert node_launch.node_path("/robot2/") == "/robot2/sequence_ai"
 
 
 @pytest.mark.usefixtures("fixed_port_and_key")

@@ -17,9 +17,13 @@ ROOT = Path(__file__).resolve().parents[2]
 LEROBOT_PYTHON = ROOT / ".venv-lerobot" / "bin" / "python"
 TIMEOUT_S = 600
 
-pytestmark = pytest.mark.skipif(
-    not LEROBOT_PYTHON.exists(), reason="no .venv-lerobot: `make lerobot-venv` builds it"
-)
+# Runs the export in the LeRobot venv's interpreter: a process, so slow.
+pytestmark = [
+    pytest.mark.skipif(
+        not LEROBOT_PYTHON.exists(), reason="no .venv-lerobot: `make lerobot-venv` builds it"
+    ),
+    pytest.mark.slow,
+]
 
 _LOAD = """
 import json, sys

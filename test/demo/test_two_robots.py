@@ -22,7 +22,10 @@ from action_msgs.msg import GoalStatus  # noqa: E402
 
 from sequence_ai_ros.demo.launcher import STOP_GRACE_S  # noqa: E402
 from sequence_ai_ros.demo.planner import Planner  # noqa: E402
-from sequence_ai_ros.launch_plan import node_path  # noqa: E402
+from sequence_ai_ros.params.launch import node_path  # noqa: E402
+
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
 
 DOMAIN_ID = domain(LAUNCH_TESTS)
 BRING_UP_S = 120.0

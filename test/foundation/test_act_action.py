@@ -134,6 +134,7 @@ def connected_client(node: Node) -> ActionClient:
     return client
 
 
+@pytest.mark.slow
 def test_goal_completes_with_feedback_and_result(ros: tuple[Node, ActServer]) -> None:
     node, server = ros
     client = connected_client(node)
@@ -163,6 +164,7 @@ def test_goal_completes_with_feedback_and_result(ros: tuple[Node, ActServer]) ->
     client.destroy()
 
 
+@pytest.mark.slow
 def test_goal_without_a_time_budget_is_rejected(ros: tuple[Node, ActServer]) -> None:
     node, _server = ros
     client = connected_client(node)
@@ -172,6 +174,7 @@ def test_goal_without_a_time_budget_is_rejected(ros: tuple[Node, ActServer]) -> 
     client.destroy()
 
 
+@pytest.mark.slow
 def test_cancel_stops_a_running_goal(ros: tuple[Node, ActServer]) -> None:
     node, server = ros
     client = connected_client(node)

@@ -1,6 +1,7 @@
-"""The class-size rule of docs/architecture.md, checked from the AST: no class of the shipped
-client or node (``sequence_ai/``, ``sequence_ai_ros/`` outside ``sim/`` and ``demo/``) over
-``MAX_CODE_LINES`` code lines or ``MAX_ATTRIBUTES`` distinct ``self.`` attributes.
+"""docs/architecture.md's size guide for the classes of the shipped client and node
+(``sequence_ai/``, ``sequence_ai_ros/`` outside ``sim/`` and ``demo/``), checked from the AST: a
+guide of ``GUIDE_CODE_LINES`` code lines and ``GUIDE_ATTRIBUTES`` distinct ``self.`` attributes,
+and a failure only at ``CEILING_FACTOR`` times it. Classes past the guide are printed, not failed.
 
 Code lines are the class's source lines that are not blank, not only a comment and not part of
 a docstring. An attribute is a name assigned as ``self.<name>`` anywhere in the class.
@@ -17,8 +18,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ("sequence_ai", "sequence_ai_ros")
 NOT_SHIPPED = ("sim", "demo")
-MAX_CODE_LINES = 250
-MAX_ATTRIBUTES = 16
+DOC = ROOT / "docs" / "architecture.md"
+GUIDE_CODE_LINES = 250
+GUIDE_ATTRIBUTES = 16
+CEILING_FACTOR = 2
 
 
 def _docstring_lines(tree: ast.AST) -> set[int]:
@@ -73,18 +76,32 @@ def shipped_classes() -> Iterator[tuple[str, int, int]]:
                     )
 
 
-def test_no_shipped_class_is_over_the_size_rule() -> None:
+def test_no_shipped_class_is_twice_the_size_guide() -> None:
     classes = list(shipped_classes())
     assert len(classes) > 50  # the walk found the packages
+    past_guide = [
+        f"{name}: {lines} code lines, {attrs} attributes"
+        for name, lines, attrs in classes
+        if lines > GUIDE_CODE_LINES or attrs > GUIDE_ATTRIBUTES
+    ]
+    print("past the size guide (look for a second responsibility):", past_guide)
+    lines_max, attrs_max = CEILING_FACTOR * GUIDE_CODE_LINES, CEILING_FACTOR * GUIDE_ATTRIBUTES
     over = [
         f"{name}: {lines} code lines, {attrs} attributes"
         for name, lines, attrs in classes
-        if lines > MAX_CODE_LINES or attrs > MAX_ATTRIBUTES
+        if lines > lines_max or attrs > attrs_max
     ]
     assert not over, (
-        f"over {MAX_CODE_LINES} code lines or {MAX_ATTRIBUTES} self. attributes (split the "
-        f"class, docs/architecture.md): {over}"
+        f"over {lines_max} code lines or {attrs_max} self. attributes: a class this size holds "
+        f"more than one responsibility (docs/architecture.md, 'Size of a class'): {over}"
     )
+
+
+def test_the_page_states_the_guide_this_test_checks() -> None:
+    text = " ".join(DOC.read_text(encoding="utf-8").split())
+    assert f"past {GUIDE_CODE_LINES} code lines or {GUIDE_ATTRIBUTES} `self.` attributes" in text
+    ceiling = f"({CEILING_FACTOR * GUIDE_CODE_LINES} code lines or "
+    assert f"{ceiling}{CEILING_FACTOR * GUIDE_ATTRIBUTES} attributes)" in text
 
 
 @pytest.mark.parametrize(("source", "lines", "attrs"), [

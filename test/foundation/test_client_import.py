@@ -36,6 +36,7 @@ def modules_after_import() -> dict:
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_import_loads_the_source_tree_and_no_heavy_module() -> None:
     report = modules_after_import()
     assert Path(report["file"]).resolve() == ROOT / "sequence_ai" / "__init__.py"

@@ -19,6 +19,9 @@ from typing import Any
 
 import pytest
 
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 SHELL_LINE = "source .venv/bin/activate && source install/setup.bash"

@@ -70,6 +70,7 @@ def wait_healthy(url: str, verify=True) -> None:
         wait_for(healthy, f"{url} to become healthy")
 
 
+@pytest.mark.slow
 def test_serves_the_catalogue_with_the_development_key_printed(serve):
     served = serve()
     assert served.url.startswith("http://127.0.0.1:")
@@ -82,6 +83,7 @@ def test_serves_the_catalogue_with_the_development_key_printed(serve):
     assert response.status_code == 200
 
 
+@pytest.mark.slow
 def test_keys_from_flags_and_environment(serve):
     served = serve("--api-key", "seq_live_one", "--broke-key", "seq_live_empty",
                    env={"SEQUENCES_GATEWAY_KEYS": "ignored_when_flags_given"})
@@ -112,6 +114,7 @@ def test_bad_port_is_refused(capsys):
     assert "--port" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_tls_prints_a_ca_bundle_that_verifies(serve):
     served = serve("--tls")
     assert served.url.startswith("https://")
@@ -119,6 +122,7 @@ def test_tls_prints_a_ca_bundle_that_verifies(serve):
     wait_healthy(served.url, verify=context)
 
 
+@pytest.mark.slow
 def test_plug_in_policy_is_served_beside_the_simulated_models(serve):
     served = serve("--policy", "sequence_ai_gateway.examples.hold_still:make_policy")
     wait_healthy(served.url)

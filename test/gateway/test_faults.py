@@ -259,6 +259,7 @@ def test_rows_extends_the_chunk_with_its_last_row(gateway):
     assert short == honest[:3]
 
 
+@pytest.mark.slow
 def test_rows_can_make_a_chunk_of_200000_rows(gateway):
     gateway.inject("rows", rows=200_000)
     with client(gateway, timeout=120.0) as c:
@@ -338,6 +339,7 @@ def test_status_429_carries_retry_after(gateway, seconds, header):
     assert after.status_code == 200
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("in_subprocess", [False, True])
 def test_new_faults_through_either_handle(in_subprocess, monkeypatch):
     monkeypatch.setenv("SEQUENCE_AI_GATEWAY_PYTHON", sys.executable)

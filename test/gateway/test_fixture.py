@@ -22,6 +22,7 @@ def test_gateway_fixture_gives_a_ready_handle(gateway):
         assert c.post("/v1/act", json=act_body()).status_code == 200
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("in_subprocess", [False, True])
 def test_handle_api_in_process_and_subprocess(in_subprocess, monkeypatch):
     monkeypatch.setenv("SEQUENCE_AI_GATEWAY_PYTHON", sys.executable)

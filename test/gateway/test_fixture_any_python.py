@@ -8,6 +8,10 @@ import struct
 import zlib
 
 import httpx
+import pytest
+
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
 
 
 def png(width: int, height: int) -> str:

@@ -24,6 +24,7 @@ def _in_fresh_interpreter(code: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_no_gateway_module_imports_the_client_or_the_node():
     probe = (
         "import importlib, json, pkgutil, sys\n"
@@ -41,6 +42,7 @@ def test_no_gateway_module_imports_the_client_or_the_node():
     assert not top_level & {"sequence_ai", "sequence_ai_ros"}
 
 
+@pytest.mark.slow
 def test_module_entry_point_answers_help():
     run = _in_fresh_interpreter(
         "import runpy, sys; sys.argv = ['sequence-ai-gateway', '--help'];"
@@ -50,6 +52,7 @@ def test_module_entry_point_answers_help():
     assert "usage: sequence-ai-gateway" in run.stdout
 
 
+@pytest.mark.slow
 def test_installed_console_script_answers_help():
     ament = pytest.importorskip("ament_index_python.packages")
     try:

@@ -51,6 +51,7 @@ def shared_gateway():
         yield handle
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=bodies)
 def test_schema_valid_requests_never_get_a_5xx(shared_gateway, body):
@@ -68,6 +69,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=json_values)
 def test_arbitrary_json_gets_a_client_error(shared_gateway, body):

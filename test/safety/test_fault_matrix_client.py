@@ -182,6 +182,7 @@ def run_cell(gw: Any, cell: Cell) -> None:
         assert not error.warming
 
 
+@pytest.mark.slow
 def test_a_killed_gateway_process_leaves_nothing_behind() -> None:
     """The kill cell against a gateway in its own process: killed for real, then restarted."""
     children_before = child_pids()

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from action_msgs.msg import GoalStatus
 from lifecycle_msgs.msg import Transition
+from node.process.test_node_enable import HEARTBEAT, Heartbeat, set_enabled
 from rclpy.action import ActionClient
 from rclpy.qos import QoSProfile
-from ros.test_node_enable import HEARTBEAT, Heartbeat, set_enabled
 from std_msgs.msg import Float64MultiArray
 from support.gateway_fixture import run_gateway
 from support.node_harness import JOINTS, SAG, ArmHarness, node_parameters
@@ -48,8 +48,11 @@ from support.safety_support import (
 from support.waiting import wait_for
 
 from sequence_ai_interfaces.action import Act
+from sequence_ai_ros.inputs.freshness import StaleObservation
 from sequence_ai_ros.node import SequenceAiNode
-from sequence_ai_ros.observations import StaleObservation
+
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
 
 SIDE = "node act goal"
 # Hang guards; each cell ends through its own fault first.

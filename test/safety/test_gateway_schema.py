@@ -31,6 +31,7 @@ def schema_gateway() -> Iterator[Any]:
         yield gw
 
 
+@pytest.mark.slow
 def test_no_input_makes_the_gateway_fail_or_break_its_schema(schema_gateway: Any) -> None:
     """Every operation of the gateway's own schema, fed generated valid and invalid input."""
     gw = schema_gateway

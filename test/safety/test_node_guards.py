@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from action_msgs.msg import GoalStatus
 from lifecycle_msgs.msg import Transition
+from node.process.test_node_enable import set_enabled
 from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from ros.test_node_enable import set_enabled
 from support.gateway_fixture import run_gateway
 from support.node_harness import JOINTS, SAG, ArmHarness, node_parameters
 from support.ros_support import (

@@ -23,8 +23,9 @@ from support.node_harness import GRIPPER, JOINTS, node_parameters
 from support.ros_support import NodeSystem, key_file_for, new_commands, wait_commands
 from support.waiting import wait_for
 
-from sequence_ai_ros.image_conversion import SUPPORTED_ENCODINGS
-from sequence_ai_ros.observations import ObservationCache, StaleObservation
+from sequence_ai_ros.inputs.freshness import StaleObservation
+from sequence_ai_ros.inputs.image_conversion import SUPPORTED_ENCODINGS
+from sequence_ai_ros.inputs.observation_cache import ObservationCache
 
 BAD_VIEW = "wrist_left"
 # Longer than a chunk's runway, shorter than the request timeout: the goal waits, then resumes.

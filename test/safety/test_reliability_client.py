@@ -39,6 +39,7 @@ def _act_body() -> bytes:
     return encode_json({"model": PI05, "observation": make_observation().to_wire()})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layers", [1, 3])
 def test_a_compressed_bomb_never_decodes_far_past_the_cap(own_gateway: Any, layers: int) -> None:
     own_gateway.inject("stacked_encoding", fields={"layers": layers, "decoded_bytes": BOMB_BYTES})
@@ -80,6 +81,7 @@ def test_the_scrubber_catches_the_key_escaped_and_in_repr() -> None:
         assert "abc" not in scrubbed and "<api key>" in scrubbed, scrubbed
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_closes_the_request_it_abandoned(own_gateway: Any) -> None:
     """A run's stalled request (its own deadline two minutes off) ends with the run."""
     threads_before = threading.enumerate()

@@ -45,7 +45,7 @@ from sequence_ai_gateway.training import MAX_ACTIVE_JOBS_PER_KEY, MAX_INFO_JSON_
 from sequence_ai_ros.episodes import reader
 from sequence_ai_ros.episodes.folder import folder_id
 from sequence_ai_ros.episodes.tools import PROG, main
-from sequence_ai_ros.parameters import SPECS
+from sequence_ai_ros.params.spec_table import SPECS
 
 pytest.importorskip("rosbags")
 
@@ -130,6 +130,7 @@ def test_a_users_bag_in_record_dir_survives_a_recorded_goal(
 # ----- 8. a killed recording, and what the tools make of unreadable entries -----
 
 
+@pytest.mark.slow
 def test_a_killed_recording_is_repaired_when_a_recorder_next_starts(tmp_path: Path) -> None:
     row = _row(FILES_CELLS, FILES_SIDE, "killed_recording")
     path = killed_recording(

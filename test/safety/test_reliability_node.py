@@ -36,14 +36,14 @@ from support.safety_support import (
 from support.waiting import wait_for
 
 import sequence_ai
-from sequence_ai_ros import safety
-from sequence_ai_ros.goal_feedback import request_latency_s
-from sequence_ai_ros.image_conversion import ImageConversionError, to_array
+from sequence_ai_ros.goals.feedback import request_latency_s
+from sequence_ai_ros.inputs.image_conversion import ImageConversionError, to_array
 from sequence_ai_ros.node import SequenceAiNode
-from sequence_ai_ros.parameters import PANDA_LOWER, PANDA_UPPER
+from sequence_ai_ros.params.spec_table import PANDA_LOWER, PANDA_UPPER
+from sequence_ai_ros.safety import joint_rules
 
 GOAL_S = 30.0
-# The readiness watch's thread (sequence_ai_ros/readiness.py).
+# The readiness watch's thread (sequence_ai_ros/bringup/readiness.py).
 READINESS_THREAD = "sequence_ai-readiness"
 NEXT_GOAL_ACTIONS = 16
 MAX_STEP = 0.25
@@ -142,11 +142,11 @@ def test_a_catalogue_rate_above_max_control_hz_fails_configure_naming_both(
 def test_a_velocity_command_beyond_max_joint_velocity_is_refused() -> None:
     """The probe's 150 rad/s at a 1 ms period moved 0.15 rad a step, within max_step."""
     names = tuple(f"j{i}" for i in range(7))
-    limits = safety.SafetyLimits(names, tuple(PANDA_LOWER), tuple(PANDA_UPPER), 0.25, 2.175)
+    limits = joint_rules.SafetyLimits(names, tuple(PANDA_LOWER), tuple(PANDA_UPPER), 0.25, 2.175)
     measured = [0.0, 0.0, 0.0, -1.5, 0.0, 1.5, 0.0]
-    problem = safety.check_velocity_command([150.0] + [0.0] * 6, measured, 0.001, limits)
+    problem = joint_rules.check_velocity_command([150.0] + [0.0] * 6, measured, 0.001, limits)
     assert problem is not None and "max_joint_velocity" in problem and "150.0000" in problem
-    assert safety.check_velocity_command([2.0] + [0.0] * 6, measured, 0.001, limits) is None
+    assert joint_rules.check_velocity_command([2.0] + [0.0] * 6, measured, 0.001, limits) is None
 
 
 # ----- 4. a readiness check that never answers -----

@@ -31,6 +31,9 @@ from support.waiting import wait_for
 
 from sequence_ai_ros.demo.planner import call
 
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 NAMESPACE = "/stalled_catalogue"
 # Short: the executor waits this long at most (the catalogue never answers).
 CONFIGURE_TIMEOUT_S = 2.0

@@ -161,6 +161,7 @@ def test_tls_is_verified_by_default() -> None:
             assert len(policy.predict(make_observation()).action_chunk) > 0
 
 
+@pytest.mark.slow
 def test_the_gateway_binds_loopback_by_default() -> None:
     assert DEFAULT_HOST == "127.0.0.1"
     assert build_parser().parse_args([]).host == DEFAULT_HOST
@@ -229,6 +230,7 @@ def test_control_endpoints_are_not_in_the_public_schema() -> None:
     assert schema["paths"] and not [p for p in schema["paths"] if p.startswith("/_control")]
 
 
+@pytest.mark.slow
 def test_the_key_appears_in_no_node_output(
     safety_ros_context: Any, tmp_path: Any, capfd: pytest.CaptureFixture[str]
 ) -> None:

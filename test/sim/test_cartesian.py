@@ -113,6 +113,7 @@ def twist(frame: str, vx: float) -> TwistStamped:
     return msg
 
 
+@pytest.mark.slow
 def test_publishes_the_ready_pose_joint_states_and_the_front_camera():
     with running_sim() as probe:
         probe.wait_for("ee_pose, joint_states and a frame",
@@ -129,6 +130,7 @@ def test_publishes_the_ready_pose_joint_states_and_the_front_camera():
         assert len(image.data) == 256 * 256 * 3
 
 
+@pytest.mark.slow
 def test_a_twist_stream_moves_the_hand_a_foreign_frame_or_nan_is_ignored():
     with running_sim() as probe:
         probe.wait_for("ee_pose", lambda: bool(probe.poses))
@@ -156,6 +158,7 @@ def test_a_twist_stream_moves_the_hand_a_foreign_frame_or_nan_is_ignored():
         assert abs(moved[1]) < 0.005 and abs(moved[2]) < 0.005
 
 
+@pytest.mark.slow
 def test_a_pose_target_is_approached():
     with running_sim() as probe:
         probe.wait_for("ee_pose", lambda: bool(probe.poses))
@@ -170,6 +173,7 @@ def test_a_pose_target_is_approached():
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "value", "message"), [
     ("initial_positions", [0.0] * 6, "initial_positions"),
     ("target_marker", [0.5, 0.0], "target_marker"),

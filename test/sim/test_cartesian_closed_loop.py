@@ -16,7 +16,7 @@ from sequence_ai_gateway.policies import (  # noqa: E402
     StatelessEeDelta,
     ee_target,
 )
-from sequence_ai_ros.pose_math import (  # noqa: E402
+from sequence_ai_ros.geometry.pose_math import (  # noqa: E402
     matrix_to_quaternion,
     pose_to_vector,
     quaternion_to_matrix,

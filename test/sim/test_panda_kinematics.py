@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sequence_ai_ros.pose_math import matrix_to_quaternion, quaternion_to_rpy
+from sequence_ai_ros.geometry.pose_math import matrix_to_quaternion, quaternion_to_rpy
 from sequence_ai_ros.sim import panda_kinematics as kin
 
 

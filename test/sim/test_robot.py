@@ -169,6 +169,7 @@ def send(publisher: Any, values: list[float]) -> None:
     publisher.publish(Float64MultiArray(data=[float(v) for v in values]))
 
 
+@pytest.mark.slow
 def test_publishes_joint_states_with_the_franka_names_at_home(sim: Probe) -> None:
     sim.wait_for("joint states", lambda: len(sim.joints) >= 5)
     msg = sim.joints[-1]
@@ -177,6 +178,7 @@ def test_publishes_joint_states_with_the_franka_names_at_home(sim: Probe) -> Non
     assert msg.position[7] == 0.0
 
 
+@pytest.mark.slow
 def test_follows_position_commands_and_holds_after_them(sim: Probe) -> None:
     target = HOME + np.array([0.4, 0.2, -0.3, 0.3, 0.2, -0.2, 0.5])
     sim.wait_for("joint states", lambda: len(sim.joints) >= 1)
@@ -188,6 +190,7 @@ def test_follows_position_commands_and_holds_after_them(sim: Probe) -> None:
     sim.holds_at("the arm to reach the target", target, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_integrates_velocity_commands_clamped_to_the_limits(sim: Probe) -> None:
     sim.wait_for("joint states", lambda: len(sim.joints) >= 1)
 
@@ -204,6 +207,7 @@ def test_integrates_velocity_commands_clamped_to_the_limits(sim: Probe) -> None:
     sim.wait_for("the arm to stop at its upper limits", at_upper_limit)
 
 
+@pytest.mark.slow
 def test_gripper_command_closes_the_gripper(sim: Probe) -> None:
     sim.wait_for("joint states", lambda: len(sim.joints) >= 1)
     deadline = time.monotonic() + DEADLINE_S
@@ -213,6 +217,7 @@ def test_gripper_command_closes_the_gripper(sim: Probe) -> None:
     sim.wait_for("a closed gripper", lambda: sim.joints[-1].position[7] == pytest.approx(1.0))
 
 
+@pytest.mark.slow
 def test_cameras_publish_rgb8_frames_that_change_when_the_arm_moves(sim: Probe) -> None:
     sim.wait_for("camera frames", lambda: all(len(v) >= 2 for v in sim.images.values()))
     first = {view: frames[-1] for view, frames in sim.images.items()}
@@ -233,6 +238,7 @@ def test_cameras_publish_rgb8_frames_that_change_when_the_arm_moves(sim: Probe) 
         assert bytes(sim.images[view][-1].data) != bytes(msg.data), f"{view} did not change"
 
 
+@pytest.mark.slow
 def test_compressed_variant_is_a_decodable_jpeg(sim: Probe) -> None:
     pil = pytest.importorskip("PIL.Image")
     sim.wait_for("a compressed frame", lambda: len(sim.compressed) >= 1)
@@ -266,6 +272,7 @@ def splicing_sim() -> Iterator[Probe]:
         yield probe
 
 
+@pytest.mark.slow
 def test_plays_a_stamped_trajectory_from_its_start_time_and_holds_its_last_point(
     splicing_sim: Probe,
 ) -> None:
@@ -299,6 +306,7 @@ def test_plays_a_stamped_trajectory_from_its_start_time_and_holds_its_last_point
     np.testing.assert_allclose(references[-1].velocity, np.zeros(7), atol=1e-9)
 
 
+@pytest.mark.slow
 def test_refused_trajectories_do_not_move_the_arm(sim: Probe) -> None:
     sim.wait_for("joint states", lambda: len(sim.joints) >= 1)
     away = HOME - np.array([0.5, 0, 0, 0, 0, 0, 0])
@@ -322,6 +330,7 @@ def test_refused_trajectories_do_not_move_the_arm(sim: Probe) -> None:
     assert min(first_joint) >= HOME[0] - 1e-9, "the arm moved toward a refused trajectory"
 
 
+@pytest.mark.slow
 def test_a_forward_command_takes_the_arm_from_a_running_trajectory(sim: Probe) -> None:
     sim.wait_for("joint states", lambda: len(sim.joints) >= 1)
     far = HOME + np.array([1.0, 0, 0, 0, 0, 0, 0])
@@ -340,6 +349,7 @@ def test_a_forward_command_takes_the_arm_from_a_running_trajectory(sim: Probe) -
     sim.holds_at("the arm to stay there", target, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_premade_frames_cost_no_rendering_and_stay_the_same_as_the_arm_moves() -> None:
     pil = pytest.importorskip("PIL.Image")
     with running_sim(
@@ -369,6 +379,7 @@ def test_premade_frames_cost_no_rendering_and_stay_the_same_as_the_arm_moves() -
         assert pil.open(io.BytesIO(jpeg)).size == (128, 72)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "value", "words"),
     [
@@ -393,6 +404,7 @@ def test_a_refused_parameter_stops_the_start_naming_it(
         assert word in str(refused.value), refused.value
 
 
+@pytest.mark.slow
 def test_the_parameters_describe_themselves_read_only() -> None:
     context = Context()
     rclpy.init(context=context, domain_id=DOMAIN_ID)

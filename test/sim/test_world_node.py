@@ -33,6 +33,9 @@ from sequence_ai_interfaces.srv import Perturb  # noqa: E402
 from sequence_ai_ros.sim.arm import HOME  # noqa: E402
 from sequence_ai_ros.sim.scene import layout  # noqa: E402
 
+# Starts processes or ROS nodes: `-m "not slow"` leaves it out.
+pytestmark = pytest.mark.slow
+
 DOMAIN_ID = domain(SIM_ROBOT_TESTS)
 NAMESPACE = "/world"
 DEADLINE_S = 30.0

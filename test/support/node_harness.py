@@ -20,7 +20,7 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.demo.planner import ActClient, GoalRun, LifecycleClient, ParameterClient
+from sequence_ai_ros.demo.planner import ActClient, LifecycleClient, ParameterClient, SentGoal
 from sequence_ai_ros.sim.trajectory import (
     Replacement,
     Trajectory,
@@ -347,11 +347,11 @@ class ArmHarness(Node):
     def send_goal(
         self, instruction: str, max_seconds: float, max_actions: int = 0, *,
         handover: bool = False,
-    ) -> tuple[GoalRun, list[Act.Feedback]]:
+    ) -> tuple[SentGoal, list[Act.Feedback]]:
         """Send a goal; returns (goal, feedback list). The goal says accepted or not."""
         goal = self.act.send(instruction, max_seconds, max_actions, handover=handover)
         return goal, goal.feedback
 
-    def result(self, goal: GoalRun, timeout_s: float = DEADLINE_S * 2) -> tuple[int, Act.Result]:
+    def result(self, goal: SentGoal, timeout_s: float = DEADLINE_S * 2) -> tuple[int, Act.Result]:
         """(status, Act.Result) of an accepted goal."""
         return goal.result(timeout_s)

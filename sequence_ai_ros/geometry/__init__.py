@@ -1,0 +1,1 @@
+"""Pose math and the command frame (coordinate frames only)."""
