@@ -73,6 +73,7 @@ setup(
             "sequence-ai-gateway = sequence_ai_gateway.__main__:main",
             "sequence-ai = sequence_ai.cli:main",
             "sequence-ai-episodes = sequence_ai_ros.episodes.tools:main",
+            "evaluate = sequence_ai_ros.evaluate:main",
         ],
     },
 )

@@ -42,6 +42,7 @@ SECTIONS = (
     "handover",
     "models",
     "request_rate",
+    "evaluation",
     "test_durations",
     "world",
 )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import signal
 import sys
 import threading
@@ -35,8 +34,9 @@ from sequence_ai_ros.bringup.readiness import Readiness
 from sequence_ai_ros.goals.client_watch import ClientWatch
 from sequence_ai_ros.goals.goal_state import goal_problem
 from sequence_ai_ros.goals.instruction import shown
+from sequence_ai_ros.goals.results import unstarted
 from sequence_ai_ros.goals.runner import GoalRunner
-from sequence_ai_ros.goals.stop_policy import ResultReason, StopCause
+from sequence_ai_ros.goals.stop_policy import StopCause
 from sequence_ai_ros.inputs.sent_images import serve_sent_images
 from sequence_ai_ros.params import config_checks, spec_table
 from sequence_ai_ros.safety.gate import MotionRules
@@ -328,13 +328,8 @@ class SequenceAiNode(LifecycleNode):
             if runner is not None:
                 self._open_executes += 1
         if runner is None:
-            handle.abort()
-            return Act.Result(
-                reason=ResultReason.INTERRUPTED.value,
-                stopped_early=True,
-                max_seam_jump=math.nan,
-                message="the node stopped being active before the goal started",
-            )
+            # Deactivated between acceptance and this call: the stop policy's ending, unstarted.
+            return unstarted(StopCause.DEACTIVATED).conclude(handle)
         try:
             ended = await runner.result_of(handle)
             return ended.conclude(handle)

@@ -1,7 +1,8 @@
 """Episodes to a LeRobot dataset: one frame per row the arm played (`action`), with the
 observation the model had last seen (`observation.state`, its views' images) and the
-instruction in force as the task. The conversion is ours; the dataset is written by the
-`lerobot` library's own writer (Python >= 3.12 and torch: `make lerobot-venv`)."""
+instruction in force as the task; `next.done` on its last frame and, for episodes an evaluation
+labelled, `next.success` (the verdict, on the last frame). The conversion is ours; the dataset
+is written by the `lerobot` library's own writer (Python >= 3.12 and torch: `make lerobot-venv`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from sequence_ai_ros.episodes.reader import EpisodeFile, Message, read
 STATE = "observation.state"
 ACTION = "action"
 IMAGE_PREFIX = "observation.images."
+DONE = "next.done"
+SUCCESS = "next.success"
 
 
 @dataclass
@@ -31,6 +34,7 @@ class EpisodeFrames:
     actions: list[list[float]] = field(default_factory=list)
     tasks: list[str] = field(default_factory=list)
     images: dict[str, list[bytes]] = field(default_factory=dict)
+    success: bool | None = None  # the evaluation's verdict; None: not labelled
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -84,7 +88,9 @@ def episode_frames(episode: EpisodeFile) -> EpisodeFrames:
     """The frames of one episode (none when no row was played)."""
     row = json.loads(episode.episode.get("catalogue_row", "{}"))
     frames = EpisodeFrames(fps=float(row.get("control_hz") or 15.0),
-                           state_names=episode.state_names())
+                           state_names=episode.state_names(),
+                           success=(episode.verdict.get("success") == "true"
+                                    if episode.verdict else None))
     rows = _played_rows(episode)
     states = episode.on("observation/state")
     state_times = [m.log_time_ns for m in states]
@@ -112,16 +118,17 @@ def episode_frames(episode: EpisodeFile) -> EpisodeFrames:
     return frames
 
 
-def features(frames: EpisodeFrames, image_shapes: dict[str, tuple[int, int, int]]) -> dict[
-    str, dict[str, object]
-]:
-    """LeRobot's feature description of these frames."""
+def features(frames: EpisodeFrames, image_shapes: dict[str, tuple[int, int, int]],
+             labelled: bool = False) -> dict[str, dict[str, object]]:
+    """LeRobot's feature description of these frames (`labelled`: with next.success)."""
     described: dict[str, dict[str, object]] = {
         STATE: {"dtype": "float32", "shape": (len(frames.states[0]),),
                 "names": frames.state_names[: len(frames.states[0])]},
         ACTION: {"dtype": "float32", "shape": (len(frames.actions[0]),),
                  "names": frames.state_names[: len(frames.actions[0])]},
     }
+    for flag in (DONE, SUCCESS) if labelled else (DONE,):
+        described[flag] = {"dtype": "bool", "shape": (1,), "names": None}
     for view, shape in image_shapes.items():
         described[IMAGE_PREFIX + view] = {
             "dtype": "image", "shape": shape, "names": ["height", "width", "channels"],
@@ -143,10 +150,12 @@ def export_lerobot(paths: Sequence[Path], out: Path, *, repo_id: str) -> str:
     if not episodes:
         raise SystemExit(f"no episode in {len(paths)} files played a row: nothing to export")
     first = episodes[0]
+    # next.success only when every episode carries a verdict: a feature is all frames' or none's.
+    labelled = all(e.success is not None for e in episodes)
     shapes = {v: decode(jpegs[0]).shape for v, jpegs in first.images.items()}
     dataset = LeRobotDataset.create(
         repo_id=repo_id, fps=round(first.fps), root=out, robot_type="sequence_ai",
-        features=features(first, shapes), use_videos=False,
+        features=features(first, shapes, labelled), use_videos=False,
     )
     for frames in episodes:
         for k in range(len(frames)):
@@ -154,7 +163,10 @@ def export_lerobot(paths: Sequence[Path], out: Path, *, repo_id: str) -> str:
                 STATE: np.asarray(frames.states[k], dtype=np.float32),
                 ACTION: np.asarray(frames.actions[k], dtype=np.float32),
                 "task": frames.tasks[k],
+                DONE: np.asarray([k == len(frames) - 1]),
             }
+            if labelled:
+                frame[SUCCESS] = np.asarray([k == len(frames) - 1 and bool(frames.success)])
             for view, jpegs in frames.images.items():
                 frame[IMAGE_PREFIX + view] = decode(jpegs[k])
             dataset.add_frame(frame)

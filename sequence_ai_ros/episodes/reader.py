@@ -22,6 +22,8 @@ EPISODE_RECORD = "sequence_ai.episode"
 SUMMARY_RECORD = "sequence_ai.summary"
 # Written by `episodes repair` into a file it gave a summary (repair.py).
 REPAIRED_RECORD = "sequence_ai.repaired"
+# An evaluation's verdict on the trial the episode recorded (sequence_ai_ros.evaluation.labels).
+VERDICT_RECORD = "sequence_ai.verdict"
 
 
 def message_class(name: str) -> type:
@@ -52,6 +54,7 @@ class EpisodeFile:
     path: Path
     episode: dict[str, str] = field(default_factory=dict)
     summary: dict[str, str] = field(default_factory=dict)
+    verdict: dict[str, str] = field(default_factory=dict)  # empty: not judged
     bag_info: dict[str, object] = field(default_factory=dict)
     messages: list[Message] = field(default_factory=list)
     # No end recorded (the node was killed mid-goal).
@@ -122,6 +125,8 @@ def _take_metadata(episode: EpisodeFile, name: str, values: dict[str, str]) -> N
         episode.summary = values
     elif name == REPAIRED_RECORD:
         episode.repaired = values
+    elif name == VERDICT_RECORD:
+        episode.verdict = values
     elif name == "rosbag2":
         try:
             episode.bag_info = json.loads(values.get("serialized_metadata", "{}"))

@@ -46,8 +46,16 @@ def list_line(episode: EpisodeFile) -> str:
         f"{_start(episode)}  {episode.model:<12} {episode.instruction[:40]!r:<42} {duration}  "
         f"{_outcome(episode):<24} chunks {_count(episode, 'chunks', 'chunk'):>3}  "
         f"underruns {_count(episode, 'underruns', 'underrun'):>2}  "
-        f"refusals {_count(episode, 'recorded_refusals', 'refusal'):>2}  {episode.path.name}"
+        f"refusals {_count(episode, 'recorded_refusals', 'refusal'):>2}  "
+        + (f"{_verdict(episode)}  " if episode.verdict else "") + episode.path.name
     )
+
+
+def _verdict(episode: EpisodeFile) -> str:
+    """The evaluation's verdict: success or failure, by which judge, on which seed."""
+    v = episode.verdict
+    word = "success" if v.get("success") == "true" else "failure"
+    return f"{word} ({v.get('judge', '?')}, {v.get('condition', '?')}, seed {v.get('seed', '?')})"
 
 
 def latencies_s(episode: EpisodeFile) -> list[float]:
@@ -66,6 +74,8 @@ def show_text(episode: EpisodeFile) -> str:
              f"  outcome      {_outcome(episode)}"]
     if episode.summary.get("message"):
         lines.append(f"  message      {episode.summary['message']}")
+    if episode.verdict:
+        lines.append(f"  verdict      {_verdict(episode)}: {episode.verdict.get('reason', '')}")
     for key in ("actions", "chunks", "underruns", "requests", "discarded",
                 "recorded_observations", "recorded_commands", "recorded_discarded",
                 "recorded_chunks_refused", "recorded_refusals",
@@ -254,7 +264,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     export.add_argument("dir", type=Path)
     export.add_argument("out", type=Path)
     export.add_argument("--repo-id", default="local/sequence_ai_episodes")
+    replaying = verbs.add_parser("replay", help="recorded observations through another model "
+                                 "(open loop): per-joint MSE/MAE, replay.json and plots")
+    # The evaluation room owns replay (it is an evaluation); imported only for this verb.
+    from sequence_ai_ros.evaluation.replay import add_arguments, run
+
+    add_arguments(replaying)
     args = parser.parse_args(argv)
+    if args.verb == "replay":
+        return run(args)
 
     try:
         if args.verb == "list":

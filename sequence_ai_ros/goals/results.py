@@ -18,9 +18,15 @@ from sequence_ai_ros.bringup.diagnostics import HealthRecord
 from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.goals.goal_state import GoalRun
 from sequence_ai_ros.goals.instruction import shown
-from sequence_ai_ros.goals.stop_policy import NEVER_STARTED, ResultReason, Terminal, goal_ending
+from sequence_ai_ros.goals.stop_policy import (
+    NEVER_STARTED,
+    ResultReason,
+    StopCause,
+    Terminal,
+    goal_ending,
+)
 
-__all__ = ["GoalOutcome", "GoalResults", "continuity_into", "crashed_result"]
+__all__ = ["GoalOutcome", "GoalResults", "continuity_into", "crashed_result", "unstarted"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,20 @@ class GoalOutcome:
         else:
             handle.abort()
         return self.result
+
+
+def unstarted(cause: StopCause) -> GoalOutcome:
+    """The ending of a goal the node stopped (`cause`) before its run existed: the stop
+    policy's row for that cause, with nothing run and nothing commanded."""
+    row = goal_ending(cause, Ending.INTERRUPTED).value
+    result = Act.Result(
+        reason=row.reason.value,
+        stopped_early=row.terminal is not Terminal.SUCCEEDED,
+        message=row.message.format(detail=NEVER_STARTED, cause=cause.value),
+        max_seam_jump=math.nan,
+        instruction_lag_s=math.nan,
+    )
+    return GoalOutcome(row.terminal, result)
 
 
 class GoalResults:

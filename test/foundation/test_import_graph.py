@@ -22,7 +22,12 @@ LAUNCH_MODULE = "launch.droid"
 CLIENT = "sequence_ai"
 GATEWAY = "sequence_ai_gateway"
 NODE = "sequence_ai_ros"
-NOT_SHIPPED = (GATEWAY, f"{NODE}.sim", f"{NODE}.demo")
+# The evaluation's trial loop is a tool beside the robot: it drives the node over ROS as a
+# planner does, with the demo's planner clients, and with --sim starts the demo's processes.
+# Its statistics, results, report, metrics and replay ship.
+TRIAL_LOOP = tuple(f"{NODE}.evaluation.{m}" for m in ("cli", "runner", "world", "processes",
+                                                          "vlm_judge"))
+NOT_SHIPPED = (GATEWAY, f"{NODE}.sim", f"{NODE}.demo", f"{NODE}.evaluate", *TRIAL_LOOP)
 # The client's only hard dependency; numpy and Pillow only inside encode(), lazily.
 CLIENT_THIRD_PARTY = {"httpx", "numpy", "PIL"}
 

@@ -14,6 +14,9 @@ BASE_ENV = "TEST_DOMAIN_BASE"
 DEFAULT_BASE = 56
 BLOCK = 8
 
+# The evaluation's end-to-end run shares the run's own domain: `make demo`/`make bench` use it,
+# and never while pytest runs.
+EVALUATION_TESTS = 0
 NODE_TESTS = 1
 SAFETY_TESTS = 2
 ACTION_TESTS = 3

@@ -1,0 +1,1 @@
+"""Evaluation: seeded, interleaved trials per condition, judged, with intervals and a report."""
