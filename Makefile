@@ -3,7 +3,8 @@
 #   make setup   .venv (Python 3.10 + ROS 2 + Python deps), .venv39, colcon build into install/
 #   make test    setup, lint, the whole suite on 3.10 in the workspace, the client suite on 3.9,
 #                the client and gateway suites on a Humble robot's dependency versions
-#   make lint    ruff, plus the Python 3.9 / 3.10 syntax floors of the client, gateway and node
+#   make lint    ruff, the Python 3.9 / 3.10 syntax floors of the client, gateway and node, and
+#                mypy --strict on the client and the node's ROS-free core (mypy.ini)
 #   make demo    the simulated arm driven through the local gateway
 #   make bench   benchmarks (QUICK=1 for the short smoke run)
 #
@@ -180,6 +181,7 @@ lint: $(VENV)/.stamp-deps
 		test/support/gateway_fixture.py test/support/waiting.py test/support/policy_support.py
 	if [ -d sequence_ai_ros ]; then \
 		$(VENV)/bin/vermin --quiet --no-tips --violations --target=3.10- sequence_ai_ros; fi
+	$(VENV)/bin/mypy
 
 # pytest's own exit code stands: 5 (no test collected) fails the run like any failure.
 pytest: setup

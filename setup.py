@@ -30,7 +30,8 @@ EXTRAS_REQUIRE = {
     # rosbags: the tests open the episode files with a second, independent reader.
     "test": CLIENT_TEST + ["schemathesis>=3.19", "matplotlib>=3.5", "rosbags>=0.11"],
     "client-test": CLIENT_TEST,
-    "lint": ["ruff>=0.12", "vermin>=1.6"],
+    # mypy 1.6: untyped_calls_exclude (mypy.ini); types-PyYAML: joint_limits.py reads YAML.
+    "lint": ["ruff>=0.12", "vermin>=1.6", "mypy>=1.6", "types-PyYAML"],
     # sim_robot's physics world (physics: mujoco): MuJoCo's wheels; 3.17.0 is the version tested
     # (MjSpec's attach_body and set_to_position). The Panda's model comes from SIM_ASSETS.
     "sim": ["mujoco>=3.17"],

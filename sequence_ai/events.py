@@ -216,7 +216,7 @@ _CLOSE = object()
 
 def as_sink(observer: Observer) -> Sink:
     """The callable that delivers to ``observer`` (its ``on_event``, or itself)."""
-    on_event = getattr(observer, "on_event", None)
+    on_event: object = getattr(observer, "on_event", None)
     if callable(on_event):
         return on_event
     if callable(observer):

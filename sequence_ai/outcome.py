@@ -81,7 +81,7 @@ class RunOutcome:
         """The ending as one string: ``completed`` … ``interrupted``, or ``raised:<Class>``."""
         if self.ending is Ending.RAISED:
             return f"raised:{self.error}"
-        return self.ending.value
+        return str(self.ending)
 
     @property
     def stopped_early(self) -> bool:

@@ -91,16 +91,17 @@ def _numpy() -> ModuleType:
 def _check_quality(quality: object) -> int:
     if isinstance(quality, bool) or not isinstance(quality, numbers.Integral):
         raise TypeError(f"quality is {quality!r}; expected an integer JPEG quality 1..100")
-    if not 1 <= quality <= 100:
+    value = int(quality)
+    if not 1 <= value <= 100:
         raise ValueError(f"quality is {quality!r}; expected a JPEG quality 1..100 (use 95)")
-    if quality < LOWEST_SAFE_QUALITY:
+    if value < LOWEST_SAFE_QUALITY:
         warnings.warn(
             f"JPEG quality {quality} is below {LOWEST_SAFE_QUALITY}: action error grows sharply "
             "below that; use 95",
             UserWarning,
             stacklevel=3,
         )
-    return int(quality)
+    return value
 
 
 def _is_numpy_array(frame: object) -> bool:

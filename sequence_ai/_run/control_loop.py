@@ -152,6 +152,8 @@ class RunLoop:
         started = time.monotonic()
         # Both moved by a hand-over (handover.py, from any thread: plain attribute writes).
         self.deadline = None if options.max_seconds is None else started + options.max_seconds
+        # run() refuses options without max_actions; act() sets it from max_seconds.
+        assert options.max_actions is not None
         self.max_actions = options.max_actions
         self.stats = RunStats(lambda: session.transport.connections_opened)
         status = StatusReporter(options.on_status, options.progress)
@@ -232,7 +234,9 @@ class RunLoop:
             # must not be followed by another step.
             self._check_stop()
             playhead.pacer.stamp(self.period)
-            self.rows.retime(playhead.pacer.due, playhead.playing, command, playhead.tail)
+            playing = playhead.playing
+            assert playing is not None  # the command came from the chunk installed as playing
+            self.rows.retime(playhead.pacer.due, playing, command, playhead.tail)
             options.act(command.row)
             self._played(command)
             if self.actions >= self.max_actions:

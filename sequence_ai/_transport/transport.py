@@ -59,6 +59,13 @@ DEFAULT_TIMEOUT_S = 30.0
 KEEPALIVE_CONNECTIONS = MAX_IN_FLIGHT + 1
 KEEPALIVE_EXPIRY_S = 300.0
 MAX_MESSAGE_CHARS = 500
+# The phase an httpx timeout names in the Unavailable it becomes.
+_TIMEOUT_PHASES: dict[type[BaseException], str] = {
+    httpx.ConnectTimeout: "connecting",
+    httpx.ReadTimeout: "waiting for the response",
+    httpx.WriteTimeout: "sending the request",
+    httpx.PoolTimeout: "waiting for a free connection",
+}
 
 # What ``verify=`` accepts: on/off, a CA bundle path, or a ready SSL context.
 VerifyArg = Union[bool, str, "os.PathLike[str]", ssl.SSLContext]
@@ -422,12 +429,7 @@ class Transport:
         if ended == "abandoned":
             raise SequencesError(f"{method} {path}: abandoned when its run ended") from None
         if ended is not None or isinstance(exc, httpx.TimeoutException):
-            phase = ended if ended is not None else {
-                httpx.ConnectTimeout: "connecting",
-                httpx.ReadTimeout: "waiting for the response",
-                httpx.WriteTimeout: "sending the request",
-                httpx.PoolTimeout: "waiting for a free connection",
-            }.get(type(exc), "in transit")
+            phase = ended if ended is not None else _TIMEOUT_PHASES.get(type(exc), "in transit")
             raise Unavailable(
                 f"{method} {self._base_url}{path} timed out after {applied:g}s ({phase})"
             ) from None

@@ -7,15 +7,31 @@ a live catalogue row with the recipe and returns human-readable drift (empty = a
 
 from __future__ import annotations
 
-from types import ModuleType
-from typing import Any, Optional, Union
+from typing import Any, Optional, Protocol, Union
 
 from .._model.catalogue import Model, full_model_id
 from . import cosmos3_edge_policy_droid, pi05_droid
 
-__all__ = ["RECIPES", "check", "cosmos3_edge_policy_droid", "for_model", "pi05_droid", "semantics"]
+__all__ = [
+    "RECIPES", "Recipe", "check", "cosmos3_edge_policy_droid", "for_model", "pi05_droid",
+    "semantics",
+]
 
-RECIPES: tuple[ModuleType, ...] = (pi05_droid, cosmos3_edge_policy_droid)
+
+class Recipe(Protocol):
+    """What every recipe module provides; mypy checks each module of RECIPES against it."""
+
+    @property
+    def __name__(self) -> str: ...
+    @property
+    def MODEL_ID(self) -> str: ...
+
+    def semantics(self, model: Optional[Model] = None) -> dict[str, Any]: ...
+
+    def check(self, model: Model) -> list[str]: ...
+
+
+RECIPES: tuple[Recipe, ...] = (pi05_droid, cosmos3_edge_policy_droid)
 
 
 def _model_id(model_or_id: object) -> Optional[str]:
@@ -29,7 +45,7 @@ def _model_id(model_or_id: object) -> Optional[str]:
     return None
 
 
-def for_model(model_or_id: Union[Model, str]) -> Optional[ModuleType]:
+def for_model(model_or_id: Union[Model, str]) -> Optional[Recipe]:
     """The recipe module for a model or id: exact full id first, then the short-id tail."""
     ident = _model_id(model_or_id)
     if ident is None:

@@ -26,11 +26,15 @@ TF2 = "tf2"
 
 
 class FrameConfig(Protocol):
-    """The parameters the command frame is read from (`NodeConfig`)."""
+    """The parameters the command frame is read from (`NodeConfig`); read-only, so a frozen
+    dataclass satisfies it."""
 
-    base_frame: str
-    command_frame: str
-    command_frame_transform: tuple[float, ...]
+    @property
+    def base_frame(self) -> str: ...
+    @property
+    def command_frame(self) -> str: ...
+    @property
+    def command_frame_transform(self) -> tuple[float, ...]: ...
 
 
 class CommandFrame(Protocol):

@@ -4,6 +4,7 @@ config_checks.py."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,9 +110,11 @@ class NodeConfig:
         return "gripper_joints" if self.gripper_joints else "gripper_joint"
 
     @classmethod
-    def from_values(cls, values: dict[str, Any]) -> NodeConfig:
+    def from_values(cls, values: Mapping[str, Any]) -> NodeConfig:
         """The snapshot of parameter values; a refused enum value raises ValueError naming it."""
-        converted = {
+        # Parameter values come dynamically typed from ROS (lists for arrays); the enums are built
+        # here by name and the rest are the types spec_table.py declared.
+        converted: dict[str, Any] = {
             name: tuple(value) if isinstance(value, (list, tuple)) else value
             for name, value in values.items()
         }
@@ -122,12 +125,14 @@ class NodeConfig:
         ]
         if refused:
             raise ValueError("; ".join(refused))
-        converted["validate_mode"] = ValidateMode(converted["validate_mode"])
-        interface = converted["command_interface"] = Interface(converted["command_interface"])
-        converted["command_mode"] = _resolved_mode(
-            converted["command_mode"], converted["command_type"], interface
+        plain = {name: value for name, value in converted.items() if name not in _CHOICES}
+        interface = Interface(values["command_interface"])
+        return cls(
+            **plain,
+            validate_mode=ValidateMode(values["validate_mode"]),
+            command_interface=interface,
+            command_mode=_resolved_mode(values["command_mode"], values["command_type"], interface),
         )
-        return cls(**converted)
 
 
 def _resolved_mode(mode: str, command_type: str, interface: Interface) -> CommandMode:

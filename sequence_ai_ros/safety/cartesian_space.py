@@ -33,16 +33,25 @@ _SAME_FRAME = pose_math.Transform()
 
 
 class CartesianConfig(Protocol):
-    """The parameters the Cartesian rules are read from (`NodeConfig`)."""
+    """The parameters the Cartesian rules are read from (`NodeConfig`); read-only, so a frozen
+    dataclass satisfies it."""
 
-    workspace_min: tuple[float, ...]
-    workspace_max: tuple[float, ...]
-    max_linear_speed: float
-    max_angular_speed: float
-    max_pose_age_s: float
-    servo_command_type: str
-    linear_scale: float
-    rotational_scale: float
+    @property
+    def workspace_min(self) -> tuple[float, ...]: ...
+    @property
+    def workspace_max(self) -> tuple[float, ...]: ...
+    @property
+    def max_linear_speed(self) -> float: ...
+    @property
+    def max_angular_speed(self) -> float: ...
+    @property
+    def max_pose_age_s(self) -> float: ...
+    @property
+    def servo_command_type(self) -> str: ...
+    @property
+    def linear_scale(self) -> float: ...
+    @property
+    def rotational_scale(self) -> float: ...
 
 
 @dataclass(frozen=True)

@@ -340,10 +340,7 @@ class ArmGate:
                 self._publish_zeros()
                 return None
             rules = self._rules
-            if rules is None:
-                problem = "no goal is running"
-            else:
-                problem = self._hold_position(rules)
+            problem = "no goal is running" if rules is None else self._hold_position(rules)
         if problem is not None:
             self._log.error(f"cannot hold the arm: {problem}")
         return problem

@@ -1,10 +1,12 @@
 """The node's domain core imports without ROS: the goal state machine and the stop policy, the
 gate and its rules, limits, trajectory building, geometry, model fit and the plain values they
 share. Imported in a fresh interpreter where rclpy, the interfaces and every *_msgs package
-raise ImportError, as on a machine without ROS."""
+raise ImportError, as on a machine without ROS. The list is mypy.ini's: the same modules are
+type-checked strictly by `make lint`."""
 
 from __future__ import annotations
 
+import configparser
 import json
 import subprocess
 import sys
@@ -14,29 +16,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-ROS_FREE = (
-    "sequence_ai_ros.goals.driver",
-    "sequence_ai_ros.goals.goal_state",
-    "sequence_ai_ros.goals.instruction",
-    "sequence_ai_ros.goals.runner",
-    "sequence_ai_ros.goals.stop_policy",
-    "sequence_ai_ros.goals.takeover",
-    "sequence_ai_ros.safety.gate",
-    "sequence_ai_ros.safety.joint_rules",
-    "sequence_ai_ros.safety.joint_limits",
-    "sequence_ai_ros.safety.cartesian_rules",
-    "sequence_ai_ros.safety.cartesian_space",
-    "sequence_ai_ros.commands.kinds",
-    "sequence_ai_ros.commands.chunk_trajectory",
-    "sequence_ai_ros.inputs.freshness",
-    "sequence_ai_ros.inputs.readings",
-    "sequence_ai_ros.geometry.pose_math",
-    "sequence_ai_ros.geometry.command_frame",
-    "sequence_ai_ros.params.node_config",
-    "sequence_ai_ros.params.model_fit",
-    "sequence_ai_ros.params.launch",
-    "sequence_ai_ros.bringup.api_key_source",
-)
+
+def _strictly_typed_core() -> tuple[str, ...]:
+    """mypy.ini's `modules`: the core is listed once, for this check and for mypy's strict one."""
+    config = configparser.ConfigParser()
+    config.read_string((ROOT / "mypy.ini").read_text())
+    return tuple(name.strip() for name in config["mypy"]["modules"].split(",") if name.strip())
+
+
+ROS_FREE = _strictly_typed_core()
 
 # Run in the child: a finder that refuses ROS before any import, then each module.
 _CHILD = """
