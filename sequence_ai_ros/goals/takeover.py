@@ -157,7 +157,7 @@ def afresh_seconds(
     nothing played for `run` — and `run` goes on as a goal of its own for the seconds returned
     (its fields reset), or, with less than `period_s` of its max_seconds left, is stopped
     LATE_HANDOVER and 0.0 is returned: a step is never reported done having played nothing."""
-    left_s = min(run.handle.request.max_seconds, live.max_goal_seconds) - (
+    left_s = min(float(run.handle.request.max_seconds), live.max_goal_seconds) - (
         time.monotonic() - run.started_s
     )
     played_nothing = (
