@@ -45,6 +45,7 @@ SECTIONS = (
     "evaluation",
     "test_durations",
     "world",
+    "gateway_vision",
 )
 
 

@@ -17,10 +17,8 @@ PANDA_UPPER = (2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973)
 EE_TARGET_LOWER = (0.3, -0.3, 0.15)
 EE_TARGET_UPPER = (0.7, 0.3, 0.6)
 
-_SIMULATED_NOTE = (
-    "Simulated by the local sequence_ai gateway: a deterministic reach policy, "
-    "not the trained model."
-)
+_SIMULATED_NOTE = "Simulated by the local sequence_ai gateway, not the trained model."
+_REACHES = "A deterministic reach policy for a target hashed from the instruction."
 
 # Fields every served row carries; a plug-in row missing one gets None (or the default below).
 ROW_DEFAULTS: Dict[str, Any] = {
@@ -85,6 +83,60 @@ def _semantics(
     }
 
 
+# pi05-droid's and cosmos3's §1.6 values; the sim-droid-*reach models share their action
+# spaces under other names.
+_PI05_DROID_FIELDS: Dict[str, Any] = {
+    "architecture": "pi05",
+    "robot": "droid_franka",
+    "action_dim": 8,
+    "state_dim": 8,
+    "state_layout": {"joint_positions": 7, "gripper": 1},
+    "action_horizon": 15,
+    "control_hz": 15.0,
+    "camera_views": ["exterior_1", "wrist_left"],
+    "training_frame_size": [320, 180],
+    "input_aspect_ratio": 1.7778,
+    "input_resize": "pad",
+    "action_space": "joint_delta",
+    "action_semantics": _semantics(
+        "joint_delta",
+        native_target=(
+            "droid.robot_env.RobotEnv(action_space='joint_velocity', "
+            "gripper_action_space='position')"
+        ),
+        value_range=[-1.0, 1.0],
+        gripper_dims=[7],
+        conversions={
+            "joint_position": {
+                "reference": "state_at_request",
+                "formula": "q_target[i] = q_reference + step[i][:7]",
+                "verified_in": "isaac-lab droid scene, 2026-09-11",
+            }
+        },
+    ),
+}
+_COSMOS3_DROID_FIELDS: Dict[str, Any] = {
+    "architecture": "cosmos3",
+    "robot": "droid_franka",
+    "action_dim": 8,
+    "state_dim": 8,
+    "state_layout": {"joint_positions": 7, "gripper": 1},
+    "action_horizon": 32,
+    "control_hz": 15.0,
+    "camera_views": ["exterior_1", "exterior_2", "wrist_left"],
+    "training_frame_size": [640, 360],
+    "input_aspect_ratio": 1.7778,
+    "input_resize": "stretch",
+    "action_space": "joint_absolute",
+    "action_semantics": _semantics("joint_absolute"),
+}
+_LOOKS = (
+    "It looks: finds the red cup and the blue block by colour in its views, places them with "
+    "the simulated DROID cameras' calibration and picks the cup up (or puts it on the block); "
+    "without a cup in view it holds in place."
+)
+
+
 @dataclass(frozen=True)
 class SimulatedModel:
     """One built-in model: its own §1.6 values (``fields``, in wire order) and listing extras."""
@@ -101,38 +153,9 @@ class SimulatedModel:
 SIMULATED_MODELS: Tuple[SimulatedModel, ...] = (
     SimulatedModel(
         "pi05-droid",
-        {
-            "architecture": "pi05",
-            "robot": "droid_franka",
-            "action_dim": 8,
-            "state_dim": 8,
-            "state_layout": {"joint_positions": 7, "gripper": 1},
-            "action_horizon": 15,
-            "control_hz": 15.0,
-            "camera_views": ["exterior_1", "wrist_left"],
-            "training_frame_size": [320, 180],
-            "input_aspect_ratio": 1.7778,
-            "input_resize": "pad",
-            "action_space": "joint_delta",
-            "action_semantics": _semantics(
-                "joint_delta",
-                native_target=(
-                    "droid.robot_env.RobotEnv(action_space='joint_velocity', "
-                    "gripper_action_space='position')"
-                ),
-                value_range=[-1.0, 1.0],
-                gripper_dims=[7],
-                conversions={
-                    "joint_position": {
-                        "reference": "state_at_request",
-                        "formula": "q_target[i] = q_reference + step[i][:7]",
-                        "verified_in": "isaac-lab droid scene, 2026-09-11",
-                    }
-                },
-            ),
-        },
+        _PI05_DROID_FIELDS,
         gpu_ms_p50=95.0,
-        tags=("droid", "franka"),
+        tags=("droid", "franka", "vision"),
         open_loop_horizon=8,
         training={
             "trainable": True,
@@ -141,27 +164,33 @@ SIMULATED_MODELS: Tuple[SimulatedModel, ...] = (
             "usd_per_data_hour": 40.0,
             "minimum_usd": 25.0,
         },
+        rows_note=_LOOKS,
     ),
     SimulatedModel(
         "cosmos3-edge-policy-droid",
-        {
-            "architecture": "cosmos3",
-            "robot": "droid_franka",
-            "action_dim": 8,
-            "state_dim": 8,
-            "state_layout": {"joint_positions": 7, "gripper": 1},
-            "action_horizon": 32,
-            "control_hz": 15.0,
-            "camera_views": ["exterior_1", "exterior_2", "wrist_left"],
-            "training_frame_size": [640, 360],
-            "input_aspect_ratio": 1.7778,
-            "input_resize": "stretch",
-            "action_space": "joint_absolute",
-            "action_semantics": _semantics("joint_absolute"),
-        },
+        _COSMOS3_DROID_FIELDS,
+        gpu_ms_p50=310.0,
+        tags=("droid", "franka", "vision"),
+        training=_not_trainable("cosmos3 edge policies are not fine-tunable through the API"),
+        rows_note=_LOOKS,
+    ),
+    # pi05-droid's action space with the instruction-hash reach: a deterministic target for
+    # tests and benches that need one, whatever the frames show.
+    SimulatedModel(
+        "sim-droid-reach",
+        {**_PI05_DROID_FIELDS, "architecture": "simulated-reach"},
+        gpu_ms_p50=95.0,
+        tags=("droid", "franka"),
+        open_loop_horizon=8,
+        rows_note=_REACHES,
+    ),
+    # cosmos3's action space (absolute joints, 32 rows) with the instruction-hash reach.
+    SimulatedModel(
+        "sim-droid-absolute-reach",
+        {**_COSMOS3_DROID_FIELDS, "architecture": "simulated-reach"},
         gpu_ms_p50=310.0,
         tags=("droid", "franka"),
-        training=_not_trainable("cosmos3 edge policies are not fine-tunable through the API"),
+        rows_note=_REACHES,
     ),
     # A 14-wide bimanual state (two 6-joint arms + two grippers) and a 0.50 s chunk.
     SimulatedModel(
@@ -184,6 +213,7 @@ SIMULATED_MODELS: Tuple[SimulatedModel, ...] = (
         gpu_ms_p50=60.0,
         tags=("bimanual",),
         rows_note=(
+            f"{_REACHES} "
             "Rows: 12 absolute joint targets (left arm 0-5, right arm 6-11), grippers at 12, 13."
         ),
     ),
@@ -208,6 +238,7 @@ SIMULATED_MODELS: Tuple[SimulatedModel, ...] = (
         gpu_ms_p50=80.0,
         tags=("stateless",),
         rows_note=(
+            f"{_REACHES} "
             "Rows: normalised end-effector deltas (xyz, rpy) and a gripper at dim 6; given "
             "proprioception.end_effector_pose, they steer towards the instruction's target."
         ),
@@ -233,6 +264,7 @@ SIMULATED_MODELS: Tuple[SimulatedModel, ...] = (
         gpu_ms_p50=45.0,
         tags=("cartesian",),
         rows_note=(
+            f"{_REACHES} "
             "Rows: absolute end-effector poses (x, y, z in m, roll, pitch, yaw in rad, in the "
             "robot's base frame), at most 0.02 m apart, and a gripper at dim 6."
         ),

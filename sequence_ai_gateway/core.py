@@ -13,7 +13,6 @@ from sequence_ai_gateway import DEVELOPMENT_KEY
 from sequence_ai_gateway.catalogue import Catalogue, complete_row, short_id
 from sequence_ai_gateway.faults import Fault, FaultBook, make_fault
 from sequence_ai_gateway.planner_model import SimulatedPlanner
-from sequence_ai_gateway.policies import builtin_policies
 from sequence_ai_gateway.serving import (
     NETWORK_MS,
     NETWORK_SPREAD,
@@ -29,6 +28,7 @@ from sequence_ai_gateway.training import (
     TrainJob,
     tuned_row,
 )
+from sequence_ai_gateway.vision_policies import builtin_policies
 
 ENDPOINT_COUNTERS = ("health", "models", "ready", "act", "chat")
 # Used when the ``warming`` fault names no duration and the gateway has no cold start.

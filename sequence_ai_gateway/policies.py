@@ -2,9 +2,11 @@
 
 A served policy is any object with a ``row`` (its catalogue row, §1.6), an optional
 ``inference_ms`` (median simulated inference time on its worker) and
-``steps(observation) -> rows``. The built-in ones are
-reach policies: they move the observed joints (or end effector) toward a target derived from
-the instruction text, so an arm that executes the rows visibly converges to a checkable pose.
+``steps(observation) -> rows``; one may also have ``chunk(observation) -> Chunk``, rows with
+notes that go to the answer's ``warnings`` (the server then calls that instead). The ones here
+are reach policies: they move the observed joints (or end effector) toward a target derived
+from the instruction text, so an arm that executes the rows visibly converges to a checkable
+pose. The DROID models that look at the frames are in ``vision_policies``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,14 @@ PROCESSING_MS = 20.0
 def simulated_inference_ms(row: Mapping[str, Any]) -> float:
     """A built-in model's median inference time: its GPU figure plus the processing."""
     return float(row["latency"]["gpu_ms_p50"]) + PROCESSING_MS
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A chunk with notes for the answer's ``warnings`` (what a policy's ``chunk`` returns)."""
+
+    rows: Rows
+    notes: List[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,7 @@ def instruction_target(
     return target
 
 
-def _rng(observation: PolicyObservation) -> random.Random:
+def observation_rng(observation: PolicyObservation) -> random.Random:
     # Same observation and seed -> same noise; the seed alone changes it.
     pose = observation.end_effector_pose or []
     state = ",".join(
@@ -122,7 +132,9 @@ def _near(position: Sequence[float], target: Sequence[float], tolerance: float) 
 
 
 class DroidJointDeltaReach:
-    """pi05-droid semantics: rows are cumulative displacements from the request-time joints.
+    """sim-droid-reach: pi05-droid's action space, rows reaching for the instruction's target.
+
+    Rows are cumulative displacements from the request-time joints.
 
     ``q_reference + row[:7]`` is the joint target of each step (the row's verified conversion).
     DROID allows up to 0.2 rad per step; this policy moves 0.06 rad per step (0.9 rad/s at
@@ -139,7 +151,7 @@ class DroidJointDeltaReach:
     gripper_tolerance = 0.05
 
     def __init__(self) -> None:
-        self.row = catalogue.simulated_row("pi05-droid")
+        self.row = catalogue.simulated_row("sim-droid-reach")
         self.inference_ms = simulated_inference_ms(self.row)
 
     def steps(self, observation: PolicyObservation) -> Rows:
@@ -148,7 +160,7 @@ class DroidJointDeltaReach:
                                     catalogue.PANDA_UPPER)
         # Displacements are clipped to [-1, 1]; the chunk aims at the reachable part of the way.
         goal = [q + _clip(t - q, -1.0, 1.0) for q, t in zip(q_ref, target)]
-        rng = _rng(observation)
+        rng = observation_rng(observation)
         offset = [rng.gauss(0.0, self.noise_rad) for _ in q_ref]
         path = reach_path(q_ref, goal, self.row["action_horizon"], self.max_step, self.brake)
         rows = []
@@ -236,7 +248,7 @@ class StatelessEeDelta:
         norm = math.sqrt(sum(d * d for d in direction)) or 1.0
         direction = [d / norm for d in direction]
         grasp = 1.0 if _GRASP_WORDS.search(observation.instruction.lower()) else 0.0
-        rng = _rng(observation)
+        rng = observation_rng(observation)
         n = self.row["action_horizon"]
         rows = []
         for i in range(n):
@@ -253,7 +265,7 @@ class StatelessEeDelta:
         turn = poses.orientation_error(pose[3:6], poses.DOWNWARD_RPY)
         angle_left = math.sqrt(sum(t * t for t in turn))
         axis = [t / angle_left for t in turn] if angle_left > 0.0 else [0.0, 0.0, 0.0]
-        rng = _rng(observation)
+        rng = observation_rng(observation)
         n = self.row["action_horizon"]
         rows = []
         for i in range(n):
@@ -306,20 +318,6 @@ class EeAbsoluteReach:
             near = poses.distance(position, target) <= self.grasp_tolerance_m
             rows.append(position + list(rpy) + [1.0 if near else 0.0])
         return rows
-
-
-def builtin_policies() -> List[Any]:
-    """The five simulated act models of the local catalogue."""
-    row = catalogue.simulated_row
-    panda = (catalogue.PANDA_LOWER, catalogue.PANDA_UPPER)
-    bimanual = ([-2.6] * 12, [2.6] * 12)
-    return [
-        DroidJointDeltaReach(),
-        AbsoluteJointReach(row("cosmos3-edge-policy-droid"), *panda, max_step=0.1),
-        AbsoluteJointReach(row("sim-bimanual-reach"), *bimanual, max_step=0.05, arms=2),
-        StatelessEeDelta(),
-        EeAbsoluteReach(),
-    ]
 
 
 def load_policy(spec: str) -> Any:

@@ -22,11 +22,11 @@ import random
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Awaitable, Callable, Dict, List, Optional
 
-from sequence_ai_gateway.policies import PolicyObservation
+from sequence_ai_gateway.policies import Chunk, PolicyObservation
 
 Rows = List[List[float]]
 
@@ -104,6 +104,7 @@ class Inference:
     queue_ms: float  # waiting for a free worker
     worker_ms: float  # on the worker: a held fault, then the inference
     inference_ms: float
+    notes: List[str] = field(default_factory=list)  # the policy's, for the answer's warnings
 
 
 @dataclass
@@ -294,6 +295,13 @@ class ModelServer:
         median = settings.latency_ms if settings.latency_ms is not None else self.inference_ms
         return sample_latency_s(median, settings.jitter_ms, settings.scale, self._rng)
 
+    def _chunk(self, observation: PolicyObservation) -> Chunk:
+        """The policy's rows, with its notes when it gives any (``chunk`` over ``steps``)."""
+        chunk = getattr(self.policy, "chunk", None)
+        if callable(chunk):
+            return chunk(observation)
+        return Chunk(self.policy.steps(observation))
+
     async def _work(self, queue: asyncio.Queue[_Job]) -> None:
         loop = asyncio.get_running_loop()
         while True:
@@ -304,16 +312,17 @@ class ModelServer:
                     await job.hold()
                 worker_s = self._worker_time_s()
                 computing = time.monotonic()
-                rows = await loop.run_in_executor(None, self.policy.steps, job.observation)
+                chunk = await loop.run_in_executor(None, self._chunk, job.observation)
                 spent = time.monotonic() - computing
                 if worker_s > spent:
                     await asyncio.sleep(worker_s - spent)
                 finished = time.monotonic()
                 result = Inference(
-                    rows=[list(r) for r in rows],
+                    rows=[list(r) for r in chunk.rows],
                     queue_ms=(started - job.enqueued) * 1000.0,
                     worker_ms=(finished - started) * 1000.0,
                     inference_ms=(finished - computing) * 1000.0,
+                    notes=list(chunk.notes),
                 )
             except asyncio.CancelledError:
                 if not job.future.done():

@@ -51,7 +51,7 @@ async def act(body: ActRequest, request: Request, gateway: GatewayDep) -> Any:
     _check_rows(result.rows, row)
     rows = shaped_rows(fault, result.rows)
     out = _answer(row, rows, _perf(received, transport_ms, result),
-                  _usage(row, checked, body, rows), checked.warnings)
+                  _usage(row, checked, body, rows), checked.warnings + result.notes)
     faulted = await faulted_answer(gateway, fault, since, out, _peer(request))
     return faulted if faulted is not None else AsciiJSONResponse(out)
 

@@ -9,7 +9,7 @@ import warnings
 from collections import Counter
 
 import pytest
-from support.policy_support import Robot, open_policy
+from support.policy_support import REACH, Robot, open_policy
 
 import sequence_ai
 from sequence_ai import events
@@ -79,7 +79,7 @@ def test_an_early_end_publishes_the_hold_then_the_ending(gw) -> None:
 
 def test_an_underrun_is_a_begin_and_an_end_event_counted_once(gw) -> None:
     recorder = Recorder()
-    robot = Robot()
+    robot = Robot(REACH)
 
     def on_status(state) -> None:
         robot.on_status(state)
@@ -87,7 +87,7 @@ def test_an_underrun_is_a_begin_and_an_end_event_counted_once(gw) -> None:
             gw.clear_faults()
 
     stall_next = robot.after_first_chunk(lambda: gw.inject("stall", seconds=None))
-    with open_policy(gw, control_hz=60) as policy:
+    with open_policy(gw, model=REACH, control_hz=60) as policy:
         outcome = run(policy, robot, max_actions=40, on_chunk=stall_next, on_status=on_status,
                       observers=[recorder])
     ended = [event for event in recorder.events if isinstance(event, events.UnderrunEnded)]

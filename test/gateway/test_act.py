@@ -12,6 +12,8 @@ from support.gateway_support import (  # noqa: E402
     ALL_MODELS,
     BIMANUAL,
     COSMOS3,
+    DROID_ABSOLUTE_REACH,
+    DROID_REACH,
     EE_ABSOLUTE,
     PI05,
     READY_POSE,
@@ -25,6 +27,8 @@ from support.gateway_support import (  # noqa: E402
 EXPECTED_SHAPE = {  # model: (steps, action_dim, hz, open_loop_horizon)
     PI05: (15, 8, 15.0, 8),
     COSMOS3: (32, 8, 15.0, None),
+    DROID_REACH: (15, 8, 15.0, 8),
+    DROID_ABSOLUTE_REACH: (32, 8, 15.0, None),
     BIMANUAL: (25, 14, 50.0, None),
     STATELESS: (16, 7, 25.0, None),
     EE_ABSOLUTE: (10, 7, 20.0, None),
@@ -143,8 +147,10 @@ def test_png_frames_are_accepted(gateway):
 def test_state_width_mismatch_is_padded_and_truncated_with_warnings(gateway):
     eight_joints = [0.0, -0.5, 0.0, -2.0, 0.0, 1.6, 0.8, 0.3]
     with client(gateway) as c:
-        fitted = c.post("/v1/act", json=act_body(PI05, joints=eight_joints, gripper=None))
-        explicit = c.post("/v1/act", json=act_body(PI05, joints=eight_joints[:7], gripper=[0.0]))
+        fitted = c.post("/v1/act", json=act_body(DROID_REACH, joints=eight_joints, gripper=None))
+        explicit = c.post(
+            "/v1/act", json=act_body(DROID_REACH, joints=eight_joints[:7], gripper=[0.0])
+        )
     assert fitted.status_code == 200
     warnings = fitted.json()["warnings"]
     assert any("joint_positions has 8" in w and "truncated to 7" in w for w in warnings)

@@ -9,6 +9,8 @@ pytest.importorskip("fastapi")
 from support.gateway_support import (  # noqa: E402
     BIMANUAL,
     COSMOS3,
+    DROID_ABSOLUTE_REACH,
+    DROID_REACH,
     EE_ABSOLUTE,
     PI05,
     PLANNER,
@@ -42,7 +44,9 @@ def test_health_needs_no_key(gateway):
 
 def test_catalogue_is_public_and_rows_carry_every_field(gateway):
     rows = rows_by_id(gateway)
-    assert set(rows) == {PI05, COSMOS3, BIMANUAL, STATELESS, EE_ABSOLUTE, PLANNER}
+    assert set(rows) == {
+        PI05, COSMOS3, DROID_REACH, DROID_ABSOLUTE_REACH, BIMANUAL, STATELESS, EE_ABSOLUTE, PLANNER
+    }
     for row in rows.values():
         for name in ROW_FIELDS:
             assert name in row, f"{row['id']} lacks {name}"
@@ -110,7 +114,7 @@ def test_ee_absolute_row_declares_a_pose_state_and_the_fourth_space(gateway):
     assert row["latency"]["gpu_ms_p50"] == 45.0
 
 
-@pytest.mark.parametrize(("endpoint", "count"), [("act", 5), ("chat", 1), ("perceive", 0)])
+@pytest.mark.parametrize(("endpoint", "count"), [("act", 7), ("chat", 1), ("perceive", 0)])
 def test_catalogue_filters_by_endpoint(gateway, endpoint, count):
     with client(gateway, key=None) as c:
         response = c.get("/v1/models", params={"endpoint": endpoint})
@@ -126,7 +130,7 @@ def test_unknown_endpoint_filter_is_a_422_naming_the_choices(gateway):
 
 
 def test_catalogue_also_answers_with_a_key(gateway):
-    assert len(rows_by_id(gateway)) == 6
+    assert len(rows_by_id(gateway)) == 8
     with client(gateway) as c:
         assert c.get("/v1/models").status_code == 200
 

@@ -6,7 +6,15 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from support.gateway_support import PI05, PLANNER, act_body, client, frame, pending_faults  # noqa: E402
+from support.gateway_support import (  # noqa: E402
+    DROID_REACH,
+    PI05,
+    PLANNER,
+    act_body,
+    client,
+    frame,
+    pending_faults,
+)
 
 TASK = "put the cup on the blue block"
 REST = [0.0, -0.5, 0.0, -2.0, 0.0, 1.6, 0.8]
@@ -225,9 +233,10 @@ def test_a_refused_prompt_leaves_the_fault_pending(gateway):
     gateway.clear_faults()
 
 
-def test_the_planner_and_pi05_play_the_task_through_to_done(gateway):
-    """Closed loop over HTTP: ask the planner, play pi05-droid's chunk for its step (q_reference
-    + row for the open-loop horizon), repeat; every step is reached and the task ends in done."""
+def test_the_planner_and_droid_reach_play_the_task_through_to_done(gateway):
+    """Closed loop over HTTP: ask the planner, play sim-droid-reach's chunk for its step
+    (q_reference + row for the open-loop horizon), repeat; every step is reached and the task
+    ends in done."""
     joints, said, step = list(REST), [], None
     with client(gateway) as c:
         for _ in range(200):  # a hang guard: the task takes a few dozen exchanges
@@ -238,7 +247,7 @@ def test_the_planner_and_pi05_play_the_task_through_to_done(gateway):
             if answer != step:
                 said.append(answer)
                 step = answer
-            chunk = c.post("/v1/act", json=act_body(PI05, joints=joints, instruction=step))
+            chunk = c.post("/v1/act", json=act_body(DROID_REACH, joints=joints, instruction=step))
             rows = [s["values"] for s in chunk.json()["action_chunk"]["steps"]]
             horizon = chunk.json()["action_chunk"]["open_loop_horizon"]
             joints = [q + d for q, d in zip(joints, rows[horizon - 1][:7])]

@@ -76,7 +76,7 @@ def test_serves_the_catalogue_with_the_development_key_printed(serve):
     assert served.url.startswith("http://127.0.0.1:")
     assert served.lines["SEQUENCES_API_KEY"] == "seq_dev_local_gateway"
     wait_healthy(served.url)
-    assert len(httpx.get(served.url + "/v1/models", trust_env=False).json()["data"]) == 6
+    assert len(httpx.get(served.url + "/v1/models", trust_env=False).json()["data"]) == 8
     headers = {"Authorization": "Bearer seq_dev_local_gateway"}
     response = httpx.post(served.url + "/v1/act", json=act_body(seed=1), headers=headers,
                           trust_env=False)
@@ -128,7 +128,7 @@ def test_plug_in_policy_is_served_beside_the_simulated_models(serve):
     wait_healthy(served.url)
     rows = httpx.get(served.url + "/v1/models", trust_env=False).json()["data"]
     ids = [r["id"] for r in rows]
-    assert "accounts/sequences/models/my-lab-hold-still" in ids and len(ids) == 7
+    assert "accounts/sequences/models/my-lab-hold-still" in ids and len(ids) == 9
     body = act_body(views=["exterior_1"])
     body["model"] = "accounts/sequences/models/my-lab-hold-still"
     response = httpx.post(served.url + "/v1/act", json=body, trust_env=False,

@@ -44,7 +44,7 @@ def body() -> dict:
 def test_gateway_fixture_serves_faults_and_counts(gateway):
     headers = {"Authorization": f"Bearer {gateway.api_key}"}
     with httpx.Client(base_url=gateway.url, headers=headers, trust_env=False) as c:
-        assert len(c.get("/v1/models").json()["data"]) == 6
+        assert len(c.get("/v1/models").json()["data"]) == 8
         assert c.post("/v1/act", json=body()).status_code == 200
         gateway.inject("status", status=503)
         faulted = c.post("/v1/act", json=body())

@@ -27,7 +27,7 @@ def test_plug_in_rows_join_the_catalogue_with_their_endpoint(served):
     with client(served, key=None) as c:
         act_ids = [r["id"] for r in c.get("/v1/models", params={"endpoint": "act"}).json()["data"]]
         chat = c.get("/v1/models", params={"endpoint": "chat"}).json()["data"]
-    assert "accounts/sequences/models/test-echo" in act_ids and len(act_ids) == 8
+    assert "accounts/sequences/models/test-echo" in act_ids and len(act_ids) == 10
     assert [r["id"] for r in chat] == ["accounts/sequences/models/sim-planner",
                                        "accounts/sequences/models/test-chat"]
     assert chat[1]["state_layout"] == {"joint_positions": 2}

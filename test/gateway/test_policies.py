@@ -1,4 +1,5 @@
-"""Simulated policies: determinism, limits, and an arm executing the rows reaches the target."""
+"""Simulated reach policies: determinism, limits, and an arm executing the rows reaches the
+target."""
 
 from __future__ import annotations
 
@@ -20,13 +21,15 @@ from sequence_ai_gateway.catalogue import (  # noqa: E402
 )
 from sequence_ai_gateway.policies import (  # noqa: E402
     PolicyObservation,
-    builtin_policies,
     ee_target,
     instruction_target,
     load_policy,
 )
+from sequence_ai_gateway.vision_policies import builtin_policies  # noqa: E402
 
-PI05, COSMOS3, BIMANUAL, STATELESS, EE_ABSOLUTE = builtin_policies()
+# The looking DROID models are tested in test_vision_policies.py; REACH and ABSOLUTE_REACH are
+# sim-droid-reach and sim-droid-absolute-reach (pi05's and cosmos3's spaces, hashed targets).
+PI05, COSMOS3, REACH, ABSOLUTE_REACH, BIMANUAL, STATELESS, EE_ABSOLUTE = builtin_policies()
 HOME = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
 # The Panda ready pose's hand TCP in panda_link0 (x, y, z, roll, pitch, yaw).
 READY_POSE = [0.307, 0.0, 0.487, math.pi, 0.0, 0.0]
@@ -62,8 +65,8 @@ def test_target_ignores_case_and_spacing_but_not_words():
     assert a == b and a != c
 
 
-def test_pi05_rows_respect_droid_scale_and_value_range():
-    rows = PI05.steps(observe(HOME, [0.0]))
+def test_droid_reach_rows_respect_droid_scale_and_value_range():
+    rows = REACH.steps(observe(HOME, [0.0]))
     assert len(rows) == 15 and all(len(r) == 8 for r in rows)
     previous = [0.0] * 7
     for row in rows:
@@ -73,14 +76,14 @@ def test_pi05_rows_respect_droid_scale_and_value_range():
         previous = row[:7]
 
 
-def test_arm_following_pi05_joint_position_conversion_converges():
+def test_arm_following_droid_reach_joint_position_conversion_converges():
     # The verified conversion: target_i = q_reference + row_i[:7], 8 steps per chunk.
     instruction = "stack the blocks"
     target = instruction_target(instruction, PANDA_LOWER, PANDA_UPPER)
     q = list(HOME)
     gripper = [0.0]
     for _ in range(40):
-        rows = PI05.steps(observe(q, gripper, instruction))
+        rows = REACH.steps(observe(q, gripper, instruction))
         q_reference = list(q)
         for row in rows[:8]:
             q = [r + d for r, d in zip(q_reference, row[:7])]
@@ -89,7 +92,7 @@ def test_arm_following_pi05_joint_position_conversion_converges():
     assert gripper == [1.0]
 
 
-def test_pi05_brakes_into_its_target_within_the_pandas_accelerations():
+def test_droid_reach_brakes_into_its_target_within_the_pandas_accelerations():
     # An arm playing 8 rows of each chunk, as above, from home to a target: within a chunk the
     # speed of each joint (rad/s at 15 Hz) never changes faster than 5 rad/s² (the 4 rad/s²
     # brake, rounded to steps, and the chunk's offset), from full speed to a stop included;
@@ -97,7 +100,7 @@ def test_pi05_brakes_into_its_target_within_the_pandas_accelerations():
     instruction = "stack the blocks"
     q = list(HOME)
     for _ in range(40):
-        rows = PI05.steps(observe(q, [0.0], instruction))
+        rows = REACH.steps(observe(q, [0.0], instruction))
         q_reference = list(q)
         chunk = [q_reference] + [[r + d for r, d in zip(q_reference, row[:7])] for row in rows]
         speeds = [[(b - a) * 15.0 for a, b in zip(p, n)] for p, n in zip(chunk, chunk[1:])]
@@ -108,12 +111,12 @@ def test_pi05_brakes_into_its_target_within_the_pandas_accelerations():
         instruction, PANDA_LOWER, PANDA_UPPER))) < 0.05
 
 
-def test_arm_following_cosmos3_absolute_rows_converges():
+def test_arm_following_absolute_reach_rows_converges():
     instruction = "Put the banana in the bowl"
     target = instruction_target(instruction, PANDA_LOWER, PANDA_UPPER)
     q = list(HOME)
     for _ in range(20):
-        rows = COSMOS3.steps(observe(q, [0.0], instruction))
+        rows = ABSOLUTE_REACH.steps(observe(q, [0.0], instruction))
         assert len(rows) == 32
         q = rows[-1][:7]
     assert max(abs(a - b) for a, b in zip(q, target)) < 0.05
@@ -225,8 +228,8 @@ def test_ee_absolute_rows_converge_and_close_the_gripper():
 @given(st.lists(st.floats(-10, 10), min_size=7, max_size=7), st.integers(0, 2**31))
 def test_same_observation_and_seed_same_rows(joints, seed):
     obs = observe(joints, [0.0], seed=seed)
-    assert PI05.steps(obs) == PI05.steps(obs)
-    assert COSMOS3.steps(obs) == COSMOS3.steps(obs)
+    for policy in (PI05, COSMOS3, REACH, ABSOLUTE_REACH):
+        assert policy.steps(obs) == policy.steps(obs)
 
 
 def test_example_plug_in_loads_and_holds_the_pose():

@@ -397,7 +397,11 @@ def test_every_act_model_answers_a_fitting_observation_with_a_section_1_4_body(h
         response = act(http, body, gateway.api_key)
         assert response.status_code == 200, (row["id"], response.text)
         check_chunk_body(response.json(), row["id"], row)
-        assert response.json()["warnings"] == [], row["id"]
+        warnings = response.json()["warnings"]
+        if "vision" in row["tags"]:  # a looking model says why it holds: no cup in these frames
+            assert warnings and all("holding in place" in w for w in warnings), row["id"]
+        else:
+            assert warnings == [], row["id"]
 
 
 def test_pi05_chunk_matches_section_1_11(http, gateway):

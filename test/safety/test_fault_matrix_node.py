@@ -65,9 +65,10 @@ MAX_STEP = 0.25
 # The arm is pushed this far while the node waits: more than max_step.
 PUSH_RAD = 0.6
 STALE_PUSH_RAD = 1.0
-# cosmos3-edge-policy-droid plays its whole 32-row chunk (2.1 s at 15 Hz) without a request when
-# prefetch is off: the only check on the inputs while it plays is the node's own.
-LONG_CHUNK_MODEL = "cosmos3-edge-policy-droid"
+# sim-droid-absolute-reach (cosmos3's row, rows reaching a hashed target) plays its whole 32-row
+# chunk (2.1 s at 15 Hz) without a request when prefetch is off: the only check on the inputs
+# while it plays is the node's own.
+LONG_CHUNK_MODEL = "sim-droid-absolute-reach"
 LONG_CHUNK_ROWS = 32
 LONG_CHUNK_VIEWS = ["exterior_1", "exterior_2", "wrist_left"]
 LONG_CHUNK_MAX_AGE_S = 0.5

@@ -126,7 +126,7 @@ def _status(arm: ArmHarness) -> DiagnosticStatus | None:
 def test_a_catalogue_rate_above_max_control_hz_fails_configure_naming_both(
     safety_ros_context: Any, gw: Any, tmp_path: Any
 ) -> None:
-    gw.inject("catalogue_fields", model="pi05-droid", fields={"control_hz": 1000.0}, count=10)
+    gw.inject("catalogue_fields", model="sim-droid-reach", fields={"control_hz": 1000.0}, count=10)
     with _node(safety_ros_context, gw, tmp_path, "rate_bound") as (_, arm, nodes):
         cell = _Row("catalogue_rate", arm, nodes)
         assert not arm.transition(Transition.TRANSITION_CONFIGURE)

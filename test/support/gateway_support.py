@@ -15,15 +15,22 @@ COSMOS3 = "accounts/sequences/models/cosmos3-edge-policy-droid"
 BIMANUAL = "accounts/sequences/models/sim-bimanual-reach"
 STATELESS = "accounts/sequences/models/sim-stateless-ee-delta"
 EE_ABSOLUTE = "accounts/sequences/models/sim-ee-absolute-reach"
-ALL_MODELS = (PI05, COSMOS3, BIMANUAL, STATELESS, EE_ABSOLUTE)
+# pi05-droid's action space with the instruction-hash reach (pi05-droid itself looks).
+DROID_REACH = "accounts/sequences/models/sim-droid-reach"
+# cosmos3's action space with the instruction-hash reach.
+DROID_ABSOLUTE_REACH = "accounts/sequences/models/sim-droid-absolute-reach"
+ALL_MODELS = (PI05, COSMOS3, DROID_REACH, DROID_ABSOLUTE_REACH, BIMANUAL, STATELESS, EE_ABSOLUTE)
 PLANNER = "accounts/sequences/models/sim-planner"  # the chat model, beside the act models
 
 FRAME_SIZE = {
-    PI05: (320, 180), COSMOS3: (640, 360), BIMANUAL: (320, 240), STATELESS: (256, 256),
+    PI05: (320, 180), COSMOS3: (640, 360), DROID_REACH: (320, 180),
+    DROID_ABSOLUTE_REACH: (640, 360), BIMANUAL: (320, 240), STATELESS: (256, 256),
     EE_ABSOLUTE: (256, 256),
 }
 VIEWS = {
     PI05: ["exterior_1", "wrist_left"],
+    DROID_REACH: ["exterior_1", "wrist_left"],
+    DROID_ABSOLUTE_REACH: ["exterior_1", "exterior_2", "wrist_left"],
     COSMOS3: ["exterior_1", "exterior_2", "wrist_left"],
     BIMANUAL: ["cam_high", "cam_left_wrist", "cam_right_wrist"],
     STATELESS: ["front"],
@@ -32,6 +39,8 @@ VIEWS = {
 STATE = {
     PI05: ([0.0, -0.5, 0.0, -2.0, 0.0, 1.6, 0.8], [0.0]),
     COSMOS3: ([0.0, -0.5, 0.0, -2.0, 0.0, 1.6, 0.8], [0.0]),
+    DROID_REACH: ([0.0, -0.5, 0.0, -2.0, 0.0, 1.6, 0.8], [0.0]),
+    DROID_ABSOLUTE_REACH: ([0.0, -0.5, 0.0, -2.0, 0.0, 1.6, 0.8], [0.0]),
     BIMANUAL: ([0.1] * 12, [0.0, 0.0]),
     STATELESS: ([], None),
     EE_ABSOLUTE: ([], [0.0]),

@@ -42,9 +42,11 @@ TRAJECTORY_TOPIC = "joint_trajectory_controller/joint_trajectory"
 
 
 def node_parameters(base_url: str, key_file: str, **changes: Any) -> dict[str, Any]:
-    """The DROID configuration for pi05-droid against a local gateway."""
+    """The DROID configuration against a local gateway, driving sim-droid-reach: pi05-droid's
+    row and rows that move to a target hashed from the instruction (the simulated pi05-droid
+    looks at the frames, and this arm's cameras show a gradient, not a scene)."""
     values: dict[str, Any] = {
-        "model": "pi05-droid",
+        "model": "sim-droid-reach",
         "base_url": base_url,
         "api_key_file": key_file,
         "camera_views": ["exterior_1", "wrist_left"],

@@ -28,7 +28,17 @@ FRAME_16_9 = (
 
 PI05 = "pi05-droid"
 COSMOS = "cosmos3-edge-policy-droid"
-VIEWS = {PI05: ("exterior_1", "wrist_left"), COSMOS: ("exterior_1", "exterior_2", "wrist_left")}
+# pi05's and cosmos3's action spaces moving to a target hashed from the instruction: for tests
+# of the control loop, which need rows that move whatever the frames show (the simulated pi05
+# and cosmos3 look at the frames, and hold where they see no cup).
+REACH = "sim-droid-reach"
+ABSOLUTE_REACH = "sim-droid-absolute-reach"
+VIEWS = {
+    PI05: ("exterior_1", "wrist_left"),
+    COSMOS: ("exterior_1", "exterior_2", "wrist_left"),
+    REACH: ("exterior_1", "wrist_left"),
+    ABSOLUTE_REACH: ("exterior_1", "exterior_2", "wrist_left"),
+}
 # Generous bound for waiting on a condition: never a measurement, only a hang guard.
 PATIENCE_S = 30.0
 

@@ -7,7 +7,7 @@ import json
 import threading
 
 import pytest
-from support.policy_support import COSMOS, PATIENCE_S, PI05, Robot, open_policy
+from support.policy_support import ABSOLUTE_REACH, PATIENCE_S, PI05, REACH, Robot, open_policy
 
 import sequence_ai
 from sequence_ai._playback.playback import commands_for, ramp_rows_for
@@ -74,7 +74,7 @@ def test_an_answer_overtaken_by_a_newer_one_is_discarded_never_played(gw) -> Non
 
 
 def test_a_late_answer_starts_at_its_due_row(gw) -> None:
-    robot = Robot()
+    robot = Robot(REACH)
     release_at = 6
 
     def act(row) -> None:
@@ -83,7 +83,7 @@ def test_a_late_answer_starts_at_its_due_row(gw) -> None:
             gw.clear_faults()
 
     stall_next = robot.after_first_chunk(lambda: gw.inject("stall", seconds=None))
-    with open_policy(gw, control_hz=60) as policy:
+    with open_policy(gw, model=REACH, control_hz=60) as policy:
         outcome = policy.run(robot.observe, act, max_actions=20,
                              **{**robot.callbacks(), "on_chunk": stall_next})
     assert outcome.reason == "completed" and len(robot.chunks) >= 2
@@ -183,7 +183,7 @@ def test_swaps_are_counted_once_across_requests_in_flight(gw) -> None:
 
 @pytest.mark.parametrize("controller", ["joint_position", "raw"])
 def test_a_late_chunk_slows_the_arm_to_rest_then_resumes_at_its_due_row(gw, controller) -> None:
-    robot = Robot()
+    robot = Robot(REACH)
 
     def on_status(state) -> None:
         robot.on_status(state)
@@ -191,7 +191,7 @@ def test_a_late_chunk_slows_the_arm_to_rest_then_resumes_at_its_due_row(gw, cont
             gw.clear_faults()
 
     stall_next = robot.after_first_chunk(lambda: gw.inject("stall", seconds=None))
-    with open_policy(gw, control_hz=60) as policy:
+    with open_policy(gw, model=REACH, control_hz=60) as policy:
         outcome = run(policy, robot, max_actions=40, controller=controller, smooth_seam=2,
                       on_chunk=stall_next, on_status=on_status)
     assert outcome.reason == "completed" and outcome.underruns == 1
@@ -239,8 +239,8 @@ def test_act_comes_to_rest_by_its_deadline(gw) -> None:
 
 
 def test_a_fixed_speed_resamples_target_rows(gw) -> None:
-    robot = Robot(COSMOS)
-    with open_policy(gw, model=COSMOS, control_hz=120, playback_speed=0.5) as policy:
+    robot = Robot(ABSOLUTE_REACH)
+    with open_policy(gw, model=ABSOLUTE_REACH, control_hz=120, playback_speed=0.5) as policy:
         outcome = run(policy, robot, max_actions=24, controller="joint_position", prefetch=False)
     report = robot.reports[0][1]
     steps = robot.chunks[0].action_chunk.steps

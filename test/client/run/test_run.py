@@ -10,8 +10,8 @@ from typing import Iterator
 
 import pytest
 from support.policy_support import (
-    COSMOS,
-    PI05,
+    ABSOLUTE_REACH,
+    REACH,
     Robot,
     fetch_threads,
     make_observation,
@@ -423,7 +423,7 @@ def _two_runs(gateway, model: str, **kwargs):
 
 
 def test_smooth_seam_blends_absolute_rows_but_measures_before(gw) -> None:
-    plain, smoothed, first, second = _two_runs(gw, COSMOS, max_actions=64)
+    plain, smoothed, first, second = _two_runs(gw, ABSOLUTE_REACH, max_actions=64)
     # The first chunk's commands: its 32 rows, the last ones slowing to rest.
     per_chunk = len(plain.reports[0][1].rows)
     assert first.chunks == second.chunks == 2 and first.action_space == "joint_absolute"
@@ -443,18 +443,18 @@ def test_smooth_seam_blends_absolute_rows_but_measures_before(gw) -> None:
 
 
 def test_smooth_seam_passes_delta_rows_through(gw) -> None:
-    plain, smoothed, first, second = _two_runs(gw, PI05, max_actions=24)
+    plain, smoothed, first, second = _two_runs(gw, REACH, max_actions=24)
     assert first.action_space == "joint_delta"
     assert smoothed.acts == plain.acts
     assert second.max_seam_jump == pytest.approx(first.max_seam_jump)
 
 
 def test_smooth_seam_on_joint_positions_leaves_the_gripper_dim_alone(gw) -> None:
-    with open_policy(gw) as policy:
+    with open_policy(gw, model=REACH) as policy:
         # Walk the simulated arm to the instruction's target, where the gripper closes.
         target = [0.0] * 7
         for _ in range(6):
-            steps = policy.predict(make_observation(joints=target)).action_chunk.steps
+            steps = policy.predict(make_observation(REACH, joints=target)).action_chunk.steps
             target = [q + d for q, d in zip(target, steps[-1][:7])]
 
     class Reacher(Robot):
@@ -462,8 +462,8 @@ def test_smooth_seam_on_joint_positions_leaves_the_gripper_dim_alone(gw) -> None
         def joints_for(self, n: int) -> list:
             return [0.0] * 7 if n == 0 else target
 
-    plain, smoothed = Reacher(), Reacher()
-    with open_policy(gw, control_hz=120) as policy:
+    plain, smoothed = Reacher(REACH), Reacher(REACH)
+    with open_policy(gw, model=REACH, control_hz=120) as policy:
         first = run(policy, plain, max_actions=24, controller="joint_position", prefetch=False)
         second = run(
             policy, smoothed, max_actions=24, controller="joint_position", smooth_seam=4,
@@ -518,8 +518,8 @@ def test_joint_position_controller_offsets_each_chunk_by_its_own_request_joints(
 
 
 def test_joint_position_controller_passes_absolute_rows_prepared(gw) -> None:
-    robot = Robot(COSMOS)
-    with open_policy(gw, model=COSMOS, control_hz=120) as policy:
+    robot = Robot(ABSOLUTE_REACH)
+    with open_policy(gw, model=ABSOLUTE_REACH, control_hz=120) as policy:
         run(policy, robot, max_actions=32, controller="joint_position")
     assert robot.played_as_reported()
     installs = robot.whole_row_installs()

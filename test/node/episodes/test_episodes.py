@@ -118,7 +118,7 @@ def test_a_completed_goal_records_what_was_sent_received_and_commanded(
     # Its writer thread, once the file is closed, names it in /diagnostics.
     wait_for(lambda: (v := arm.node_status()) and v["recording"] == f"last {path}",
              what="the closed episode in /diagnostics")
-    assert episode.model == "pi05-droid" and episode.instruction == INSTRUCTION
+    assert episode.model == "sim-droid-reach" and episode.instruction == INSTRUCTION
     images = episode.on("observation/exterior_1")
     assert images and all(m.message.format == "jpeg" for m in images)
     # The bytes the model saw: a JPEG, not a re-encode of the camera frame.

@@ -19,7 +19,7 @@ INSTRUCTION = "pick up the cup"
 
 @pytest.fixture
 def active(ros_system: Any, gateway: Any, key_file: str) -> tuple[Any, ArmHarness]:
-    """An active node driving the test arm with pi05-droid."""
+    """An active node driving the test arm with sim-droid-reach (pi05-droid's row)."""
     node, arm = ros_system(**node_parameters(gateway.url, key_file))
     arm.configure_and_activate()
     return node, arm
@@ -255,7 +255,7 @@ def test_diagnostics_describe_the_node(active: tuple[Any, ArmHarness]) -> None:
         lambda: (v := arm.node_status()) and v["last_outcome"].startswith("completed") and v,
         what="the goal's outcome in /diagnostics",
     )
-    assert values["model"] == "pi05-droid" and values["ready"] == "true"
+    assert values["model"] == "sim-droid-reach" and values["ready"] == "true"
     assert values["lifecycle"] == "active" and values["goals_run"] == "1"
     assert int(values["underruns"]) >= 0
     for key in ("request_latency_p50_ms", "request_latency_p95_ms"):

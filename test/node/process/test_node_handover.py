@@ -107,19 +107,20 @@ def test_a_hand_over_with_nothing_running_is_a_plain_goal(active: tuple[Any, Arm
 def test_a_hand_over_on_cosmos3_commands_its_gripper_open_or_closed_only(
     ros_system: Any, gateway: Any, key_file: str
 ) -> None:
-    # cosmos3's rows are 7 absolute joint targets and its gripper (0 open, 1 closed), which it
-    # declares no exception for. A hand-over shifts the new plan's joints onto the last command;
+    # cosmos3's rows (here sim-droid-absolute-reach's, its row with a hashed target) are 7
+    # absolute joint targets and its gripper (0 open, 1 closed), which it declares no
+    # exception for. A hand-over shifts the new plan's joints onto the last command;
     # shifting its gripper too commanded a closed gripper over an open plan as 0.95 .. 1.9.
     views = ["exterior_1", "exterior_2", "wrist_left"]
     node, arm = ros_system(**node_parameters(
-        gateway.url, key_file, model="cosmos3-edge-policy-droid", camera_views=views,
+        gateway.url, key_file, model="sim-droid-absolute-reach", camera_views=views,
         camera_topics=[f"cameras/{view}/image_raw" for view in views],
         camera_transports=["raw"] * len(views),
     ))
     arm.configure_and_activate()
     first, _ = arm.send_goal(FIRST, max_seconds=30.0)
     assert first.accepted
-    # The simulated cosmos3 closes the gripper once the arm is at the instruction's target.
+    # The hash reach closes the gripper once the arm is at the instruction's target.
     wait_for(lambda: 1.0 in arm.gripper_commands, what="the first goal closing the gripper")
     closed_at = len(arm.gripper_commands)
     second, _ = arm.send_goal(NEXT, max_seconds=30.0, handover=True)
