@@ -31,6 +31,7 @@ from sequence_ai_ros.bringup.diagnostics import HealthRecord
 from sequence_ai_ros.bringup.diagnostics_output import DiagnosticsOutput
 from sequence_ai_ros.bringup.lifecycle_guard import ConfigureProbe, guard_change_state
 from sequence_ai_ros.bringup.readiness import Readiness
+from sequence_ai_ros.goals.client_watch import ClientWatch
 from sequence_ai_ros.goals.goal_state import goal_problem
 from sequence_ai_ros.goals.instruction import shown
 from sequence_ai_ros.goals.results import unstarted
@@ -39,6 +40,7 @@ from sequence_ai_ros.goals.stop_policy import StopCause
 from sequence_ai_ros.inputs.sent_images import serve_sent_images
 from sequence_ai_ros.params import config_checks, spec_table
 from sequence_ai_ros.safety.gate import MotionRules
+from sequence_ai_ros.safety.joint_limits_file import LimitsFile
 from sequence_ai_ros.safety.motion_enable import Blocked, MotionEnable
 
 NODE_NAME = "sequence_ai"
@@ -84,9 +86,13 @@ class SequenceAiNode(LifecycleNode):
         guard_change_state(self, self.get_logger().warning)
         self._configuring = ConfigureProbe()
         spec_table.declare(self)
-        self.add_on_set_parameters_callback(
-            config_checks.validation_callback(self._parameter_values, self._configured_as)
+        # joint_limits_file's table: read off this thread, never waited on by a goal.
+        self._limits_file = LimitsFile(
+            self.get_logger().warning, lambda: self.get_parameter("joint_limits_file").value
         )
+        self.add_on_set_parameters_callback(config_checks.validation_callback(
+            self._parameter_values, self._configured_as, self._limits_file.check
+        ))
         self.health = HealthRecord()
         # Lock order: a leaf (nothing is taken under it).
         self._lock = threading.Lock()
@@ -116,6 +122,9 @@ class SequenceAiNode(LifecycleNode):
             cancel_service_qos_profile=ACTION_SERVICE_QOS,
         )
         serve_sent_images(self, lambda: None if (r := self._runner()) is None else r.images)
+        # The safety net for a goal whose action client is gone (end_goal_without_client_s).
+        # Looked at by the overdue timer, once a second: no timer of its own wakes the idle node.
+        self._goal_clients = ClientWatch(self, "act")
         # ~/enable and the heartbeat deadman: a running goal stops held when motion is blocked.
         self._enable = MotionEnable(self, self._stop_blocked)
         # In every state, so a failed configure or one in progress is visible too.
@@ -124,7 +133,8 @@ class SequenceAiNode(LifecycleNode):
         )
         # Its own timer, not the diagnostics': goals waiting behind a run that does not stop
         # end BUSY after PREEMPT_WAIT_S (goals/runner.py).
-        self._overdue_timer = self.create_timer(1.0, self._end_overdue)
+        # (rclpy's node keeps the timer.) It also ends goals whose action client is gone.
+        self.create_timer(1.0, self._end_overdue)
         # The hold is one volatile message: a controller that (re)connects after a goal never
         # hears it, so an idle node sends it again (the gate decides whether it may). Made for
         # the node's life, at the rate configure reads; stopped until then.
@@ -224,14 +234,19 @@ class SequenceAiNode(LifecycleNode):
         self._destroy_orphans()
         # joint_names may have changed since construction: their joint_limits.* too.
         spec_table.declare_joint_limits(self, list(self.get_parameter("joint_names").value))
-        config = spec_table.read_config(self)
+        # Read within configure_timeout_s on a thread of its own; a bad file fails configure.
+        self._limits_file.load(self.get_parameter("configure_timeout_s").value)
+        config = spec_table.read_config(self, self._limits_file)
         configured = configure(
             self, config, health=self.health, on_warming=self._on_warming,
             probe=self._configuring,
             wake=self._wake_guard.trigger,
+            live_config=lambda: spec_table.read_config(self, self._limits_file),
         )
         with self._lock:
             self._configured = configured
+        # Changes to the file are read on the watch's thread, and a bad edit keeps the limits.
+        self._limits_file.watch()
         # On the executor's thread (a lifecycle callback), where cancel and reset are safe.
         if config.hold_republish_hz > 0:
             self._republish_timer.timer_period_ns = round(1e9 / config.hold_republish_hz)
@@ -251,6 +266,7 @@ class SequenceAiNode(LifecycleNode):
             parts, self._configured = self._configured, None
         # The republish timer is left running: teardown may run off the executor's thread, where
         # a cancel can kill the executor on rclpy 7.1 (rclpy#1485); unconfigured, it sends nothing.
+        self._limits_file.stop()
         self._orphans.append(self._enable.stop_watching())
         self._readiness.stop()
         if parts is not None:
@@ -287,7 +303,7 @@ class SequenceAiNode(LifecycleNode):
             return GoalResponse.REJECT
         blocked = self._enable.blocked()
         problem = blocked[1] if blocked is not None else goal_problem(
-            goal, spec_table.read_config(self).max_instruction_chars
+            goal, spec_table.read_config(self, self._limits_file).max_instruction_chars
         )
         if not problem and (runner := self._runner()) is not None:
             problem = runner.handover_problem(goal)
@@ -297,6 +313,7 @@ class SequenceAiNode(LifecycleNode):
         return GoalResponse.ACCEPT
 
     def _on_accepted(self, handle: ServerGoalHandle) -> None:
+        self._goal_clients.accepted(bytes(handle.goal_id.uuid))
         runner = self._runner()
         if runner is not None:
             runner.accept(handle)
@@ -355,7 +372,8 @@ class SequenceAiNode(LifecycleNode):
         if configured is None:
             return
         gate = configured.gate
-        config = spec_table.read_config(self)
+        # joint_limits_file's table in force: nothing is read here.
+        config = spec_table.read_config(self, self._limits_file)
         if not config.hold_between_goals:
             return
         try:
@@ -377,6 +395,7 @@ class SequenceAiNode(LifecycleNode):
         runner = self._runner()
         if runner is not None:
             runner.end_overdue()
+        self._goal_clients.end_orphans(runner)
 
     def _configured_parts(self) -> Configured | None:
         with self._lock:

@@ -26,7 +26,7 @@ from sequence_ai_ros.inputs.joint_feed import JointFeed
 from sequence_ai_ros.inputs.observation_cache import ObservationCache
 from sequence_ai_ros.inputs.pose_source import TfPoses, open_pose_source
 from sequence_ai_ros.inputs.readings import PoseSource
-from sequence_ai_ros.params import config_checks, spec_table
+from sequence_ai_ros.params import config_checks
 from sequence_ai_ros.params.model_fit import fit, space_of
 from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.safety.cartesian_space import CartesianSpace
@@ -69,10 +69,12 @@ def configure(
     on_warming: WarmingCallback,
     probe: ConfigureProbe,
     wake: Callable[[], None],
+    live_config: Callable[[], NodeConfig],
 ) -> Configured:
     """Check `config` against the service's catalogue and build the parts; a failure raises
     `ConfigureError` (or what a part raised) with nothing left behind. The catalogue read is
-    bounded by configure_timeout_s, and `probe` lets a shutdown end it at once."""
+    bounded by configure_timeout_s, and `probe` lets a shutdown end it at once. `live_config`
+    is the node's parameters at any later time (each goal's snapshot)."""
     problems = config_checks.check_config(config)
     if problems:
         raise ConfigureError("; ".join(problems))
@@ -163,7 +165,7 @@ def configure(
             state_names=[*joint_names, *config.grippers],
             period_s=period_s,
             health=health,
-            live_config=lambda: spec_table.read_config(node),
+            live_config=live_config,
             error=node.get_logger().error,
             frames=cache.newest_images,
             info=node.get_logger().info,
@@ -195,7 +197,7 @@ def configure(
         built[-1] = gate.destroy
         runner = goal_runner(
             GoalParts(policy, model, controller, cache, gate, health, episodes),
-            live_config=lambda: spec_table.read_config(node),
+            live_config=live_config,
             log=node.get_logger(),
             wake=wake,
         )

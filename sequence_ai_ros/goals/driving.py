@@ -22,7 +22,12 @@ from sequence_ai_ros.goals.instruction import shown
 from sequence_ai_ros.goals.results import GoalOutcome, GoalResults
 from sequence_ai_ros.goals.runner import GoalRunner
 from sequence_ai_ros.goals.stop_policy import ArmCommand, arm_command
-from sequence_ai_ros.goals.takeover import RunBaton, handed_over_outcome, own_outcome
+from sequence_ai_ros.goals.takeover import (
+    RunBaton,
+    afresh_seconds,
+    handed_over_outcome,
+    own_outcome,
+)
 from sequence_ai_ros.inputs.freshness import StaleObservation
 from sequence_ai_ros.inputs.observation_cache import ObservationCache
 from sequence_ai_ros.inputs.sent_images import SentImages
@@ -37,6 +42,9 @@ __all__ = ["GoalDriver", "GoalParts", "goal_runner"]
 _INPUT_RECHECK_S = 0.1
 # A hand-over accepted after its own max_seconds already passed still ends by the deadline.
 _MIN_LEFT_S = 1e-3
+# A run's end waits at most this for the hand-over book-keeping of the goal taking it over
+# (the executor's, which never blocks).
+_HANDOVER_WAIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -111,7 +119,10 @@ class GoalDriver:
         """Drive the goal's run to its end, hold the arm as the stop policy says, end it."""
         goal = run.handle.request
         self._episodes.goal_started(bytes(run.handle.goal_id.uuid), goal, config)
-        max_seconds = min(goal.max_seconds, config.max_goal_seconds)
+        return self._drive(run, config, min(goal.max_seconds, config.max_goal_seconds))
+
+    def _drive(self, run: GoalRun, config: NodeConfig, max_seconds: float) -> GoalOutcome:
+        goal = run.handle.request
         feedback = GoalFeedback(run.handle, self._health, run.started_s, self._episodes.feedback)
         baton = RunBaton(feedback, config)
         with self._cond:
@@ -178,6 +189,7 @@ class GoalDriver:
                 )
             with self._cond:
                 self._baton = None
+                self._cond.wait_for(lambda: not run.holder().handing, _HANDOVER_WAIT_S)
                 holder = run.holder()
                 held = holder.held
             if not held:
@@ -189,7 +201,28 @@ class GoalDriver:
             self._gate.end_goal()
         if holder is not run:
             outcome = own_outcome(holder.feedback, outcome, error)
+            period_s = 1.0 / self._model.control_hz if self._model.control_hz else _MIN_LEFT_S
+            with self._cond:
+                left_s = afresh_seconds(holder, config, outcome, error, period_s)
+            if left_s is not None:
+                return self._afresh(holder, config, left_s)
         return self._results.end(holder, outcome, error, ran=True)
+
+    def _afresh(self, run: GoalRun, config: NodeConfig, left_s: float) -> GoalOutcome:
+        """A hand-over that found its run ended: the goal runs afresh, or (nothing left of its
+        max_seconds) ends refused."""
+        instruction = shown(run.handle.request.instruction)
+        if left_s <= 0:
+            self._log.warning(
+                f"goal {instruction}: the run it was to take over ended as it arrived, too late "
+                "to run it afresh; refused"
+            )
+            return self._results.end(run, None, None, ran=False)
+        self._log.info(
+            f"goal {instruction}: the run it was to take over ended as it arrived; it runs "
+            f"afresh for the {left_s:.3g} s left of its max_seconds"
+        )
+        return self._drive(run, config, left_s)
 
     def hand_over(self, previous: GoalRun, run: GoalRun, config: NodeConfig) -> GoalOutcome:
         """The run under way goes on for `run`, which took it over from `previous`
@@ -202,7 +235,11 @@ class GoalDriver:
         # max_seconds counts from the goal's acceptance.
         max_seconds = min(goal.max_seconds, config.max_goal_seconds)
         left_s = max(max_seconds - (time.monotonic() - run.started_s), _MIN_LEFT_S)
-        self._policy.hand_over(goal.instruction, max_seconds=left_s)
+        if not self._policy.hand_over(goal.instruction, max_seconds=left_s):
+            # No run left to take over (it ended as the goal arrived): the run's end, on the
+            # driving thread, runs the goal afresh (`_afresh`).
+            with self._cond:
+                run.handover_missed = True
         if baton is not None:
             baton.pass_to(feedback)
         result = self._results.end(previous, handed_over_outcome(old_feedback), None, ran=True)

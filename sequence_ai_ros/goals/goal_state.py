@@ -70,6 +70,10 @@ class GoalRun:
     dry_run: bool = False
     # The newer goal its run was handed over to (takeover.py), if any.
     handed_to: GoalRun | None = None
+    # A goal taking a run over: the hand-over's book-keeping is still under way (the run's
+    # end waits for it); the client found no run to hand over (`Policy.hand_over` false).
+    handing: bool = False
+    handover_missed: bool = False
 
     def holder(self) -> GoalRun:
         """The goal that now owns this goal's run: itself, or the last goal it went to."""

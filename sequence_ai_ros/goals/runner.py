@@ -105,6 +105,10 @@ class GoalRunner:
             except Exception as exc:  # noqa: BLE001 - the old goal must still be answered
                 self._log.error(f"hand-over to {shown(handle.request.instruction)}: {exc!r}")
                 result = self._results.crashed(previous, exc)
+            finally:
+                with self._cond:
+                    run.handing = False
+                    self._cond.notify_all()
             self._finish(previous, result)
         for stopped_run in stopped:
             stopped_run.call.interrupt()
@@ -149,12 +153,21 @@ class GoalRunner:
             return run.result
 
     def cancel(self, handle: ServerGoalHandle) -> None:
+        self.stop(bytes(handle.goal_id.uuid), StopCause.CANCELED)
+
+    def stop(self, goal_id: bytes, cause: StopCause) -> None:
+        """End one goal (never waits): its run stops within a period, held."""
         with self._cond:
-            run = self._goals.get(bytes(handle.goal_id.uuid))
-            interrupt = run is not None and run.request_stop(StopCause.CANCELED)
+            run = self._goals.get(goal_id)
+            interrupt = run is not None and run.request_stop(cause)
             self._cond.notify_all()
         if run is not None and interrupt:
             run.call.interrupt()
+
+    def goal_ids(self) -> list[bytes]:
+        """The ids of the goals not ended yet."""
+        with self._cond:
+            return list(self._goals)
 
     def stop_all(self, cause: StopCause, timeout_s: float) -> bool:
         """End every goal (deactivate / shutdown); True when none is left.

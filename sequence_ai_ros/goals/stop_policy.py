@@ -54,6 +54,10 @@ class StopCause(str, enum.Enum):
     # motion_enable.py: the enable switch turned off, the heartbeat deadman ran out.
     DISABLED = "disabled"
     DEADMAN = "deadman"
+    # Every action client that could have sent it left the graph (end_goal_without_client_s).
+    CLIENT_GONE = "client gone"
+    # A hand-over arrived as the run ended, too late to run the goal afresh (goals/driving.py).
+    LATE_HANDOVER = "late hand-over"
 
 
 class ResultReason(str, enum.Enum):
@@ -133,6 +137,21 @@ class GoalEnding(enum.Enum):
         ResultReason.DEADMAN,
         "no true on the enable topic within enable_timeout_s; {detail}",
     )
+    # Not what ROS 2 does (a goal outlives its client): only with end_goal_without_client_s.
+    CLIENT_GONE = EndingRow(
+        Terminal.ABORTED,
+        ResultReason.INTERRUPTED,
+        "every action client that could have sent this goal left the ROS graph "
+        "(end_goal_without_client_s); {detail}",
+    )
+    # The run it was to take over ended as it arrived, with less than a control period of its
+    # max_seconds left: refused rather than reported done with nothing played.
+    LATE_HANDOVER = EndingRow(
+        Terminal.ABORTED,
+        ResultReason.INTERRUPTED,
+        "the running goal ended as this hand-over arrived, and less than a control period of "
+        "its max_seconds was left to run it afresh; send it again; {detail}",
+    )
 
 
 # A stop cause decides the ending whatever the run reported; without one, the run's ending does.
@@ -146,6 +165,8 @@ ENDING_BY_CAUSE: dict[StopCause, GoalEnding] = {
     StopCause.BUSY: GoalEnding.BUSY,
     StopCause.DISABLED: GoalEnding.DISABLED,
     StopCause.DEADMAN: GoalEnding.DEADMAN,
+    StopCause.CLIENT_GONE: GoalEnding.CLIENT_GONE,
+    StopCause.LATE_HANDOVER: GoalEnding.LATE_HANDOVER,
 }
 ENDING_BY_RUN: dict[Ending, GoalEnding] = {
     Ending.COMPLETED: GoalEnding.COMPLETED,

@@ -27,7 +27,17 @@ if TYPE_CHECKING:
     from sequence_ai_interfaces.action import Act
     from sequence_ai_ros.goals.feedback import GoalFeedback
 
-__all__ = ["RunBaton", "handed_over_outcome", "handover_problem", "own_outcome", "take_over"]
+__all__ = [
+    "RunBaton",
+    "afresh_seconds",
+    "handed_over_outcome",
+    "handover_problem",
+    "own_outcome",
+    "take_over",
+]
+
+# A run that ended this way reported success.
+_SUCCESSES = (Ending.COMPLETED, Ending.TIMEOUT, Ending.UNTIL)
 
 
 class RunBaton:
@@ -113,6 +123,8 @@ def take_over(previous: GoalRun, handle: ServerGoalHandle) -> GoalRun:
     call handle), which is stopped `HANDED_OVER` (its run goes on)."""
     run = GoalRun(handle, call=previous.call)
     run.phase = GoalPhase.RUNNING
+    # Until `GoalDriver.hand_over` returns: the run's end waits for it.
+    run.handing = True
     # The driving thread is already inside its run: it never picks it as a goal to start.
     run.ending = True
     run.sent_chunk, run.dry_run = previous.sent_chunk, previous.dry_run
@@ -133,3 +145,33 @@ def own_outcome(
 def handed_over_outcome(feedback: GoalFeedback | None) -> RunOutcome | None:
     """The figures of a goal that handed its run over, up to the hand-over."""
     return None if feedback is None else feedback.outcome(Ending.COMPLETED, None)
+
+
+def afresh_seconds(
+    run: GoalRun, live: NodeConfig, outcome: RunOutcome | None, error: Exception | None,
+    period_s: float,
+) -> float | None:
+    """Under the goal runner's condition, at the end of the run `run` took over: None when the
+    hand-over took (or `run` was stopped meanwhile). Else the run ended as the goal arrived —
+    `Policy.hand_over` found no run, or the run was past its last check and ended early with
+    nothing played for `run` — and `run` goes on as a goal of its own for the seconds returned
+    (its fields reset), or, with less than `period_s` of its max_seconds left, is stopped
+    LATE_HANDOVER and 0.0 is returned: a step is never reported done having played nothing."""
+    left_s = min(float(run.handle.request.max_seconds), live.max_goal_seconds) - (
+        time.monotonic() - run.started_s
+    )
+    played_nothing = (
+        error is None and outcome is not None and outcome.ending in _SUCCESSES
+        and outcome.actions == 0
+    )
+    if run.stop is not None or not (
+        run.handover_missed or (played_nothing and left_s >= period_s)
+    ):
+        return None
+    if left_s < period_s:
+        run.request_stop(StopCause.LATE_HANDOVER)
+        return 0.0
+    # The old run held the arm at its end; the fresh run holds at its own.
+    run.held, run.unheld, run.validate_reason = False, "", ""
+    run.sent_chunk, run.refused, run.handover_missed = 0, "", False
+    return left_s

@@ -125,12 +125,15 @@ def _limit_problems(config: NodeConfig) -> list[str]:
 def validation_callback(
     current: Callable[[], dict[str, Any]],
     configured_as: Callable[[], str | None],
+    check_limits_file: Callable[[str], str | None] = lambda _path: None,
 ) -> Callable[[list[Parameter]], SetParametersResult]:
     """An on-set-parameters callback that accepts a change only if the result stays valid.
 
     `configured_as()` is the lifecycle state while the node is configured (then parameters
-    read at configure are refused), else None. Validation only: the node reads live values
-    when a goal starts, so nothing is applied here (Humble has no post-set callback).
+    read at configure are refused), else None; `check_limits_file(path)` says why
+    joint_limits_file may not be `path` (bounded: it runs on the executor). Validation only:
+    the node reads live values when a goal starts, so nothing is applied here (Humble has no
+    post-set callback).
     """
 
     def on_set(params: list[Parameter]) -> SetParametersResult:
@@ -146,6 +149,8 @@ def validation_callback(
                 continue
             value = None if param.type_ is Parameter.Type.NOT_SET else param.value
             reason = check_value(param.name, value)
+            if reason is None and param.name == "joint_limits_file":
+                reason = check_limits_file(value)
             if reason is None and spec.at_configure and state is not None:
                 reason = (
                     f"{param.name}={shown(value)} is refused while the node is {state}: it is "

@@ -75,6 +75,7 @@ class NodeConfig:
     dry_run: bool = False
     enable_topic: str = ""
     enable_timeout_s: float = 0.5
+    end_goal_without_client_s: float = 0.0
     joint_limits_file: str = ""
     # Per joint_names entry: its ros2_control limits (joint_limits.py), from the file and the
     # joint_limits.<joint>.* parameters; why they could not be read ("" when they could).

@@ -4,6 +4,7 @@ descriptor, the check of one value with its reason, and reading a snapshot from 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ from sequence_ai_ros.inputs.image_conversion import MAX_FRAME_PIXELS
 from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.safety import cartesian_rules, joint_limits
 from sequence_ai_ros.safety.joint_limits import JointLimit, JointLimitsError
+from sequence_ai_ros.safety.joint_limits_file import LimitsFile, read_bounded
 
 TRANSPORTS = ("raw", "compressed")
 
@@ -37,6 +39,8 @@ PANDA_LOWER = [-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973]
 PANDA_UPPER = [2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973]
 
 SMOOTH_SEAM_MAX = 15
+# A tool without the node's LimitsFile (preflight) reads joint_limits_file within this.
+LIMITS_READ_TIMEOUT_S = 2.0
 # The arm side's bound on the catalogue's rate (docs/node.md "Rate bound"): 50 Hz is the
 # fastest a catalogued model plays (the bimanual one), above the DROID Franka's 15 Hz
 # (pi05-droid) and the 25 Hz ee model; a catalogue claiming more is refused at configure.
@@ -292,7 +296,9 @@ SPECS: dict[str, Spec] = {
     "joint_limits_file": Spec(
         "",
         "YAML file with ros2_control joint_limits (<joint>: has_velocity_limits, max_velocity, "
-        "…); joint_limits.<joint>.* parameters override it; empty = none (next goal)",
+        "…); joint_limits.<joint>.* parameters override it; empty = none. Read at configure "
+        "and when set (a regular file, no anchors or aliases), then again when it changes; a "
+        "bad edit keeps the limits in force (next goal)",
     ),
     "hold_between_goals": Spec(
         True,
@@ -309,7 +315,14 @@ SPECS: dict[str, Spec] = {
     "dry_run": Spec(
         False,
         "run goals without moving anything: commands go to ~/planned and a JointState ghost to "
-        "~/planned_joint_states, never to the arm (next goal)",
+        "~/planned_joint_states, never to the arm (next goal); nothing is sent to the arm "
+        "while it is true, not even the idle hold",
+    ),
+    "end_goal_without_client_s": Spec(
+        0.0,
+        "end a goal, held, once every action client that could have sent it has been gone from "
+        "the ROS graph this long (s); 0 = off, as ROS 2 does: a goal runs on without its client",
+        float_range=(0.0, 3600.0),
     ),
     "enable_topic": Spec(
         "",
@@ -374,8 +387,11 @@ def declare_joint_limits(node: Node, joint_names: list[str]) -> None:
                 )
 
 
-def read_joint_limits(node: Node, joint_names: list[str], path: str) -> tuple[JointLimit, ...]:
-    """Each joint's limits from `path` (if set) and the node's joint_limits parameters."""
+def read_joint_limits(
+    node: Node, joint_names: list[str], table: Mapping[str, Mapping[str, object]]
+) -> tuple[JointLimit, ...]:
+    """Each joint's limits from joint_limits_file's `table` and the node's joint_limits
+    parameters."""
     given = {
         joint: {
             field: node.get_parameter(name).value
@@ -384,17 +400,21 @@ def read_joint_limits(node: Node, joint_names: list[str], path: str) -> tuple[Jo
         }
         for joint in joint_names
     }
-    table = joint_limits.load_file(path) if path else {}
     return joint_limits.resolve(joint_names, given, table)
 
 
-def read_config(node: Node) -> NodeConfig:
-    """The snapshot of `node`'s parameters, with each joint's limits (or why they are missing)."""
+def read_config(node: Node, limits_file: LimitsFile | None = None) -> NodeConfig:
+    """The snapshot of `node`'s parameters, with each joint's limits (or why they are missing).
+    `limits_file`: where joint_limits_file's table is kept (the node's, never waited on);
+    without it the file is read, bounded by LIMITS_READ_TIMEOUT_S (a tool's one snapshot)."""
     values = {name: node.get_parameter(name).value for name in SPECS}
+    path = values["joint_limits_file"]
     try:
-        values["joint_limits"] = read_joint_limits(
-            node, values["joint_names"], values["joint_limits_file"]
-        )
+        if limits_file is not None:
+            table = limits_file.table_for(path)
+        else:
+            table = read_bounded(path, LIMITS_READ_TIMEOUT_S) if path else {}
+        values["joint_limits"] = read_joint_limits(node, values["joint_names"], table)
     except JointLimitsError as exc:
         values["joint_limits_problem"] = str(exc)
     return NodeConfig.from_values(values)

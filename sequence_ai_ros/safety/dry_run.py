@@ -232,7 +232,9 @@ class GateSwitch:
         return self._active.hold()
 
     def republish_hold(self, rules: MotionRules) -> None:
-        if not self._dry_goal.is_set():
+        # `rules` are the idle node's parameters now: while dry_run is true nothing at all
+        # goes to the arm, the idle hold included (docs/safety.md).
+        if not rules.dry_run and not self._dry_goal.is_set():
             self._real.republish_hold(rules)
 
     def command_rate_hz(self) -> float:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -90,6 +91,14 @@ def from_entry(joint: str, entry: Mapping[str, object]) -> JointLimit:
         reason = check_field(parameter_name(joint, str(field)), value)
         if reason:
             raise JointLimitsError(reason)
+    lo, hi = entry.get("min_position"), entry.get("max_position")
+    # Refused whatever has_position_limits says: such a file is wrong, and MoveIt reads it too.
+    if lo is not None and hi is not None and _number(lo) > _number(hi):
+        raise JointLimitsError(
+            f"{parameter_name(joint, 'min_position')}={lo!r} is above "
+            f"{parameter_name(joint, 'max_position')}={hi!r}; expected min_position < "
+            "max_position"
+        )
     values: dict[str, float | None] = dict.fromkeys(VALUES)
     for flag, guarded in _GUARDED.items():
         if not entry.get(flag, False):
@@ -109,25 +118,158 @@ def _number(value: object) -> float:
     return float(value) if isinstance(value, (int, float)) else math.nan
 
 
-def load_file(path: str) -> dict[str, dict[str, object]]:
-    """The `joint_limits` mapping of a YAML file: at its top (MoveIt's joint_limits.yaml) or
-    under any node's `ros__parameters` (a ros2_control params file)."""
+# A joint_limits file is a few kB (MoveIt's joint_limits.yaml, a ros2_control params file);
+# anything larger is refused unread, so no edit can make a read or a parse long.
+MAX_FILE_BYTES = 256 * 1024
+# Deeper than any limits layout (params file > node > ros__parameters > joint_limits > joint >
+# field): a deeply nested document is refused before YAML's recursive composer meets it.
+MAX_DEPTH = 16
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    """What tells a changed file from the one read: device, inode, size, modification time."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, info: os.stat_result) -> FileIdentity:
+        return cls(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def file_identity(path: str) -> FileIdentity:
+    """The file's identity (a stat, which never blocks on a FIFO or a device); raises
+    JointLimitsError when it cannot be read or is no regular file of at most MAX_FILE_BYTES."""
     try:
-        with open(os.path.expanduser(path), encoding="utf-8") as handle:
-            document = yaml.safe_load(handle)
+        info = os.stat(os.path.expanduser(path))
     except OSError as exc:
         raise JointLimitsError(
             f"joint_limits_file {path!r} cannot be read: {exc.strerror}"
         ) from exc
-    except yaml.YAMLError as exc:
-        raise JointLimitsError(f"joint_limits_file {path!r} is not valid YAML: {exc}") from exc
-    found = _find_table(document)
+    _check_kind(path, info)
+    return FileIdentity.of(info)
+
+
+def _check_kind(path: str, info: os.stat_result) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        kind = next(
+            (name for test, name in _KINDS if test(info.st_mode)), "not a regular file"
+        )
+        raise JointLimitsError(
+            f"joint_limits_file {path!r} is {kind}; expected a regular YAML file"
+        )
+    if info.st_size > MAX_FILE_BYTES:
+        raise JointLimitsError(
+            f"joint_limits_file {path!r} has {info.st_size} bytes; expected at most "
+            f"{MAX_FILE_BYTES} (a joint_limits.yaml is a few kB)"
+        )
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_file(path: str) -> tuple[dict[str, dict[str, object]], FileIdentity]:
+    """The `joint_limits` mapping of a YAML file — at its top (MoveIt's joint_limits.yaml) or
+    under any node's `ros__parameters` (a ros2_control params file) — and the identity of what
+    was read. Bounded: a regular file (checked before and after opening, which never waits), at
+    most MAX_FILE_BYTES, no anchors or aliases, at most MAX_DEPTH levels; anything else raises
+    JointLimitsError, never another exception."""
+    file_identity(path)
+    try:
+        # Non-blocking: a FIFO swapped in after the stat is opened without a writer, and
+        # refused by the fstat below.
+        fd = os.open(os.path.expanduser(path), os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            _check_kind(path, info)
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise JointLimitsError(
+            f"joint_limits_file {path!r} cannot be read: {exc.strerror}"
+        ) from exc
+    if len(data) > MAX_FILE_BYTES:
+        raise JointLimitsError(
+            f"joint_limits_file {path!r} grew past {MAX_FILE_BYTES} bytes while read; expected "
+            "a few kB"
+        )
+    found = _find_table(_parse(path, data))
     if found is None:
         raise JointLimitsError(
             f"joint_limits_file {path!r} has no joint_limits mapping; expected "
             "joint_limits: {<joint>: {has_velocity_limits: true, max_velocity: …}}"
         )
-    return found
+    # Every joint's entry checked, whichever joints the node drives: such a file is wrong.
+    for joint, entry in found.items():
+        try:
+            problems = from_entry(joint, entry).problems()
+        except JointLimitsError as exc:
+            problems = [str(exc)]
+        if problems:
+            raise JointLimitsError(f"joint_limits_file {path!r}: {'; '.join(problems)}")
+    return found, FileIdentity.of(info)
+
+
+def load_file(path: str) -> dict[str, dict[str, object]]:
+    """`read_file`'s mapping alone."""
+    return read_file(path)[0]
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing anchors and aliases (a self-referencing or
+    exponentially expanding document) and nesting deeper than MAX_DEPTH."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        # PyYAML's stubs leave the parser's peek_event untyped.
+        event: yaml.Event = self.peek_event()  # type: ignore[no-untyped-call]
+        line = event.start_mark.line + 1 if event.start_mark is not None else 0
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise _Refused(f"uses a YAML anchor or alias (line {line}); expected plain values")
+        if self._depth >= MAX_DEPTH:
+            raise _Refused(f"nests deeper than {MAX_DEPTH} levels (line {line})")
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+class _Refused(Exception):
+    """The bounded loader's refusal (the reason)."""
+
+
+def _parse(path: str, data: bytes) -> object:
+    try:
+        loader = _BoundedLoader(data.decode("utf-8"))
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
+    except _Refused as exc:
+        raise JointLimitsError(f"joint_limits_file {path!r} {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise JointLimitsError(
+            f"joint_limits_file {path!r} is not UTF-8 text (byte {exc.start})"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise JointLimitsError(f"joint_limits_file {path!r} is not valid YAML: {exc}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        # A value YAML's constructors refuse (an integer of 5000 digits), or a bound missed.
+        raise JointLimitsError(
+            f"joint_limits_file {path!r} cannot be parsed: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _find_table(document: object) -> dict[str, dict[str, object]] | None:

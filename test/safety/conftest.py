@@ -47,6 +47,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             cell.name for cell in safety_support.NODE_FAULT_CELLS + safety_support.NODE_CELLS
         },
         safety_support.LIFECYCLE_SIDE: {cell.name for cell in safety_support.LIFECYCLE_CELLS},
+        safety_support.GUARD_SIDE: {cell.name for cell in safety_support.GUARD_CELLS},
         safety_support.FILES_SIDE: {cell.name for cell in safety_support.FILES_CELLS},
         safety_support.TRAINING_SIDE: {cell.name for cell in safety_support.TRAINING_CELLS},
         **{

@@ -197,6 +197,29 @@ LIFECYCLE_CELLS: tuple[NodeCell, ...] = (
              "moves the arm", "goal canceled and held before the planner's exit 0"),
 )
 
+# The node's guards against what a file, a late hand-over, a dry run or a vanished client may do
+# (issue 33): ~/enable, cancel and the lifecycle stay answered, nothing moves that should not.
+# Holds count the cell's goals' holds (0: nothing at all may reach the arm during the fault).
+GUARD_SIDE = "node guards"
+GUARD_CELLS: tuple[NodeCell, ...] = (
+    NodeCell("limits_fifo", "joint_limits_file replaced by a FIFO while a goal runs, then the "
+             "parameter set to a FIFO", "~/enable and cancel answered; FIFO refused; limits "
+             "kept", holds=2),
+    NodeCell("limits_alias_bomb", "joint_limits_file of nested YAML aliases (under 1 kB, "
+             "9^9 mappings to walk) at configure", "configure failed naming the alias", holds=0),
+    NodeCell("limits_recursive_edit", "joint_limits_file edited into self-referencing YAML on "
+             "an active node", "node alive; old limits kept (goal validate on them)"),
+    NodeCell("limits_min_over_max", "joint_limits_file with min_position 2.0 above "
+             "max_position 1.0 (has_position_limits false) at configure",
+             "configure failed naming joint, field and value", holds=0),
+    NodeCell("late_handover", "a hand-over that finds the running goal's run ended",
+             "handed_over; the new goal ran afresh", holds=2),
+    NodeCell("dry_run_idle", "dry_run set true on an idle node that republishes its hold",
+             "nothing on the command topics", holds=0),
+    NodeCell("client_vanished", "the action client destroyed while its goal moves the arm "
+             "(end_goal_without_client_s 0.5)", "goal ended held"),
+)
+
 # The rows of an end-effector model (sim-stateless-ee-delta: unitless twists to Servo): the
 # shared cells whose fault is not about pi05-droid's rate, horizon or runway, and these. A hold
 # is a zero twist; a preempted goal's and its successor's make two.

@@ -81,7 +81,8 @@ def test_each_broken_input_gets_its_own_cross(
     assert status == 1
     crossed = {name for name, line in lines.items() if line.startswith("✗")}
     assert crossed == {"limits", "camera wrist_left", "joint_states", "arm command"}, lines
-    assert "min_position 1.0 is not below max_position -1.0" in lines["limits"]
+    assert ("joint_limits.panda_joint2.min_position=1.0 is above "
+            "joint_limits.panda_joint2.max_position=-1.0") in lines["limits"]
     assert "cameras/nowhere/image_raw" in lines["camera wrist_left"]
     assert "missing ['panda_joint9']" in lines["joint_states"]
     assert "no_controller/commands: 0 subscriber(s)" in lines["arm command"]

@@ -59,6 +59,7 @@ def test_every_contract_parameter_is_declared_with_a_description(node: Node) -> 
         "input_wait_s",
         "record", "record_dir", "record_max_mb", "record_cameras_hz",
         "joint_limits_file", "enable_topic", "enable_timeout_s", "dry_run",
+        "end_goal_without_client_s",
         "configure_timeout_s", "max_control_hz", "max_joint_velocity", "max_instruction_chars",
         "gripper_joints", "command_groups",
         # End-effector models (issue 21).

@@ -62,8 +62,15 @@ def test_a_malformed_entry_is_refused_naming_the_field(
 
 
 def test_insane_limits_are_reported() -> None:
-    inverted = from_entry("a", {**FULL, "min_position": 1.0, "max_position": -1.0})
-    assert "min_position 1.0 is not below max_position -1.0" in inverted.problems()[0]
+    # Inverted position limits are refused whether or not has_position_limits switches them on.
+    for flag in (True, False):
+        with pytest.raises(JointLimitsError) as raised:
+            from_entry("a", {**FULL, "has_position_limits": flag, "min_position": 1.0,
+                             "max_position": -1.0})
+        assert "joint_limits.a.min_position=1.0 is above joint_limits.a.max_position=-1.0" in (
+            str(raised.value))
+    pinned = from_entry("a", {**FULL, "min_position": 1.0, "max_position": 1.0})
+    assert "min_position 1.0 is not below max_position 1.0" in pinned.problems()[0]
     stopped = from_entry("a", {**FULL, "max_velocity": 0.0})
     assert "joint_limits.a.max_velocity is 0.0; expected a finite value > 0" in (
         stopped.problems()[0]
@@ -236,9 +243,9 @@ def test_rules_are_refused_for_insane_or_unreadable_limits() -> None:
     from sequence_ai_ros.safety.gate import MotionRules
 
     defaults = {name: spec.default for name, spec in SPECS.items()}
-    inverted = from_entry("panda_joint1", {**FULL, "min_position": 2.0, "max_position": 1.0})
-    with pytest.raises(ValueError, match="min_position 2.0 is not below"):
-        MotionRules.from_config(NodeConfig.from_values({**defaults, "joint_limits": (inverted,)}))
+    pinned = from_entry("panda_joint1", {**FULL, "min_position": 1.0, "max_position": 1.0})
+    with pytest.raises(ValueError, match="min_position 1.0 is not below"):
+        MotionRules.from_config(NodeConfig.from_values({**defaults, "joint_limits": (pinned,)}))
     broken = NodeConfig.from_values({**defaults, "joint_limits_problem": "file gone"})
     with pytest.raises(ValueError, match="file gone"):
         MotionRules.from_config(broken)
