@@ -2,14 +2,16 @@
 over time, chunks, underruns, the playback speed, the requests in flight and the preemption.
 
 One panel per channel of the model's robot (demo/robots.py), then the distance to each
-instruction's target per group of channels; a two-arm robot gets a column per arm.
+instruction's target per group of channels; a two-arm robot gets a column per arm. A physics
+world that judges its task adds the cup's height and its distance to the block, and marks the
+moment its task succeeded.
 matplotlib when it is installed (the `test` extra has it), else a plainer picture with Pillow.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,17 +35,29 @@ class Series:
     preempt: float | None
     title: str
     robot: DemoRobot
+    # The world's task state over time (sim_robot's ~/task_state); empty without a judging world.
+    task_t: list[float] = field(default_factory=list)
+    task_values: dict[str, list[float]] = field(default_factory=dict)
+    success_t: float | None = None  # when the world first judged the task done
 
 
-# A panel: ("channel", index), ("distance", group) or ("feedback", "speed" | "in_flight").
+# A panel: ("channel", index), ("distance", group), ("feedback", "speed" | "in_flight") or
+# ("task", a quantity of the world's task state).
 Panel = tuple[str, "int | Group | str"]
 FEEDBACK_LABELS = {"speed": "playback speed", "in_flight": "requests in flight"}
+TASK_LABELS = {
+    "cup_height": "cup above the table (m)",
+    "cup_block_distance": "cup to block, across the table (m)",
+}
 
 
-def layout(robot: DemoRobot) -> list[list[Panel | None]]:
+def layout(robot: DemoRobot, task: bool = False) -> list[list[Panel | None]]:
     """Rows of panels: one group's channels flow over two columns, then its distance, then the
-    feedback; several groups get a column each (channels, distance), the feedback below."""
+    feedback (and the task's quantities when a world judges one); several groups get a column
+    each (channels, distance), the feedback below."""
     feedback: list[Panel] = [("feedback", "speed"), ("feedback", "in_flight")]
+    if task:
+        feedback += [("task", name) for name in TASK_LABELS]
     if len(robot.groups) == 1:
         (group,) = robot.groups
         flat: list[Panel] = [("channel", c) for c in group.channels]
@@ -66,6 +80,8 @@ def panel_label(robot: DemoRobot, panel: Panel) -> str:
         assert isinstance(what, Group)
         prefix = f"{what.label}: " if what.label else ""
         return f"{prefix}distance to target ({robot.unit})"
+    if kind == "task":
+        return TASK_LABELS[str(what)]
     return FEEDBACK_LABELS[str(what)]
 
 
@@ -117,7 +133,14 @@ def _series(demo: Any) -> Series:
         )
         + f"\ncameras {robot.cameras}, parameters {' + '.join(demo.params_files)}"
     )
-    return Series(joint_t, joints, target_t, targets, goals, preempt, title, robot)
+    with demo.recording.lock:
+        task_t = [t - t0 for t in demo.recording.task_t]
+        task_values = {name: list(v) for name, v in demo.recording.task_values.items()}
+        success_t = demo.recording.success_t
+    if success_t is not None:
+        success_t -= t0
+    return Series(joint_t, joints, target_t, targets, goals, preempt, title, robot,
+                  task_t, task_values, success_t)
 
 
 def draw(demo: Any, out: Path) -> str:
@@ -168,6 +191,9 @@ def panel_data(series: Series, panel: Panel) -> PanelData:
             for n, g in enumerate(series.goals)
         ]
         return PanelData(label, curves, ([], []), [])
+    if kind == "task":
+        return PanelData(label, [(series.task_t, series.task_values.get(str(what), []), -1)],
+                         ([], []), [])
     curves = [(g["feedback_t"], g[str(what)], n) for n, g in enumerate(series.goals)]
     return PanelData(label, curves, ([], []), [], steps=True)
 
@@ -176,7 +202,7 @@ def _draw_matplotlib(series: Series, out: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    grid = layout(series.robot)
+    grid = layout(series.robot, task=bool(series.task_t))
     rows, cols = len(grid), len(grid[0])
     fig, axes = plt.subplots(rows, cols, figsize=(7.5 * cols, 2.7 * rows), sharex=True,
                              squeeze=False)
@@ -216,6 +242,8 @@ def _draw_matplotlib(series: Series, out: Path) -> None:
             # The VLM planner's steps: each start after the first is a hand-over.
             for goal in series.goals[1:]:
                 ax.axvline(goal["start"], color="black", lw=1.4, ls="-.")
+        if series.success_t is not None:
+            ax.axvline(series.success_t, color="#2a9d4b", lw=3.0, alpha=0.7)
         ax.grid(alpha=0.25)
     for ax in axes[-1]:
         ax.set_xlabel("time since the first goal was sent (s)")
@@ -232,6 +260,9 @@ def _draw_matplotlib(series: Series, out: Path) -> None:
         if series.preempt is not None
         else Line2D([], [], color="black", lw=1.4, ls="-.", label="next step (hand-over)"),
     ]
+    if series.success_t is not None:
+        legend.append(Line2D([], [], color="#2a9d4b", lw=3.0, alpha=0.7,
+                             label=f"task succeeded (the world's judge), {series.success_t:.1f} s"))
     legend += [
         Line2D([], [], color=colour, ls="--", label=f"{goal['label']}: target")
         for goal, colour in zip(series.goals, GOAL_COLOURS)
@@ -248,7 +279,7 @@ def _draw_matplotlib(series: Series, out: Path) -> None:
 def _draw_pillow(series: Series, out: Path) -> None:
     from PIL import Image, ImageDraw
 
-    grid = layout(series.robot)
+    grid = layout(series.robot, task=bool(series.task_t))
     rows, cols = len(grid), len(grid[0])
     margin_x, margin_top, margin_bottom = 60, 50, 70
     width, height = 60 + 645 * cols, margin_top + margin_bottom + 222 * rows
@@ -297,6 +328,9 @@ def _draw_pillow(series: Series, out: Path) -> None:
         if series.preempt is not None:
             x = xy(series.preempt, lo)[0]
             pen.line((x, y0, x, y0 + panel_h), fill="black", width=3)
+        if series.success_t is not None:
+            x = xy(series.success_t, lo)[0]
+            pen.line((x, y0, x, y0 + panel_h), fill=(42, 157, 75), width=4)
         for level, start, end in levels:
             pen.line((*xy(start, level), *xy(end, level)), fill=(42, 157, 75), width=1)
         for ts, ys, colour in curves:
@@ -309,7 +343,8 @@ def _draw_pillow(series: Series, out: Path) -> None:
         (margin_x, height - 45),
         f"blue: {series.robot.measured_label}   orange: {series.robot.command_label}   "
         "dashed/green: instruction targets   "
-        f"grey: chunk arrived   red: underrun   black: preemption   x: {t_start:.1f} .. "
+        "grey: chunk arrived   red: underrun   black: preemption   thick green: task "
+        f"succeeded   x: {t_start:.1f} .. "
         f"{t_end:.1f} s since the first goal was sent",
         fill="black",
     )

@@ -43,6 +43,8 @@ FIRST_INSTRUCTION = "pick up the cup"
 SECOND_INSTRUCTION = "put the cup on the blue block"
 # Generous bounds for a shared 2-core machine; the demo itself usually needs well under them.
 BRING_UP_TIMEOUT_S = 90.0
+# sim_robot publishes its task state at 20 Hz from its start; none by then: no physics world.
+TASK_STATE_WAIT_S = 5.0
 RESULT_GRACE_S = 30.0
 # Goals start once the node's 1 Hz diagnostics twice in a row show inputs younger than this:
 # the first seconds after start-up are the busiest, and a stale frame would end a goal.
@@ -97,6 +99,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--task",
         default=SECOND_INSTRUCTION,
         help="the VLM planner's task (default %(default)r)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="the physics world's layout seed: where the cup and the block stand (default "
+        "%(default)s)",
     )
     parser.add_argument(
         "--headless",
@@ -209,6 +218,11 @@ class Recording:
 
     steady_reports: int = 0  # consecutive diagnostics with fresh inputs and a ready model
     task_state: Any = None  # sim_robot's latest ~/task_state (its physics world's verdict)
+    # Its quantities over time (demo.png's task panels) and when it first reported success.
+    task_t: list[float] = field(default_factory=list)
+    task_values: dict[str, list[float]] = field(default_factory=dict)
+    success_t: float | None = None
+    judged_trial: int = -1  # the world's trial the demo judges (set at its reset)
 
     def note_health(self, values: dict[str, str]) -> None:
         self.health = values
@@ -403,8 +417,18 @@ class Demo:
                     recording.note_health({kv.key: kv.value for kv in status.values})
 
         def on_task_state(msg: Any) -> None:
+            now = time.monotonic()
+            values = dict(zip(msg.names, msg.values))
             with recording.lock:
                 recording.task_state = msg
+                # Only the trial the demo runs: the one started by _judge_final_task's reset.
+                if msg.trial != recording.judged_trial:
+                    return
+                recording.task_t.append(now)
+                for name in ("cup_height", "cup_block_distance"):
+                    recording.task_values.setdefault(name, []).append(values.get(name, math.nan))
+                if msg.success and recording.success_t is None:
+                    recording.success_t = now
 
         depth = QoSProfile(depth=200)
         node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
@@ -478,16 +502,27 @@ class Demo:
 
         assert self.planner is not None
         task = self.args.task if self.args.planner == "vlm" else SECOND_INSTRUCTION
+        # Only a physics world judges (physics: kinematic publishes no task state).
+        try:
+            self._wait("sim_robot's task state", lambda: self.recording.task_state is not None,
+                       TASK_STATE_WAIT_S)
+        except RuntimeError:
+            return
         if task not in TASKS:
             return
         world = f"/{self.args.namespace}/sim_robot".replace("//", "/")
-        (result,) = self.planner.parameters(world).set(task=task)
-        if not result.successful:
-            raise RuntimeError(f"{world} refused task={task!r}: {result.reason}")
+        results = self.planner.parameters(world).set(task=task, layout_seed=self.args.seed)
+        for name, result in zip(("task", "layout_seed"), results):
+            if not result.successful:
+                raise RuntimeError(f"{world} refused {name}: {result.reason}")
+        with self.recording.lock:
+            trial = self.recording.task_state.trial
         reset = self.planner.node.create_client(Trigger, f"{world}/reset")
         reply = call(reset, Trigger.Request(), BRING_UP_TIMEOUT_S)
         if not reply.success:
             raise RuntimeError(f"{world}/reset refused: {reply.message}")
+        with self.recording.lock:
+            self.recording.judged_trial = trial + 1
         print(f"{world}: judging {task!r} ({reply.message})")
 
     def _wait(self, what: str, condition: Any, timeout_s: float = BRING_UP_TIMEOUT_S) -> None:

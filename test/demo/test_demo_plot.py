@@ -172,3 +172,43 @@ def test_any_robots_picture(
         rows = len(layout(demo.robot))
         assert picture.height >= 200 * rows
     assert colours(out) > 5
+
+
+def _judged(demo: Demo) -> Demo:
+    """The run with a physics world's task state: the cup lifted from 6 s, success at 8 s."""
+    for i in range(100):
+        t = 100.0 + i * 0.1
+        demo.recording.task_t.append(t)
+        demo.recording.task_values.setdefault("cup_height", []).append(
+            max(0.0, (t - 106.0) * 0.05))
+        demo.recording.task_values.setdefault("cup_block_distance", []).append(0.3)
+    demo.recording.success_t = 108.0
+    return demo
+
+
+def test_a_judging_world_adds_the_cups_panels_and_marks_success() -> None:
+    demo = _judged(recorded_demo())
+    grid = layout(demo.robot, task=True)
+    labels = [panel_label(demo.robot, p) for row in grid for p in row if p is not None]
+    assert labels[-2:] == ["cup above the table (m)", "cup to block, across the table (m)"]
+    from sequence_ai_ros.demo.plot import _series, panel_data
+
+    series = _series(demo)
+    assert series.success_t == pytest.approx(8.0)
+    ((ts, heights, _),) = panel_data(series, ("task", "cup_height")).curves
+    assert ts[0] == pytest.approx(0.0) and max(heights) == pytest.approx(0.195)
+
+
+@pytest.mark.parametrize("backend", ["matplotlib", "pillow"])
+def test_the_judged_picture_is_taller_by_a_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
+    if backend == "matplotlib":
+        pytest.importorskip("matplotlib")
+    else:
+        monkeypatch.setitem(sys.modules, "matplotlib", None)
+    plain, judged = tmp_path / "plain.png", tmp_path / "judged.png"
+    draw(recorded_demo(), plain)
+    draw(_judged(recorded_demo()), judged)
+    with Image.open(plain) as a, Image.open(judged) as b:
+        assert b.height > a.height
