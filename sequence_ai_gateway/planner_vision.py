@@ -31,8 +31,10 @@ GRASP_TOLERANCE_M = grasp_policy.IN_HAND_TOLERANCE
 LIFTED_M = 0.05
 # "Over the block": the cup within this (m) of the block's axis, its bottom clear of the top.
 OVER_BLOCK_ALIGN_M = grasp_policy.BLOCK_ALIGN_TOLERANCE
-# "On the block": the cup within this of the block's axis, its centre this close to resting.
-ON_BLOCK_ALIGN_M = 0.045
+# "On the block": the cup within this (m) of the block's axis, its bottom this close to the
+# block's top. The block stands on the table, its top at BLOCK_HEIGHT: a cup on it hides that
+# top, and the blue seen is the part beside the cup, low and up to ~6 cm off the block's axis.
+ON_BLOCK_ALIGN_M = 0.07
 ON_BLOCK_HEIGHT_M = 0.02
 
 
@@ -100,7 +102,7 @@ def lifted(seen: Seen) -> bool:
 def over_block(seen: Seen) -> bool:
     if seen.cup is None or seen.block is None:
         return False
-    block_top = float(seen.block.centre[2]) + scene_vision.BLOCK_HEIGHT / 2.0
+    block_top = scene_vision.BLOCK_HEIGHT
     bottom = held_bottom(seen)
     return (
         _horizontal(seen.cup.centre, seen.block.centre) <= OVER_BLOCK_ALIGN_M
@@ -112,11 +114,12 @@ def over_block(seen: Seen) -> bool:
 def on_block(seen: Seen) -> bool:
     if seen.cup is None or seen.block is None:
         return False
-    resting = float(seen.block.centre[2]) + scene_vision.BLOCK_HEIGHT / 2.0
-    resting += scene_vision.CUP_HEIGHT / 2.0
+    block_top = scene_vision.BLOCK_HEIGHT
+    bottom = held_bottom(seen)
     return (
         _horizontal(seen.cup.centre, seen.block.centre) <= ON_BLOCK_ALIGN_M
-        and abs(float(seen.cup.centre[2]) - resting) <= ON_BLOCK_HEIGHT_M
+        and bottom is not None
+        and abs(bottom - block_top) <= ON_BLOCK_HEIGHT_M
     )
 
 

@@ -128,6 +128,7 @@ def test_the_cup_carried_over_the_block_then_on_it_is_done(gateway):
     q = joints_at((*BLOCK, top + 0.05 + held))
     assert ask(gateway, PLACE, q, jpegs(q, 1.0, (*BLOCK, top + 0.05)), lower)[0] == lower
     q = joints_at((*BLOCK, top + held))
+    assert ask(gateway, PLACE, q, jpegs(q, 1.0, (*BLOCK, top)), lower)[0] == "done"
     assert ask(gateway, PLACE, q, jpegs(q, 0.0, (*BLOCK, top)), lower)[0] == "done"
     # Seen from the images alone, without a step under way: done too.
     assert ask(gateway, PLACE, q, jpegs(q, 0.0, (*BLOCK, top)))[0] == "done"
@@ -147,3 +148,16 @@ def test_without_images_or_the_cup_in_them_it_says_it_cannot_judge(gateway):
     assert answer == step and warnings == [
         "the simulated planner cannot judge whether a step is done: no red cup in any image"
     ]
+
+
+def test_a_cup_beside_the_block_is_not_on_it(gateway):
+    lower = "lower the cup onto the blue block"
+    held = 0.055
+    # On the table 12 cm from the block, and held at the block's height 12 cm beside it.
+    beside = (BLOCK[0], BLOCK[1] + 0.12)
+    q = joints_at((*beside, held + 0.08))
+    assert ask(gateway, PLACE, q, jpegs(q, 0.0, (*beside, 0.0)), lower)[0] == lower
+    q = joints_at((*beside, scene_vision.BLOCK_HEIGHT + held))
+    assert ask(gateway, PLACE, q, jpegs(q, 1.0, (*beside, scene_vision.BLOCK_HEIGHT)), lower)[
+        0
+    ] == lower
