@@ -29,8 +29,9 @@ GRASP_ALIGN_M = 0.02
 GRASP_TOLERANCE_M = grasp_policy.IN_HAND_TOLERANCE
 # "Lifted": the cup's bottom at least this high (m) above the table.
 LIFTED_M = 0.05
-# "Over the block": the cup within this (m) of the block's axis, its bottom clear of the top.
-OVER_BLOCK_ALIGN_M = grasp_policy.BLOCK_ALIGN_TOLERANCE
+# "Over the block": the cup within this (m) of the block's axis (over its top: the block is
+# 9 cm across), its bottom clear of the top; lowering it centres it (grasp_policy's place).
+OVER_BLOCK_ALIGN_M = 0.04
 # "On the block": the cup within this (m) of the block's axis, its bottom this close to the
 # block's top. The block stands on the table, its top at BLOCK_HEIGHT: a cup on it hides that
 # top, and the blue seen is the part beside the cup, low and up to ~6 cm off the block's axis.
