@@ -37,6 +37,7 @@ def run(policy: sequence_ai.Policy, robot: Robot, **kwargs):
     return policy.run(robot.observe, robot.act, **options)
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_observers_see_the_whole_run_on_their_own_thread_and_agree_with_the_outcome(gw) -> None:
     recorder, seen = Recorder(), []
     robot = Robot()
@@ -77,6 +78,7 @@ def test_an_early_end_publishes_the_hold_then_the_ending(gw) -> None:
     assert isinstance(ended, events.RunEnded) and ended.ending is sequence_ai.Ending.UNTIL
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_an_underrun_is_a_begin_and_an_end_event_counted_once(gw) -> None:
     recorder = Recorder()
     robot = Robot(REACH)

@@ -175,6 +175,7 @@ def test_second_thread_is_refused_while_predict_runs(gw) -> None:
         assert len(result) == 1
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_wait_until_ready_brings_a_cold_model_up(gateway_factory) -> None:
     gateway = gateway_factory(cold_start_s=1.0)
     with open_policy(gateway) as policy:
@@ -193,6 +194,7 @@ def test_wait_until_ready_times_out_as_warming_unavailable(gateway_factory) -> N
         assert info.value.retry_after_s == pytest.approx(60.0, abs=1.0)
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_predict_waits_out_a_cold_start_and_reports_the_full_eta(gateway_factory) -> None:
     gateway = gateway_factory(cold_start_s=1.0)
     calls: list = []

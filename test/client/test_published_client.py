@@ -109,6 +109,7 @@ print(json.dumps(seen))
 """
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_the_published_clients_training_calls_work_against_the_gateway(
     reference_client: Path, sim_gateway: Any
 ) -> None:

@@ -107,6 +107,7 @@ def colours(path: Path) -> int:
         return len(picture.convert("RGB").getcolors(maxcolors=1 << 20) or [])
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_matplotlib_picture(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     out = tmp_path / "demo.png"
@@ -155,6 +156,7 @@ def test_a_cartesian_arm_shows_x_y_z_and_the_distance_in_metres(cartesian: str) 
                       "requests in flight"]
 
 
+@pytest.mark.slow  # over half a second of wall time
 @pytest.mark.parametrize("model", ["sim-bimanual-reach", "sim-ee-absolute-reach"])
 @pytest.mark.parametrize("backend", ["matplotlib", "pillow"])
 def test_any_robots_picture(
@@ -199,6 +201,7 @@ def test_a_judging_world_adds_the_cups_panels_and_marks_success() -> None:
     assert ts[0] == pytest.approx(0.0) and max(heights) == pytest.approx(0.195)
 
 
+@pytest.mark.slow  # over half a second of wall time
 @pytest.mark.parametrize("backend", ["matplotlib", "pillow"])
 def test_the_judged_picture_is_taller_by_a_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str

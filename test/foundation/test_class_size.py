@@ -76,6 +76,7 @@ def shipped_classes() -> Iterator[tuple[str, int, int]]:
                     )
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_no_shipped_class_is_twice_the_size_guide() -> None:
     classes = list(shipped_classes())
     assert len(classes) > 50  # the walk found the packages

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 import sequence_ai
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,6 +54,7 @@ def test_the_scan_sees_the_node_and_the_benchmarks() -> None:
     assert {"sequence_ai_ros", "bench", "test"} <= scanned
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_nothing_outside_the_client_imports_its_private_modules() -> None:
     found = {
         str(path.relative_to(ROOT)): hits

@@ -123,6 +123,7 @@ def _shipped_locks() -> list[str]:
     return found
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_every_lock_of_the_shipped_code_is_in_the_pages_lock_table() -> None:
     page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     table = page.split("## Lock order", 1)[1].split("\n## ", 1)[0]

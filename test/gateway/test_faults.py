@@ -119,6 +119,7 @@ def test_warming_fault_makes_the_model_warm_up(gateway):
     assert other.status_code == 200
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_stall_without_seconds_holds_until_cleared(gateway):
     gateway.inject("stall")
     with client(gateway, timeout=0.5) as c:
@@ -303,6 +304,7 @@ def test_trickle_sends_one_byte_at_a_time_until_released(gateway):
         assert c.post("/v1/act", json=act_body()).status_code == 200
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_trickle_outlasts_any_per_read_timeout(gateway):
     gateway.inject("trickle", seconds=0.05)
     with client(gateway, timeout=httpx.Timeout(5.0, read=1.0)) as c:

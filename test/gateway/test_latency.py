@@ -96,6 +96,7 @@ def test_reported_transport_is_the_model_at_the_body_size(gateway_factory):
         assert perf["ttfa_ms"] == pytest.approx(parts, abs=0.01)
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_reported_transport_has_the_models_median_under_spread(gateway_factory):
     scale = 0.01
     handle = gateway_factory(scale=scale)  # default spread
@@ -126,6 +127,7 @@ def test_counters_report_requests_bytes_and_worker_time(gateway_factory):
     assert counters["models"]["cosmos3-edge-policy-droid"]["requests"] == 0
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_transport_overlaps_for_concurrent_requests(gateway_factory):
     # A long network phase: three requests are in it at once, none waits for another.
     handle = gateway_factory(scale=1.0, network_ms=1000.0, per_kb_ms=0.0, spread=0.0)

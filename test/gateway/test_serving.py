@@ -24,6 +24,7 @@ from sequence_ai_gateway.serving import (  # noqa: E402
 )
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_cold_model_warms_on_first_poll_then_serves(gateway_factory):
     handle = gateway_factory(cold_start_s=0.5)
     with client(handle) as c:

@@ -98,6 +98,7 @@ def _drive(gw: Any, index: int, log: PolicyLog, done: threading.Event) -> None:
             done.set()
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_policies_under_random_interrupts() -> None:
     threads_before = threading.enumerate()
     with run_gateway() as gw:

@@ -92,11 +92,13 @@ def _fetches_since(before: list[threading.Thread]) -> list[threading.Thread]:
     return [t for t in new_threads(before) if t.name.startswith("sequence_ai-fetch")]
 
 
+@pytest.mark.slow  # over half a second of wall time
 @pytest.mark.parametrize("cell", CELLS, ids=[c.name for c in CELLS])
 def test_client_fault_cell(matrix_gateway: Any, cell: Cell) -> None:
     run_cell(matrix_gateway, cell)
 
 
+@pytest.mark.slow  # over half a second of wall time
 @pytest.mark.parametrize("cell", CLIENT_CELLS, ids=[c.name for c in CLIENT_CELLS])
 def test_client_only_fault_cell(matrix_gateway: Any, cell: Cell) -> None:
     run_cell(matrix_gateway, cell)

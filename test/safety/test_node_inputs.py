@@ -254,6 +254,7 @@ def test_any_image_header_converts_or_names_the_camera(
     assert frame.dtype == np.uint8 and frame.shape[:2] == (height, width)
 
 
+@pytest.mark.slow  # over half a second of wall time
 @settings(max_examples=200, deadline=None)
 @given(
     names=st.lists(st.sampled_from(ALL_NAMES + ["elbow", ""]), max_size=10),

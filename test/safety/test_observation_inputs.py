@@ -184,6 +184,7 @@ def test_observation_builds_or_names_the_bad_field(
     assert sorted(frame.view for frame in built.images) == sorted(VIEWS)
 
 
+@pytest.mark.slow  # over half a second of wall time
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=one_bad_field().filter(lambda c: c[1][0] in ("images", "joints")))
 def test_strict_policy_refuses_a_mismatch_before_sending(

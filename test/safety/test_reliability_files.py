@@ -220,6 +220,7 @@ def _listed(http: httpx.Client, key: str) -> int:
     return len(answer.json()["data"])
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_submits_with_a_1_9_mb_dataset_uri_are_refused_and_keep_nothing(gateway: Any) -> None:
     def fault(http: httpx.Client) -> str:
         uri = "s3://lab/" + "x" * 1_900_000
@@ -241,6 +242,7 @@ def test_a_326_character_base_model_is_refused(gateway: Any) -> None:
     _training_row(gateway, "base_model_300_chars", fault, {})
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_a_submit_past_the_keys_active_jobs_is_429(gateway: Any) -> None:
     def fault(http: httpx.Client) -> str:
         for _ in range(MAX_ACTIVE_JOBS_PER_KEY):

@@ -79,6 +79,7 @@ def _run_with_fault(policy: sequence_ai.Policy, gw: Any, fault: str, options: di
         collected.error(exc)
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_the_key_appears_in_no_client_output(
     capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -75,6 +75,7 @@ def test_the_wrist_camera_rides_on_the_flange() -> None:
     assert frame[v, u][0] > 90 and frame[v, u][1] < 60  # the cup's rim or opening, red
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_mujocos_cameras_sit_where_the_calibration_says() -> None:
     mujoco = pytest.importorskip("mujoco")
     from sequence_ai_ros.sim.physics import Physics

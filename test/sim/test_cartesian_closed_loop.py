@@ -56,6 +56,7 @@ def play(
     return now
 
 
+@pytest.mark.slow  # over half a second of wall time
 @pytest.mark.parametrize("instruction", ["pick up the sponge", "put the cup on the shelf"])
 def test_ee_delta_policy_brings_the_tcp_to_the_target_in_10_s_of_25_hz_steps(instruction):
     arm = CartesianArm()
@@ -72,6 +73,7 @@ def test_ee_delta_policy_brings_the_tcp_to_the_target_in_10_s_of_25_hz_steps(ins
     assert arm.refused == 0 and arm.gripper == 1.0
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_ee_absolute_policy_brings_the_tcp_to_the_target_in_10_s_of_20_hz_steps():
     instruction = "stack the cups"
     arm = CartesianArm()

@@ -145,6 +145,7 @@ def test_reset_puts_the_objects_of_the_next_seed_on_the_table_settled(shared_wor
     assert world.physics.object_speed("cup") < 1e-3
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_a_grasped_cup_is_lifted_and_success_comes_after_one_second_held() -> None:
     world = World(WorldOptions(layout_seed=3, task=PICK))
     script = grasp_cup(world)
@@ -179,6 +180,7 @@ def test_a_grasped_cup_is_lifted_and_success_comes_after_one_second_held() -> No
     assert state.quantities["cup_height"] < 0.01 and state.success
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_a_cup_dropped_before_one_second_is_no_success() -> None:
     world = World(WorldOptions(layout_seed=3, task=PICK))
     script = grasp_cup(world)

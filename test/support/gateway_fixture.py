@@ -224,6 +224,10 @@ class _InProcessGateway(GatewayHandle):
             self._running = False
         self._server.cleanup()
 
+    @property
+    def alive(self) -> bool:
+        return self._running
+
 
 class _SubprocessGateway(GatewayHandle):
     def __init__(self, options: GatewayOptions, python: str) -> None:
@@ -419,18 +423,34 @@ if pytest is not None:
         for handle in pool:
             handle.stop()
 
+    @pytest.fixture(scope="session")
+    def _sequence_ai_in_process_pool() -> Iterator[List[_InProcessGateway]]:
+        # Stopping an in-process server waits out uvicorn's 0.1 s tick: shared and reset too.
+        pool: List[_InProcessGateway] = []
+        yield pool
+        for handle in pool:
+            handle.stop()
+
     @pytest.fixture
-    def gateway(_sequence_ai_gateway_pool: List[_SubprocessGateway]) -> Iterator[GatewayHandle]:
-        """A gateway with no simulated latency and warm models."""
+    def gateway(
+        _sequence_ai_gateway_pool: List[_SubprocessGateway],
+        _sequence_ai_in_process_pool: List[_InProcessGateway],
+    ) -> Iterator[GatewayHandle]:
+        """A gateway with no simulated latency and warm models, in the state just after its
+        start (one gateway serves the tests in turn, reset between them)."""
+        pool: List[Any]
         if fastapi_available():
-            with run_gateway() as handle:
-                yield handle
-            return
-        pool = _sequence_ai_gateway_pool
-        if not pool or not pool[0].alive:
-            while pool:
-                pool.pop().stop()
-            pool.append(_start_subprocess(_options()))
+            pool = _sequence_ai_in_process_pool
+            if not pool or not pool[0].alive:
+                while pool:
+                    pool.pop().stop()
+                pool.append(_InProcessGateway(_options()))
+        else:
+            pool = _sequence_ai_gateway_pool
+            if not pool or not pool[0].alive:
+                while pool:
+                    pool.pop().stop()
+                pool.append(_start_subprocess(_options()))
         shared = pool[0]
         shared.reset()
         yield shared

@@ -181,6 +181,7 @@ class DownwardHand(Robot):
         return obs
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_a_run_across_the_wrap_measures_and_plays_the_short_arc(gw) -> None:
     robot = DownwardHand(EE_ABSOLUTE)
     with open_policy(gw, model=EE_ABSOLUTE) as policy:

@@ -114,6 +114,7 @@ def test_interrupt_cuts_through_a_cold_start(gateway_factory) -> None:
     assert robot.acts == [] and robot.holds == 1
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_in_flight_request_of_an_interrupted_run_is_discarded(gw) -> None:
     first = Robot(instruction="wave")
     second = Robot(instruction="stack the blocks")
@@ -315,6 +316,7 @@ def test_a_late_interrupt_of_a_finished_call_never_stops_the_next_one(gw) -> Non
     assert outcome.reason == "until" and outcome.chunks == 3 and not handle_b.interrupted
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_interrupting_call_a_never_stops_call_b_running_beside_it(gateway_factory) -> None:
     # Both calls open at once on one Policy: a readiness wait (A) and a run (B), on a model
     # that is still loading so that both are waiting when A is interrupted.

@@ -62,6 +62,7 @@ def test_set_instruction_mid_act_reaches_the_next_request(gw) -> None:
     assert "1 instruction swaps" in repr(outcome)
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_act_ends_at_max_seconds_with_one_hold(gw) -> None:
     robot = Robot()
     with open_policy(gw, control_hz=60) as policy:

@@ -95,6 +95,7 @@ def test_a_late_answer_starts_at_its_due_row(gw) -> None:
     assert played[:4] == robot.chunks[1].action_chunk.steps[due : due + len(played[:4])]
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_requests_are_counted_with_their_connections_and_bytes(gw) -> None:
     robot = Robot()
     with open_policy(gw, control_hz=60, max_in_flight=3) as policy:
@@ -122,6 +123,7 @@ def test_requests_are_counted_with_their_connections_and_bytes(gw) -> None:
     assert first.request_bytes >= sum(p.request_bytes for p in robot.chunks)
 
 
+@pytest.mark.slow  # over half a second of wall time
 @pytest.mark.parametrize("in_flight", [1, 2, 4])
 def test_a_fast_service_is_asked_at_most_n_times_per_horizon_of_motion(gw, in_flight) -> None:
     # The local gateway answers in about a millisecond: staggered at latency / N, a run would
@@ -143,6 +145,7 @@ def test_a_fast_service_is_asked_at_most_n_times_per_horizon_of_motion(gw, in_fl
 # -- observe on the request's thread ------------------------------------------------------
 
 
+@pytest.mark.slow  # over half a second of wall time
 @pytest.mark.parametrize("in_flight", [1, 2])
 def test_observe_runs_on_the_requests_threads_never_the_driving_thread(gw, in_flight) -> None:
     robot = Robot()
@@ -181,6 +184,7 @@ def test_swaps_are_counted_once_across_requests_in_flight(gw) -> None:
 # -- slowing down and resuming ------------------------------------------------------------
 
 
+@pytest.mark.slow  # over half a second of wall time
 @pytest.mark.parametrize("controller", ["joint_position", "raw"])
 def test_a_late_chunk_slows_the_arm_to_rest_then_resumes_at_its_due_row(gw, controller) -> None:
     robot = Robot(REACH)
@@ -221,6 +225,7 @@ def test_a_late_chunk_slows_the_arm_to_rest_then_resumes_at_its_due_row(gw, cont
     assert "waiting" in robot.statuses and robot.statuses[-2] == "running"
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_act_comes_to_rest_by_its_deadline(gw) -> None:
     robot = Robot()
     with open_policy(gw, control_hz=20) as policy:
@@ -254,6 +259,7 @@ def test_a_fixed_speed_resamples_target_rows(gw) -> None:
     assert robot.acts == report.rows[:24]
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_speed_auto_slows_under_high_latency_and_recovers_when_it_falls(gateway) -> None:
     gateway.set_latency(latency_ms=350, jitter_ms=0, scale=1.0)
     robot = Robot()
@@ -299,6 +305,7 @@ def test_speed_arguments_are_checked(gw) -> None:
 # -- on_rows --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_on_rows_reports_rows_period_and_order(gw) -> None:
     robot = Robot()
     with open_policy(gw, control_hz=60) as policy:
@@ -381,6 +388,7 @@ def test_auto_speed_is_the_largest_the_latency_sustains() -> None:
     assert next_speed(0.7, 1.0, 0.5) == 0.7
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_a_chunk_for_a_model_without_horizon_plays_to_its_end(gw) -> None:
     robot = Robot(PI05)
     with open_policy(gw, control_hz=60) as policy:
@@ -388,6 +396,7 @@ def test_a_chunk_for_a_model_without_horizon_plays_to_its_end(gw) -> None:
     assert outcome.rows_beyond_horizon == 0
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_progress_shows_the_running_run_to_any_thread(gw) -> None:
     robot = Robot()
     seen: list = []

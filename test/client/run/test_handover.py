@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from support.policy_support import PATIENCE_S, Robot, open_policy
 
 from sequence_ai.events import (
@@ -57,6 +58,7 @@ def test_hand_over_keeps_playing_and_drops_old_rows_at_the_first_new_chunk(gw) -
     assert min(chunk_after) >= installed[first_new].number
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_hand_over_moves_the_deadline(gw) -> None:
     robot = Robot()
     with open_policy(gw, control_hz=60) as policy:

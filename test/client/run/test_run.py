@@ -66,6 +66,7 @@ def test_never_fetches_beyond_max_actions(gw) -> None:
     assert robot.installed_at[-1] < 16
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_each_request_carries_its_own_fresh_observation(gw) -> None:
     robot = Robot()
     with open_policy(gw, control_hz=60) as policy:
@@ -77,6 +78,7 @@ def test_each_request_carries_its_own_fresh_observation(gw) -> None:
     assert all(later > 0 for later in robot.observed_at[1:])
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_prefetch_keeps_30_chunks_flowing_without_underrun(gateway) -> None:
     # A real inference time well below the 0.4 s runway: the lead's 25 % margin on it then
     # absorbs scheduling noise on a loaded machine.
@@ -94,6 +96,7 @@ def test_prefetch_keeps_30_chunks_flowing_without_underrun(gateway) -> None:
     assert max(gateway.counters()["max_queue_depth"].values()) <= 1
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_without_prefetch_every_chunk_boundary_is_an_underrun(gw) -> None:
     robot = Robot()
     with open_policy(gw, control_hz=60) as policy:
@@ -116,6 +119,7 @@ def test_without_prefetch_every_chunk_boundary_is_an_underrun(gw) -> None:
     assert f"{chunks - 1} underruns" in repr(outcome)
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_cold_start_is_waited_out_and_latency_average_seeded_warm(gateway_factory) -> None:
     gateway = gateway_factory(cold_start_s=1.5)
     robot = Robot()
@@ -139,6 +143,7 @@ def test_cold_start_is_waited_out_and_latency_average_seeded_warm(gateway_factor
     assert all(played >= 3 for played in played_when_fired[:3])
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_ready_lets_the_first_request_seed_the_prefetch_lead(gw) -> None:
     robot = Robot()
     with open_policy(gw, control_hz=30) as policy:
@@ -149,6 +154,7 @@ def test_ready_lets_the_first_request_seed_the_prefetch_lead(gw) -> None:
     assert robot.observed_at[1] > 1
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_on_warming_gets_the_full_load_eta_not_a_countdown(gateway_factory) -> None:
     gateway = gateway_factory(cold_start_s=30.0)
     robot = Robot()
@@ -184,6 +190,7 @@ def test_strict_check_of_a_prefetch_observation_fails_where_it_was_taken(gw) -> 
     assert gw.act_requests() == 1
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_startup_budget_exhausted_raises_unavailable_with_hold(gateway_factory) -> None:
     gateway = gateway_factory(cold_start_s=60.0)
     robot = Robot()
@@ -196,6 +203,7 @@ def test_startup_budget_exhausted_raises_unavailable_with_hold(gateway_factory) 
     assert robot.holds == 1
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_max_seconds_bounds_the_cold_start(gateway_factory) -> None:
     gateway = gateway_factory(cold_start_s=60.0)
     robot = Robot()
@@ -206,6 +214,7 @@ def test_max_seconds_bounds_the_cold_start(gateway_factory) -> None:
     assert robot.acts == [] and robot.holds == 1
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_max_seconds_bounds_an_unwaited_first_fill_that_stalls(gw) -> None:
     robot = Robot()
     gw.inject("stall", seconds=None)
@@ -215,6 +224,7 @@ def test_max_seconds_bounds_an_unwaited_first_fill_that_stalls(gw) -> None:
     assert outcome.reason == "timeout" and robot.holds == 1 and robot.acts == []
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_max_seconds_bounds_a_fetch_stalled_mid_run(gw) -> None:
     robot = Robot()
 
@@ -422,6 +432,7 @@ def _two_runs(gateway, model: str, **kwargs):
     return plain, smoothed, first, second
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_smooth_seam_blends_absolute_rows_but_measures_before(gw) -> None:
     plain, smoothed, first, second = _two_runs(gw, ABSOLUTE_REACH, max_actions=64)
     # The first chunk's commands: its 32 rows, the last ones slowing to rest.
@@ -449,6 +460,7 @@ def test_smooth_seam_passes_delta_rows_through(gw) -> None:
     assert second.max_seam_jump == pytest.approx(first.max_seam_jump)
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_smooth_seam_on_joint_positions_leaves_the_gripper_dim_alone(gw) -> None:
     with open_policy(gw, model=REACH) as policy:
         # Walk the simulated arm to the instruction's target, where the gripper closes.
@@ -594,6 +606,7 @@ def test_predict_refuses_a_chunk_disagreeing_with_a_known_catalogue_row(gw) -> N
         assert len(policy.predict(make_observation()).action_chunk) == 15
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_no_fetch_thread_outlives_its_run_by_more_than_its_deadline(gw) -> None:
     # The prefetch trickles (a byte every 0.2 s, for minutes); the run ends at max_seconds,
     # and the request it abandoned ends at its own deadline, half a second later.
@@ -609,6 +622,7 @@ def test_no_fetch_thread_outlives_its_run_by_more_than_its_deadline(gw) -> None:
         gw.clear_faults()
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_a_rate_limit_before_the_first_action_is_waited_out(gw) -> None:
     robot = Robot()
     gw.inject("status", status=429, seconds=1)

@@ -157,6 +157,7 @@ def test_an_answer_nested_deeper_than_max_depth_is_invalid_response(gw, no_env, 
     assert ask(gw, prompt()).text  # the fault was used once
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_timeout_s_bounds_the_whole_call(gw, no_env):
     """A slow catalogue read leaves the chat request only the rest of ``timeout_s``."""
     gw.inject("catalogue_stall", seconds=1.0)

@@ -380,6 +380,7 @@ def test_a_job_that_has_not_succeeded_has_no_model_id(gw: Any) -> None:
 # --- the simulated executor and the tuned model ------------------------------------------------
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_the_simulated_run_succeeds_and_its_model_serves_act(sim: Any) -> None:
     job = sequence_ai.train("pi05-droid", "s3://lab/kitchen", epochs=1, frames=900, **at(sim))
     seen: List[str] = []
@@ -404,6 +405,7 @@ def test_the_simulated_run_succeeds_and_its_model_serves_act(sim: Any) -> None:
     assert len(prediction.action_chunk) == base.action_horizon
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_cancelling_a_succeeded_job_returns_it_as_it_ended(sim: Any) -> None:
     job = sequence_ai.train("pi05-droid", "s3://lab/kitchen", **at(sim))
     done = job.wait(timeout=60.0, **FAST_POLL)

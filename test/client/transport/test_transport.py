@@ -147,6 +147,7 @@ def test_429_is_rate_limited_carrying_retry_after(shared_gateway, transport):
     assert repr(info.value).startswith("RateLimited(")
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_a_trickled_body_ends_at_the_whole_request_deadline(shared_gateway, no_env):
     # httpx's timeout is per read: a byte every 0.2 s would never trip a 1 s read timeout.
     with Transport(base_url=shared_gateway.url, api_key=shared_gateway.api_key,

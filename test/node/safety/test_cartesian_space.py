@@ -320,6 +320,7 @@ def test_tf2_poses_look_up_base_to_ee_and_age_by_the_stamp() -> None:
         poses.pose(0.5)
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_only_the_gate_and_the_dry_run_make_cartesian_outputs() -> None:
     """A twist or pose target publisher is made by `command_output` (inside ArmGate(...),
     test_arm.py checks) or as the dry run's sink on ~/planned, nowhere else."""

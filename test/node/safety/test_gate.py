@@ -352,6 +352,7 @@ def test_an_idle_gate_republishes_only_a_hold_that_still_passes() -> None:
     assert output.arm[-1] == [0.9, 0.0] and len(output.arm) == 5
 
 
+@pytest.mark.slow  # over half a second of wall time
 def test_nothing_but_the_gate_holds_a_command_publisher() -> None:
     """A command output is made in one place, straight into the gate, so that no path can
     command the arm around the gate's checks: `command_output` (commands/group_output.py, the only
