@@ -81,13 +81,18 @@ class PlannerSettings:
     joint_names: tuple[str, ...]
 
 
-def prompt(task: str, step: str | None, joints: list[float] | None) -> str:
-    """The question for the chat model: the task, the step under way, the arm's joints."""
+def prompt(
+    task: str, step: str | None, joints: list[float] | None, views: list[str] | None = None
+) -> str:
+    """The question for the chat model: the task, the step under way, the arm's joints and the
+    view of each image sent with it, in order."""
     lines = [f"Task: {task}"]
     if step is not None:
         lines.append(f"Current step: {step}")
     if joints is not None:
         lines.append("Joint positions: [" + ", ".join(f"{q:.3f}" for q in joints) + "]")
+    if views:
+        lines.append("Camera views: " + ", ".join(views))
     lines.append("What is the next step, or done?")
     return "\n".join(lines)
 
@@ -257,10 +262,11 @@ class VlmPlanner(Node):
         """The model's answer, cleaned; its calls end by `deadline` (the task's)."""
         with self._lock:
             joints = self._joints
-        content: list[dict[str, object]] = [
-            {"type": "text", "text": prompt(self.settings.task, step, joints)}
-        ]
         frames = self._current_frames(min(CALL_TIMEOUT_S, deadline - time.monotonic()))
+        views = [f.header.frame_id for f in frames]
+        content: list[dict[str, object]] = [
+            {"type": "text", "text": prompt(self.settings.task, step, joints, views)}
+        ]
         content += [sequence_ai.image_block(bytes(f.data)) for f in frames]
         timeout_s = min(CALL_TIMEOUT_S, deadline - time.monotonic())
         if timeout_s <= 0:

@@ -52,7 +52,7 @@ async def chat(body: ChatRequest, request: Request, gateway: GatewayDep) -> Any:
     server = gateway.servers[row["id"]]
     # Answered before any simulated time is spent, so a prompt the model cannot read is
     # refused like any other check: before faults and without the model's latency.
-    reply = _reply(server.policy, row, _prompt(body.messages))
+    reply = _reply(server.policy, row, _last_user(body.messages))
     transport_ms = await server.arrive(len(await request.body()))
     fault = gateway.faults.take(row["id"], CHAT_FAULTS, named_only=True)
     await before_inference(gateway, server, fault, gateway.release_generation)
@@ -85,11 +85,11 @@ def _admit(gateway: Gateway, request: Request, body: ChatRequest) -> Dict[str, A
     return row
 
 
-def _prompt(messages: List[MessageIn]) -> str:
-    """The text of the last user message: what the model answers."""
+def _last_user(messages: List[MessageIn]) -> MessageIn:
+    """The last user message: what the model answers."""
     for message in reversed(messages):
         if message.role == "user":
-            return message.text()
+            return message
     raise HTTPException(400, "messages: no message with role 'user'; expected at least one")
 
 
@@ -120,7 +120,7 @@ def _check_images(messages: List[MessageIn]) -> int:
     return count
 
 
-def _reply(model: Any, row: Dict[str, Any], prompt_text: str) -> PlannerReply:
+def _reply(model: Any, row: Dict[str, Any], message: MessageIn) -> PlannerReply:
     reply = getattr(model, "reply", None)
     if not callable(reply):
         raise HTTPException(
@@ -128,7 +128,11 @@ def _reply(model: Any, row: Dict[str, Any], prompt_text: str) -> PlannerReply:
                  "no chat answers for it (its plug-in has no reply(prompt_text))"
         )
     try:
-        return reply(prompt_text)
+        if getattr(model, "reads_images", False):
+            # Checked JPEGs already (_check_images): they decode.
+            frames = [Image.open(io.BytesIO(base64.b64decode(b.data))) for b in message.images()]
+            return reply(message.text(), frames)
+        return reply(message.text())
     except PromptRejected as exc:
         raise HTTPException(400, f"messages: {exc}") from None
 

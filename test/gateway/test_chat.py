@@ -24,8 +24,9 @@ def chat_body(text: str, model: str = PLANNER, **fields) -> dict:
     return {"model": model, "messages": [{"role": "user", "content": text}], **fields}
 
 
-def prompt(task: str = TASK, step=None, joints=None) -> str:
-    lines = [f"Task: {task}"]
+def prompt(task: str = TASK, step=None, joints=None, act_model="sim-droid-reach") -> str:
+    # sim-droid-reach reaches each step's hashed joint target: the planner judges by those.
+    lines = [f"Task: {task}", f"Act model: {act_model}"]
     if step is not None:
         lines.append(f"Current step: {step}")
     if joints is not None:

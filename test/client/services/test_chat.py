@@ -31,7 +31,8 @@ def ask(gateway, text, *, model=PLANNER, **kwargs) -> ChatReply:
 
 
 def prompt(step=None, joints=None, task=TASK) -> str:
-    lines = [f"Task: {task}"]
+    # sim-droid-reach reaches each step's hashed joint target: the planner judges by those.
+    lines = [f"Task: {task}", "Act model: sim-droid-reach"]
     if step is not None:
         lines.append(f"Current step: {step}")
     if joints is not None:
