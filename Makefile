@@ -126,9 +126,10 @@ $(VENV_PY):
 		f"PYTHON={sys.executable} is {sys.version.split()[0]}; expected 3.10 or newer"'
 	$(OUTSIDE) $(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
 
-$(VENV)/.stamp-deps: $(VENV_PY) setup.py .ci/requirements.py
+$(VENV)/.stamp-deps: $(VENV_PY) setup.py .ci/requirements.py .ci/constraints.txt
 	$(VENV_PY) .ci/requirements.py $(VENV_EXTRAS) > $(VENV)/requirements.txt
-	$(OUTSIDE) $(VENV_PY) $(PIP_INSTALL) $(ROS_WHEELS) -r $(VENV)/requirements.txt
+	$(OUTSIDE) $(VENV_PY) $(PIP_INSTALL) $(ROS_WHEELS) -r $(VENV)/requirements.txt \
+		$(if $(ROS_DISTRO),,-c $(ROOT)/.ci/constraints.txt)
 	$(VENV_PY) .ci/requirements.py --assets > $(VENV)/assets.txt
 	$(OUTSIDE) $(VENV_PY) $(PIP_INSTALL) --no-deps -r $(VENV)/assets.txt
 ifndef ROS_DISTRO
