@@ -21,6 +21,7 @@ run (``observers``), beside the node's feedback; what no event carries is wrappe
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import threading
@@ -34,6 +35,7 @@ if str(ROOT) not in sys.path:
 
 
 def _instrument(record: dict[str, list[Any]]) -> None:
+    import sequence_ai
     from sequence_ai.events import RowPlayed, RunEvent, UnderrunEnded
     from sequence_ai_ros.goals import driving, runner
     from sequence_ai_ros.inputs import freshness, observation_cache
@@ -92,9 +94,9 @@ def _instrument(record: dict[str, list[Any]]) -> None:
         })
         return observation
 
-    def run_policy(self: Any, run: Any, observe: Any, options: dict[str, Any]) -> Any:
+    def run_policy(self: Any, run: Any, options: sequence_ai.RunOptions) -> Any:
         # Step mode passes no on_rows; the hook only records, then hands on to the node's.
-        node_on_rows = options.get("on_rows")
+        node_on_rows = options.on_rows
         seen: set[int] = set()
 
         def on_rows(installed: Any) -> None:
@@ -104,9 +106,9 @@ def _instrument(record: dict[str, list[Any]]) -> None:
             if node_on_rows is not None:
                 node_on_rows(installed)
 
-        observers = [*options.get("observers", ()), on_event]
+        observers = [*options.observers, on_event]
         return original_run_policy(
-            self, run, observe, {**options, "on_rows": on_rows, "observers": observers}
+            self, run, dataclasses.replace(options, on_rows=on_rows, observers=observers)
         )
 
     observation_cache.ObservationCache.take_images = take_images  # type: ignore[method-assign]
