@@ -9,6 +9,7 @@ Determinism: the same frames, state, instruction and seed give the same rows.
 
 from __future__ import annotations
 
+import abc
 from typing import Any, Dict, List
 
 import numpy as np
@@ -32,7 +33,7 @@ def _joints(observation: PolicyObservation) -> np.ndarray:
     return np.clip(joints, panda_ik.LOWER, panda_ik.UPPER)
 
 
-class LookingDroidPolicy:
+class LookingDroidPolicy(abc.ABC):
     """The shared decision of the looking DROID models; subclasses write the rows."""
 
     def __init__(self, name: str) -> None:
@@ -86,8 +87,9 @@ class LookingDroidPolicy:
         block = scene_vision.locate(blocks, sizes, q, scene_vision.BLOCK_HEIGHT / 2.0)
         return grasp_policy.Scene(cup, block, tcp, gripper)
 
+    @abc.abstractmethod
     def write(self, q: np.ndarray, joints: List[np.ndarray], gripper: List[float]) -> Rows:
-        raise NotImplementedError
+        """The planned joints and gripper as rows of this model's action space."""
 
 
 class LookingPi05Droid(LookingDroidPolicy):
