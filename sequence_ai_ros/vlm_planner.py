@@ -29,7 +29,6 @@ import rclpy
 from action_msgs.msg import GoalStatus
 from rclpy.action.client import ClientGoalHandle
 from rclpy.context import Context
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import qos_profile_sensor_data
@@ -41,6 +40,7 @@ import sequence_ai
 from sequence_ai_interfaces.action import Act
 from sequence_ai_interfaces.srv import CurrentFrames
 from sequence_ai_ros.bringup.api_key_source import ApiKeyError, read_api_key
+from sequence_ai_ros.bringup.spin_thread import SpinThread
 from sequence_ai_ros.goals.action_client import LockedActionClient
 from sequence_ai_ros.goals.instruction import shown
 
@@ -433,12 +433,11 @@ def main(argv: list[str] | None = None) -> int:
         signal_handler_options=SignalHandlerOptions.NO,
     )
     planner: VlmPlanner | None = None
-    executor = MultiThreadedExecutor(num_threads=2)
+    spin = SpinThread("vlm_planner")
     code = 0
     try:
         planner = VlmPlanner()
-        executor.add_node(planner)
-        threading.Thread(target=executor.spin, name="vlm_planner-spin", daemon=True).start()
+        spin.add_node(planner)
         code = run_until_stopped(planner)
     except ValueError as exc:
         print(f"vlm_planner: {exc}", file=sys.stderr)
@@ -450,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
         # The process ends: a signal now would only cut the teardown short.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        executor.shutdown()
+        spin.stop()
         if planner is not None:
             planner.destroy_node()
         rclpy.try_shutdown()

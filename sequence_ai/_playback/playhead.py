@@ -74,9 +74,9 @@ class Playhead:
         self.playing: Optional[Playing] = None
         self.tail: deque[Command] = deque()
         self.speed = 1.0 if isinstance(speed_setting, str) else float(speed_setting)
-        # The tail comes to rest by max_seconds: when it is played out, the run waits for its
-        # deadline rather than for another chunk.
-        self.resting_for_deadline = False
+        # The deadline the tail comes to rest by (None: it does not): once the tail is played
+        # out, the run waits for that deadline rather than for another chunk.
+        self.rest_deadline: Optional[float] = None
         # How long before max_seconds an answer must land to be played: the rest ramp's time.
         self.ramp_s = 0.0
         self.last_row: Optional[Row] = None
@@ -128,7 +128,9 @@ class Playhead:
         rest_within = (
             None if deadline is None else math.ceil((deadline - first_due) / self.period) - 1
         )
-        if rest_within is not None and self.resting_for_deadline and rest_within <= ramp_commands:
+        if rest_within is not None and self.rest_deadline is not None and (
+            rest_within <= ramp_commands
+        ):
             return None
         commands = commands_for(
             rows, due, speed=speed, horizon=horizon, absolute=absolute,
@@ -147,7 +149,8 @@ class Playhead:
         self.tail = deque(self._blend(commands, absolute, self.shifting))
         previous, self.speed = self.speed, speed
         self.ramp_s = (ramp_commands + 1) * self.period
-        self.resting_for_deadline = rest_within is not None and len(commands) >= rest_within
+        resting = rest_within is not None and len(commands) >= rest_within
+        self.rest_deadline = deadline if resting else None
         self.playing = playing
         return Installed(
             first_due=first_due, seam_jump=jump, previous_speed=previous, previous=replaced,

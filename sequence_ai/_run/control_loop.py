@@ -214,11 +214,8 @@ class RunLoop:
             self._check_stop()
             self._take_arrivals()
             if not playhead.tail:
-                if playhead.resting_for_deadline:
-                    assert self.deadline is not None
-                    if self.call.sleep_until(self.deadline) is Wake.INTERRUPTED:
-                        raise CallEnded(Ending.INTERRUPTED)
-                    self._check_stop()
+                if playhead.rest_deadline is not None:
+                    self._rest(playhead.rest_deadline)
                 self._refill()
                 self._check_stop()
                 if not playhead.tail:
@@ -243,6 +240,15 @@ class RunLoop:
                 return
             self._top_up()
             self._sleep_until(playhead.pacer.next_due(self.period))
+
+    def _rest(self, deadline: float) -> None:
+        """The tail came to rest for ``deadline``: wait for it to end the run, unless a
+        hand-over moves it meanwhile (then the next chunk is fetched from rest)."""
+        wake = self.call.wait_for(lambda: self.deadline != deadline, deadline)
+        if wake is Wake.INTERRUPTED:
+            raise CallEnded(Ending.INTERRUPTED)
+        self._check_stop()
+        self.playhead.rest_deadline = None
 
     def _check_stop(self) -> None:
         if self.call.interrupted:

@@ -40,4 +40,6 @@ def hand_over(
     # Plain attribute writes the driving thread reads at its next check (within a period).
     loop.deadline = time.monotonic() + max_seconds
     loop.max_actions = loop.actions + actions_for(max_seconds)
+    # A run resting for its old deadline waits on the call: it must see the new one now.
+    loop.call.notify()
     return True

@@ -24,12 +24,12 @@ from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters
 from rclpy.action.client import ClientGoalHandle
 from rclpy.client import Client
 from rclpy.context import Context
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.task import Future
 
 from sequence_ai_interfaces.action import Act
+from sequence_ai_ros.bringup.spin_thread import SpinThread
 from sequence_ai_ros.goals.action_client import LockedActionClient
 
 DEADLINE_S = 30.0
@@ -265,20 +265,12 @@ class Planner:
         # No arguments: a caller's own command line is not ROS remappings.
         rclpy.init(args=[], context=self.context)
         self.node = Node(name, namespace=namespace, context=self.context)
-        self.executor = MultiThreadedExecutor(num_threads=threads, context=self.context)
-        self.executor.add_node(self.node)
+        self._spin = SpinThread(name, threads, self.context)
+        self._spin.add_node(self.node)
         # Destroyed at close(), once nothing spins them: an entity destroyed under a spinning
         # executor fails its pending callbacks ("cannot use Destroyable ...").
         self._acts: list[ActClient] = []
         self._guests: list[Node] = []
-        self._thread = threading.Thread(target=self._spin, name=f"{name}-spin", daemon=True)
-        self._thread.start()
-
-    def _spin(self) -> None:
-        try:
-            self.executor.spin()
-        except Exception:  # noqa: BLE001 - the context shuts down under the spin at close()
-            pass
 
     def lifecycle(self, target: str) -> LifecycleClient:
         return LifecycleClient(self.node, target)
@@ -294,13 +286,12 @@ class Planner:
     def add_node(self, node: Node) -> None:
         """Spin `node` (of this context) too; close() destroys it."""
         self._guests.append(node)
-        self.executor.add_node(node)
+        self._spin.add_node(node)
 
     def close(self) -> None:
         import rclpy
 
-        self.executor.shutdown(timeout_sec=5.0)
-        self._thread.join(timeout=5.0)
+        self._spin.stop()
         for client in self._acts:
             client.destroy()
         for node in self._guests:

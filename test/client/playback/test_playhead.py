@@ -55,7 +55,7 @@ def test_a_chunk_that_cannot_come_to_rest_by_the_deadline_is_refused_once_restin
     first_due = head.pacer.upcoming(PERIOD)
     # Comes to rest by a deadline 1 s away: the tail rests for it.
     assert install(head, rows(16), deadline=first_due + 1.0) is not None
-    assert head.resting_for_deadline and head.ramp_s > 0
+    assert head.rest_deadline is not None and head.ramp_s > 0
     assert install(head, rows(16), deadline=first_due + 0.2, number=2) is None
     assert head.playing is not None and head.playing.number == 1
 

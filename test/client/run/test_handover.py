@@ -80,3 +80,34 @@ def test_hand_over_without_a_run_changes_nothing(gw) -> None:
         assert not policy.hand_over("anything", max_seconds=1.0)
         assert policy.instruction is None
 
+
+
+def test_a_hand_over_after_the_run_came_to_rest_for_its_deadline_plays_the_new_step(gw) -> None:
+    # max_seconds shorter than the first chunk: it is installed coming to rest by then, and
+    # the hand-over arrives as its last command plays. The run must fetch the new
+    # instruction's chunk from rest, not sit the new max_seconds out holding still.
+    robot = Robot()
+    installed: list[ChunkInstalled] = []
+    handed = threading.Event()
+    with open_policy(gw) as policy:
+
+        def act(row: list[float]) -> None:
+            robot.act(row)
+            if len(installed) == 1 and len(robot.acts) == installed[0].commands:
+                assert policy.hand_over("put it back", max_seconds=PATIENCE_S)
+                handed.set()
+
+        def observe(event: RunEvent) -> None:
+            if isinstance(event, ChunkInstalled):
+                installed.append(event)
+
+        outcome = policy.act(
+            "pick it up", robot.observe, act, max_seconds=0.4, prefetch=False,
+            until=lambda: any(
+                e.prediction.observation.instruction == "put it back" for e in installed
+            ),
+            observers=[observe], **robot.callbacks(),
+        )
+    assert handed.is_set()
+    assert outcome.reason == "until", outcome
+    assert installed[-1].prediction.observation.instruction == "put it back"
