@@ -22,7 +22,16 @@ MAX_SECONDS = {TASK: 30, DEMO_TASK: 45}
 # One overlay per compared setting (the node's own config/droid.yaml is the default).
 OVERLAYS = {"one_in_flight": "max_in_flight: 1\n", "no_prefetch": "prefetch: false\n"}
 PERTURB = "cup:0.06,0.04@2"
-NO_WORLD = 3  # evaluate's exit status when no world offers ~/reset
+NO_WORLD = 3
+REPLAY_EPISODES = 10
+# (model, views substituted, gateway latency scale, requests in flight)
+REPLAYS = (
+    ("pi05-droid", {}, 0.0, 1),
+    ("pi05-droid", {}, 0.0, 4),
+    ("pi05-droid", {}, 1.0, 1),
+    ("pi05-droid", {}, 1.0, 4),
+    ("cosmos3-edge-policy-droid", {"exterior_2": "exterior_1"}, 0.0, 4),
+)  # evaluate's exit status when no world offers ~/reset
 
 
 def _evaluate(ctx: Context, out: Path, task: str, conditions: list[str], time_mode: str,
@@ -51,6 +60,7 @@ def _rows(out: Path) -> list[list[str]]:
         rows.append([
             arm, f"{s.successes}/{s.trials}",
             f"{100 * s.rate.estimate:.0f} % [{100 * s.rate.low:.0f}, {100 * s.rate.high:.0f}]",
+            f"{s.time_to_success_s:.1f}",
             f"{100 * s.stale_action_ratio:.0f} %", f"{1000 * s.latency_p50_s:.0f} / "
             f"{1000 * s.latency_p95_s:.0f}", f"{s.effective_control_hz:.1f}", str(s.faults),
         ])
@@ -80,7 +90,7 @@ def run(ctx: Context) -> Section:
         runs.append(("perturbed", TASK, trials, conditions[:2], "realtime",
                      ["--perturb", PERTURB]))
         runs.append(("demo_task", DEMO_TASK, DEMO_SEEDS, conditions[:1], "realtime", []))
-    header = ["arm", "success", "rate [95 % Wilson]", "stale-action ratio",
+    header = ["arm", "success", "rate [95 % Wilson]", "median s to success", "stale-action ratio",
               "latency p50 / p95 (ms)", "control rate (Hz)", "faults"]
     for name, task, seeds, chosen, mode, extra in runs:
         out = folder / name
@@ -98,4 +108,42 @@ def run(ctx: Context) -> Section:
             header, _rows(out), ctx.command("evaluation"),
             note=f"Full report: {out / 'report.md'}.",
         ))
+    section.tables.append(_replay(ctx, folder))
     return section
+
+
+def _replay(ctx: Context, folder: Path) -> Table:
+    """Open-loop replay of the first run's episodes through the same model and the other DROID
+    model: requests per second against the local gateway, and the open-loop error."""
+    from sequence_ai_ros.episodes.reader import episode_files
+    from sequence_ai_ros.evaluation.replay import replay
+
+    episodes = episode_files(folder / "main" / "episodes")[:REPLAY_EPISODES]
+    if not episodes:
+        raise RuntimeError(f"no episodes recorded in {folder / 'main' / 'episodes'}")
+    rows = []
+    for model, views, scale, in_flight in REPLAYS:
+        ctx.gateway.reset()
+        ctx.gateway.set_latency(scale=scale)
+        log(f"evaluation: replay of {len(episodes)} episodes through {model}, latency model "
+            f"x{scale:g}, {in_flight} in flight")
+        report = replay(episodes, f"accounts/sequences/models/{model}",
+                        folder / f"replay_{model}_{scale:g}_{in_flight}",
+                        base_url=ctx.gateway.url, api_key=ctx.gateway.api_key, plots=False,
+                        substitutes=views, in_flight=in_flight)
+        errors = [e["mse"] for e in report["episodes"] if e["mse"] is not None]  # type: ignore[union-attr]
+        rows.append([
+            model, "none" if scale == 0 else "realistic", str(in_flight),
+            str(report["requests"]), f"{report['requests_per_s']:.1f}",
+            f"{sum(errors) / len(errors):.2g}" if errors else "–",
+        ])
+    ctx.gateway.reset()
+    return Table(
+        f"Open-loop replay of {len(episodes)} episodes of 'pick up the cup' (pi05-droid)",
+        ["replayed through", "gateway latency", "in flight", "requests", "requests/s",
+         "mean MSE (rad²)"],
+        rows, ctx.command("evaluation"),
+        note=("python -m sequence_ai_ros.episodes replay, in-process against the bench's "
+              "gateway; 'none' is the simulated models' own compute, 'realistic' the gateway's "
+              "latency model. cosmos3 is sent exterior_1 where it wants exterior_2."),
+    )
