@@ -47,6 +47,12 @@ def _evaluate(ctx: Context, out: Path, task: str, conditions: list[str], time_mo
                               check=False).returncode
 
 
+def _shown(path: Path) -> str:
+    """The path from the repository's root when it is inside it (a full run writes docs/)."""
+    root = Path(__file__).resolve().parents[1]
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
 def _rows(out: Path) -> list[list[str]]:
     from sequence_ai_ros.evaluation.report import arms_in_order, summarise
     from sequence_ai_ros.evaluation.results import load
@@ -106,7 +112,7 @@ def run(ctx: Context) -> Section:
         section.tables.append(Table(
             f"{task!r}, {seeds} seeds per arm" + (f", cup moved by {PERTURB}" if extra else ""),
             header, _rows(out), ctx.command("evaluation"),
-            note=f"Full report: {out / 'report.md'}.",
+            note=f"Full report: {_shown(out / 'report.md')}.",
         ))
     section.tables.append(_replay(ctx, folder))
     return section
