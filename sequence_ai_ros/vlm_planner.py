@@ -316,6 +316,14 @@ class VlmPlanner(Node):
             self._on_step(step, handle)
         return True
 
+    def reopen(self) -> None:
+        """After a run() has returned: plan again from the first step (an evaluation runs one
+        planner per trial). Not while a run or a close is under way."""
+        with self._closing, self._sending:
+            self._closed = False
+            self._close_result = None
+            self.outcome = ""
+
     def close(self, timeout_s: float = END_TIMEOUT_S) -> bool:
         """Send no more steps; cancel the running step's goal and wait up to `timeout_s` for
         its result. True when no goal of this planner is left running (or none was). A second

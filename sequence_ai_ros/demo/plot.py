@@ -4,7 +4,8 @@ over time, chunks, underruns, the playback speed, the requests in flight and the
 One panel per channel of the model's robot (demo/robots.py), then the distance to each
 instruction's target per group of channels; a two-arm robot gets a column per arm. A physics
 world that judges its task adds the cup's height and its distance to the block, and marks the
-moment its task succeeded.
+moment its task succeeded; there the models look at the cup, so no instruction's target is
+drawn: the age of the observation behind each step takes the distance's panel.
 matplotlib when it is installed (the `test` extra has it), else a plainer picture with Pillow.
 """
 
@@ -40,11 +41,20 @@ class Series:
     task_values: dict[str, list[float]] = field(default_factory=dict)
     success_t: float | None = None  # when the world first judged the task done
 
+    @property
+    def judged(self) -> bool:
+        """A world judges the task: its models aim at what they see, not at a target."""
+        return bool(self.task_t)
+
 
 # A panel: ("channel", index), ("distance", group), ("feedback", "speed" | "in_flight") or
 # ("task", a quantity of the world's task state).
 Panel = tuple[str, "int | Group | str"]
-FEEDBACK_LABELS = {"speed": "playback speed", "in_flight": "requests in flight"}
+FEEDBACK_LABELS = {
+    "speed": "playback speed",
+    "in_flight": "requests in flight",
+    "observation_age_s": "observation age behind the step (s)",
+}
 TASK_LABELS = {
     "cup_height": "cup above the table (m)",
     "cup_block_distance": "cup to block, across the table (m)",
@@ -53,15 +63,17 @@ TASK_LABELS = {
 
 def layout(robot: DemoRobot, task: bool = False) -> list[list[Panel | None]]:
     """Rows of panels: one group's channels flow over two columns, then its distance, then the
-    feedback (and the task's quantities when a world judges one); several groups get a column
-    each (channels, distance), the feedback below."""
+    feedback (and the task's quantities when a world judges one, the observation's age in
+    place of the distance); several groups get a column each (channels, distance), the
+    feedback below."""
     feedback: list[Panel] = [("feedback", "speed"), ("feedback", "in_flight")]
     if task:
         feedback += [("task", name) for name in TASK_LABELS]
     if len(robot.groups) == 1:
         (group,) = robot.groups
         flat: list[Panel] = [("channel", c) for c in group.channels]
-        flat += [("distance", group), *feedback]
+        aim: Panel = ("feedback", "observation_age_s") if task else ("distance", group)
+        flat += [aim, *feedback]
         rows = [flat[i: i + 2] for i in range(0, len(flat), 2)]
         return [[*row, *[None] * (2 - len(row))] for row in rows]
     columns = [[("channel", c) for c in g.channels] + [("distance", g)] for g in robot.groups]
@@ -109,6 +121,7 @@ def _series(demo: Any) -> Series:
                 "feedback_t": [t - t0 for t, _ in goal.feedback],
                 "speed": [fb.speed for _, fb in goal.feedback],
                 "in_flight": [fb.in_flight for _, fb in goal.feedback],
+                "observation_age_s": [fb.observation_age_s for _, fb in goal.feedback],
             }
         )
     preempt = None if math.isnan(demo.preempt_t) else demo.preempt_t - t0
@@ -180,8 +193,10 @@ def panel_data(series: Series, panel: Panel) -> PanelData:
             label,
             [(series.joint_t, [q[c] for q in series.joints], -1)],
             ([t for t, _ in dots], [v for _, v in dots]),
-            [(g["target"][c], g["start"], g["end"], n) for n, g in enumerate(series.goals)
-             if c < len(g["target"])],
+            [] if series.judged else [
+                (g["target"][c], g["start"], g["end"], n) for n, g in enumerate(series.goals)
+                if c < len(g["target"])
+            ],
         )
     if kind == "distance":
         assert isinstance(what, Group)
@@ -201,8 +216,9 @@ def panel_data(series: Series, panel: Panel) -> PanelData:
 def _draw_matplotlib(series: Series, out: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
-    grid = layout(series.robot, task=bool(series.task_t))
+    grid = layout(series.robot, task=series.judged)
     rows, cols = len(grid), len(grid[0])
     fig, axes = plt.subplots(rows, cols, figsize=(7.5 * cols, 2.7 * rows), sharex=True,
                              squeeze=False)
@@ -264,7 +280,8 @@ def _draw_matplotlib(series: Series, out: Path) -> None:
         legend.append(Line2D([], [], color="#2a9d4b", lw=3.0, alpha=0.7,
                              label=f"task succeeded (the world's judge), {series.success_t:.1f} s"))
     legend += [
-        Line2D([], [], color=colour, ls="--", label=f"{goal['label']}: target")
+        Patch(color=colour, alpha=0.25, label=goal["label"]) if series.judged
+        else Line2D([], [], color=colour, ls="--", label=f"{goal['label']}: target")
         for goal, colour in zip(series.goals, GOAL_COLOURS)
     ]
     fig.legend(handles=legend, loc="lower center", ncol=3, fontsize=9, frameon=False)
@@ -279,7 +296,7 @@ def _draw_matplotlib(series: Series, out: Path) -> None:
 def _draw_pillow(series: Series, out: Path) -> None:
     from PIL import Image, ImageDraw
 
-    grid = layout(series.robot, task=bool(series.task_t))
+    grid = layout(series.robot, task=series.judged)
     rows, cols = len(grid), len(grid[0])
     margin_x, margin_top, margin_bottom = 60, 50, 70
     width, height = 60 + 645 * cols, margin_top + margin_bottom + 222 * rows
@@ -302,8 +319,11 @@ def _draw_pillow(series: Series, out: Path) -> None:
             continue
         x0, y0 = box(index)
         data = panel_data(series, panel)
+        # NaN (a figure before its first value) is left out, as matplotlib leaves a gap.
         curves = [
-            (ts, ys, (31, 95, 191) if n < 0 else (42, 157, 75) if n == 0 else (142, 68, 173))
+            ([t for t, v in zip(ts, ys) if math.isfinite(v)],
+             [v for v in ys if math.isfinite(v)],
+             (31, 95, 191) if n < 0 else (42, 157, 75) if n == 0 else (142, 68, 173))
             for ts, ys, n in data.curves
         ]
         dots, label = data.dots, data.label
@@ -342,8 +362,8 @@ def _draw_pillow(series: Series, out: Path) -> None:
     pen.text(
         (margin_x, height - 45),
         f"blue: {series.robot.measured_label}   orange: {series.robot.command_label}   "
-        "dashed/green: instruction targets   "
-        "grey: chunk arrived   red: underrun   black: preemption   thick green: task "
+        + ("" if series.judged else "dashed/green: instruction targets   ")
+        + "grey: chunk arrived   red: underrun   black: preemption   thick green: task "
         f"succeeded   x: {t_start:.1f} .. "
         f"{t_end:.1f} s since the first goal was sent",
         fill="black",

@@ -74,8 +74,16 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="also ask this chat model for a verdict on the node's last frames "
                         "after each goal (a second opinion, or the verdict with --judge vlm); "
                         "its key: SEQUENCES_API_KEY")
+    parser.add_argument("--planner", default="", metavar="CHAT_MODEL",
+                        help="send the task through the VLM planner on this chat model: its "
+                        "steps as act goals, each handed over to the next (default: the task "
+                        "as one act goal); its key: SEQUENCES_API_KEY")
     parser.add_argument("--max-seconds", type=float, default=30.0,
-                        help="the act goal's max_seconds (default %(default)s)")
+                        help="the act goal's max_seconds, each step's with --planner (default "
+                        "%(default)s)")
+    parser.add_argument("--task-seconds", type=float, default=120.0,
+                        help="with --planner: the whole task's time, all steps together "
+                        "(default %(default)s)")
     parser.add_argument("--settle-s", type=float, default=1.0,
                         help="world seconds after a reset before the goal (default %(default)s)")
     parser.add_argument("--keep-going", action="store_true",
@@ -100,9 +108,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--judge vlm: expected --vlm-judge CHAT_MODEL")
     if args.trials < 1:
         parser.error(f"--trials {args.trials}: expected at least 1")
-    for name in ("max_seconds", "settle_s"):
+    for name in ("max_seconds", "settle_s", "task_seconds"):
         value = getattr(args, name)
-        if not (math.isfinite(value) and value >= 0) or (name == "max_seconds" and value == 0):
+        if not (math.isfinite(value) and value >= 0) or (name != "settle_s" and value == 0):
             parser.error(f"--{name.replace('_', '-')} {value}: expected a positive number")
     return args
 
@@ -127,6 +135,8 @@ def evaluation_settings(args: argparse.Namespace, arms: dict[str, Arm]) -> dict[
         "overlays": {a.condition.name: a.condition.overlay() for a in arms.values()},
         "max_seconds": args.max_seconds, "settle_s": args.settle_s,
         "stop_on_success": not args.keep_going, "vlm_judge": args.vlm_judge or None,
+        "planner": args.planner or None,
+        "task_seconds": args.task_seconds if args.planner else None,
     }
 
 
@@ -199,6 +209,7 @@ def _run(args: argparse.Namespace, arms: dict[str, Arm], results: Results,
          order: list[tuple[int, str, int]]) -> None:
     from sequence_ai_ros.demo.planner import Planner
     from sequence_ai_ros.evaluation import processes
+    from sequence_ai_ros.evaluation.planned import PlannedTask
     from sequence_ai_ros.evaluation.runner import Evaluator, TrialSettings
     from sequence_ai_ros.evaluation.vlm_judge import VlmJudge
     from sequence_ai_ros.params.launch import SIM_KEY_ENV
@@ -234,6 +245,14 @@ def _run(args: argparse.Namespace, arms: dict[str, Arm], results: Results,
         if args.vlm_judge:
             evaluator.vlm = VlmJudge(planner.node, node_path, args.vlm_judge,
                                      base_url=base_url or None, api_key=api_key)
+        if args.planner:
+            if api_key:
+                # The planner's client reads its key where the node's does.
+                os.environ["SEQUENCES_API_KEY"] = api_key
+            evaluator.planned = PlannedTask(
+                planner, task=args.task, chat_model=args.planner, node_path=node_path,
+                base_url=base_url, step_seconds=args.max_seconds, task_seconds=args.task_seconds,
+            )
         results.provenance.update({
             "package_version": package_version(),
             "catalogue_revision": catalogue_revision(base_url),

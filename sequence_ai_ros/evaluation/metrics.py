@@ -1,4 +1,5 @@
-"""Real-time measurements of one trial, from the episode file the node recorded for its goal.
+"""Real-time measurements of one trial, from the episode files the node recorded for its goals
+(one, or one per step of a planned task: their chunks and commands pooled).
 
 Definitions (written on every report as well):
 - latency: per installed chunk, from its observation's capture to the chunk's arrival at the
@@ -93,22 +94,28 @@ def _duration_s(trajectory: object, rate_hz: float) -> float:
     return len(points) * period_s
 
 
-def episode_metrics(path: Path) -> EpisodeMetrics:
-    """The measurements of one episode file (the node's `record: goals`)."""
+def episode_metrics(paths: Sequence[Path]) -> EpisodeMetrics:
+    """The measurements of a trial's episode files (the node's `record: goals`), in order."""
     from sequence_ai_ros.episodes.reader import read
 
-    episode = read(path)
-    infos = [_values(m.message) for m in episode.on("chunk/info")
-             if getattr(m.message, "message", "") == "installed"]
-    latencies = [_float(v.get("latency_s")) for v in infos]
-    rates = [r for v in infos if math.isfinite(r := _float(v.get("control_frequency_hz")))]
+    latencies: list[float] = []
+    rates: list[float] = []
+    chunks: list[InstalledChunk] = []
+    commands: list[int] = []
+    for path in paths:
+        episode = read(path)
+        infos = [_values(m.message) for m in episode.on("chunk/info")
+                 if getattr(m.message, "message", "") == "installed"]
+        latencies += [_float(v.get("latency_s")) for v in infos]
+        rates += [r for v in infos if math.isfinite(r := _float(v.get("control_frequency_hz")))]
+        nominal = rates[-1] if rates else math.nan
+        for m in episode.on("chunk"):
+            stamp = m.message.header.stamp
+            captured = stamp.sec * 1_000_000_000 + stamp.nanosec
+            chunks.append(
+                InstalledChunk(m.log_time_ns, captured, _duration_s(m.message, nominal)))
+        commands += [m.log_time_ns for m in episode.on("command")]
     nominal = rates[-1] if rates else math.nan
-    chunks = []
-    for m in episode.on("chunk"):
-        stamp = m.message.header.stamp
-        captured = stamp.sec * 1_000_000_000 + stamp.nanosec
-        chunks.append(InstalledChunk(m.log_time_ns, captured, _duration_s(m.message, nominal)))
-    commands = [m.log_time_ns for m in episode.on("command")]
     return EpisodeMetrics(
         percentile(latencies, 0.5), percentile(latencies, 0.95), percentile(latencies, 0.99),
         stale_action_ratio(chunks, commands), effective_control_hz(commands), nominal,

@@ -13,7 +13,7 @@ from pathlib import Path
 RESULTS_FILE = "results.json"
 FORMAT = "sequence_ai_ros.evaluation/1"
 # Settings that make two runs the same evaluation (a resumed run must match them).
-IDENTITY = ("task", "arms", "seeds", "order_seed", "perturb", "judge")
+IDENTITY = ("task", "arms", "seeds", "order_seed", "perturb", "judge", "planner")
 
 
 class ResultsError(RuntimeError):
@@ -37,7 +37,8 @@ class TrialResult:
     reason: str
     judge: str
     time_to_success_s: float = math.nan  # world seconds from the trial's start to success
-    episode: str = ""
+    episode: str = ""  # its last goal's episode file
+    goals: int = 0  # act goals it sent (one, or a planned task's steps), each its own episode
     act_reason: str = ""  # the act result's reason ("" when no goal ran)
     elapsed_s: float = math.nan
     underruns: int = 0

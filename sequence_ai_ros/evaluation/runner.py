@@ -28,12 +28,11 @@ from sequence_ai_ros.evaluation.conditions import Arm, Perturbation
 from sequence_ai_ros.evaluation.conditions import ParameterValue as Value
 from sequence_ai_ros.evaluation.labels import label
 from sequence_ai_ros.evaluation.metrics import EpisodeMetrics, episode_metrics
+from sequence_ai_ros.evaluation.planned import PlannedTask, combined, is_fault
 from sequence_ai_ros.evaluation.results import Results, TrialResult, save
 from sequence_ai_ros.evaluation.vlm_judge import VlmJudge
 from sequence_ai_ros.evaluation.world import OperatorDesk, World, WorldError
 
-# Act result reasons that are a fault of the run, not a verdict on the task.
-FAULT_REASONS = ("stale_input", "validate")
 READY_TIMEOUT_S = 120.0
 WORLD_TIMEOUT_S = 20.0
 # Inputs younger than this in two reports running: the node will not end a goal on a stale frame.
@@ -178,6 +177,8 @@ class Evaluator:
         self.world = World(node, world_path) if world_path else None
         self.desk = OperatorDesk(node) if settings.judge == "operator" or not world_path else None
         self.vlm: VlmJudge | None = None
+        # Set: the task goes through the VLM planner's steps instead of one act goal.
+        self.planned: PlannedTask | None = None
         self._arm: str | None = None
         self._time_mode: str | None = None
         # The world's number of the trial running (its reset's), None before its reset.
@@ -235,29 +236,32 @@ class Evaluator:
             self._judge(trial, self._drive(seed))
         except (TrialFault, WorldError) as exc:
             trial.success, trial.reason = False, f"fault: {exc}"
-        self._measure(trial, before)
-        if trial.episode:
-            self._label(trial)
+        episodes = self._measure(trial, before)
+        for episode in episodes:
+            self._label(trial, episode)
         return trial
 
-    def _label(self, trial: TrialResult) -> None:
+    def _label(self, trial: TrialResult, episode: Path) -> None:
         verdict = {"success": str(trial.success).lower(), "reason": trial.reason,
                    "judge": trial.judge, "condition": trial.condition, "arm": trial.arm,
                    "time_mode": trial.time_mode, "seed": str(trial.seed),
                    "time_to_success_s": str(trial.time_to_success_s), "task": self.settings.task}
         try:
-            label(Path(trial.episode), verdict)
+            label(episode, verdict)
         except (OSError, ValueError) as exc:
             # The trial stands without its label; results.json has the verdict either way.
-            self.log(f"  could not label {trial.episode}: {exc}")
+            self.log(f"  could not label {episode}: {exc}")
 
     def _drive(self, seed: int) -> Act.Result:
-        """Reset, settle, send the goal, stop it at success; the act result."""
+        """Reset, settle, send the task, stop it at success; the act result (the steps'
+        results combined, for a planned task)."""
         start = self._reset(seed)
         settings = self.settings
         if settings.perturb is not None and self.world is not None:
             p = settings.perturb
             self.log(f"  perturb: {self.world.perturb(p.object, p.offset, start + p.at_s)}")
+        if self.planned is not None:
+            return self._drive_planned(self.planned, seed)
         run = self.act.send(settings.task, settings.max_seconds, timeout_s=READY_TIMEOUT_S)
         if not run.accepted:
             raise TrialFault(f"the node rejected the goal {settings.task!r}")
@@ -276,6 +280,33 @@ class Evaluator:
                 cancelled = True
         _status, result = run.result()
         return result
+
+    def _drive_planned(self, planned: PlannedTask, seed: int) -> Act.Result:
+        stop = threading.Event()
+        codes: list[int] = []
+        thread = threading.Thread(target=lambda: codes.append(planned.run(stop)),
+                                  name="evaluate-planner", daemon=True)
+        started = time.monotonic()
+        deadline = started + planned.task_seconds + RESULT_GRACE_S
+        thread.start()
+        while thread.is_alive():
+            if time.monotonic() > deadline:
+                stop.set()
+                thread.join(RESULT_GRACE_S)
+                raise TrialFault(f"the planner did not end within its task_seconds + "
+                                 f"{RESULT_GRACE_S:g} s")
+            state = self.world.wait_next(0.2) if self.world is not None else None
+            if state is None and self.world is None:
+                thread.join(0.1)  # nothing to wait on at a real robot but the planner itself
+            if (self.settings.stop_on_success and state is not None
+                    and self._this_trial(state, seed) and state.success):
+                stop.set()
+        thread.join()
+        if not codes:
+            raise TrialFault("the planner failed (its log says why)")
+        steps = planned.results(RESULT_GRACE_S)
+        self.log(f"  planner: {planned.outcome or 'stopped at success'}; {len(steps)} steps")
+        return combined(steps, time.monotonic() - started)
 
     def _reset(self, seed: int) -> float:
         """A new trial at `seed`; the world time (s into the trial) once it settled."""
@@ -309,7 +340,7 @@ class Evaluator:
         trial.underruns = int(result.underruns)
         trial.commands = int(result.actions)
         trial.requests = int(result.requests)
-        if reason in FAULT_REASONS or reason.startswith("raised:"):
+        if is_fault(reason):
             message = str(result.message)
             raise TrialFault(f"goal ended {reason}" + (f" ({message})" if message else ""))
         if self.vlm is not None:
@@ -354,27 +385,30 @@ class Evaluator:
         folder = self.settings.record_dir
         return set(folder.glob("*.mcap")) if folder is not None and folder.is_dir() else set()
 
-    def _measure(self, trial: TrialResult, before: set[Path]) -> None:
+    def _measure(self, trial: TrialResult, before: set[Path]) -> list[Path]:
+        """The trial's real-time figures from the episodes its goals recorded; those files."""
         new = sorted(self._episodes() - before)
         if not new:
-            return
+            return []
         trial.episode = str(new[-1])
-        metrics = self._closed_metrics(new[-1])
+        trial.goals = len(new)
+        metrics = self._closed_metrics(new)
         trial.latency_p50_s = metrics.latency_p50_s
         trial.latency_p95_s = metrics.latency_p95_s
         trial.latency_p99_s = metrics.latency_p99_s
         trial.stale_action_ratio = metrics.stale_action_ratio
         trial.effective_control_hz = metrics.effective_control_hz
         trial.nominal_control_hz = metrics.nominal_control_hz
+        return new
 
-    def _closed_metrics(self, path: Path) -> EpisodeMetrics:
+    def _closed_metrics(self, paths: list[Path]) -> EpisodeMetrics:
         from sequence_ai_ros.episodes.reader import read
 
         # The node closes the file on its writer thread after the result: wait for its summary.
         deadline = time.monotonic() + EPISODE_CLOSE_S
-        while not read(path, messages=False).summary and time.monotonic() < deadline:
+        while not read(paths[-1], messages=False).summary and time.monotonic() < deadline:
             time.sleep(0.2)
-        return episode_metrics(path)
+        return episode_metrics(paths)
 
     # ----- the run -----
 

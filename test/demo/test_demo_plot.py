@@ -40,7 +40,8 @@ def recorded_demo() -> Demo:
     # The node's feedback at 5 Hz: speed and requests in flight as the picture shows them.
     for goal, begin in ((first, 100.0), (second, 105.0)):
         goal.feedback = [
-            (begin + k * 0.2, types.SimpleNamespace(speed=1.0 - 0.02 * (k % 10), in_flight=k % 3))
+            (begin + k * 0.2, types.SimpleNamespace(speed=1.0 - 0.02 * (k % 10), in_flight=k % 3,
+                                                  observation_age_s=0.1 * (k % 7)))
             for k in range(25)
         ]
     first.result = types.SimpleNamespace(reason="preempted")
@@ -94,7 +95,9 @@ def recorded_run(model: str) -> Demo:
     first.chunk_times, second.chunk_times = [100.7, 101.5], [105.8]
     for goal, begin in ((first, 100.0), (second, 105.0)):
         goal.feedback = [
-            (begin + k * 0.2, types.SimpleNamespace(speed=1.0, in_flight=k % 3)) for k in range(25)
+            (begin + k * 0.2,
+             types.SimpleNamespace(speed=1.0, in_flight=k % 3, observation_age_s=0.3))
+            for k in range(25)
         ]
     first.result = types.SimpleNamespace(reason="preempted")
     second.result = types.SimpleNamespace(reason="timeout")
@@ -215,3 +218,21 @@ def test_the_judged_picture_is_taller_by_a_row(
     draw(_judged(recorded_demo()), judged)
     with Image.open(plain) as a, Image.open(judged) as b:
         assert b.height > a.height
+
+
+def test_a_judged_run_draws_no_instruction_targets_and_shows_the_observations_age() -> None:
+    from sequence_ai_ros.demo.plot import _series, panel_data
+
+    demo = _judged(recorded_demo())
+    labels = [panel_label(demo.robot, p) for row in layout(demo.robot, task=True) for p in row
+              if p is not None]
+    assert "distance to target (rad)" not in labels
+    assert "observation age behind the step (s)" in labels
+    series = _series(demo)
+    assert series.judged
+    assert panel_data(series, ("channel", 0)).levels == []
+    # Without a judging world the targets are what the simulated models aim at: drawn.
+    assert panel_data(_series(recorded_demo()), ("channel", 0)).levels
+    # Nor does the demo say how much closer each goal came to a target it did not aim at.
+    demo.recording.task_state = object()
+    assert demo.report() == []

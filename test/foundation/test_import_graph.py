@@ -26,7 +26,7 @@ NODE = "sequence_ai_ros"
 # planner does, with the demo's planner clients, and with --sim starts the demo's processes.
 # Its statistics, results, report, metrics and replay ship.
 TRIAL_LOOP = tuple(f"{NODE}.evaluation.{m}" for m in ("cli", "runner", "world", "processes",
-                                                          "vlm_judge"))
+                                                          "vlm_judge", "planned"))
 NOT_SHIPPED = (GATEWAY, f"{NODE}.sim", f"{NODE}.demo", f"{NODE}.evaluate", *TRIAL_LOOP)
 # The client's only hard dependency; numpy and Pillow only inside encode(), lazily.
 CLIENT_THIRD_PARTY = {"httpx", "numpy", "PIL"}
