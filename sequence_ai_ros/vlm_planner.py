@@ -77,6 +77,9 @@ class PlannerSettings:
     api_key_file: str
     joint_states_topic: str
     backoff_s: float
+    # Older frames are left out of the prompt: the last ones the node sent may be from before
+    # the scene changed (a previous task, a reset), and the next step must not be judged on them.
+    max_frame_age_s: float
     # The arm's joints the prompt lists, in this order (a gripper joint is left out).
     joint_names: tuple[str, ...]
 
@@ -176,6 +179,7 @@ class VlmPlanner(Node):
             "api_key_file": "",
             "joint_states_topic": "joint_states",
             "backoff_s": 0.5,
+            "max_frame_age_s": 2.0,
             "joint_names": [f"panda_joint{i}" for i in range(1, 8)],
         }
         values = {k: self.declare_parameter(k, v).value for k, v in defaults.items()}
@@ -183,7 +187,8 @@ class VlmPlanner(Node):
         settings = PlannerSettings(**values)
         if not settings.task.strip():
             raise ValueError('task is ""; expected the task, e.g. -p task:="pick up the cup"')
-        for name in ("replan_period_s", "task_seconds", "step_seconds", "backoff_s"):
+        for name in ("replan_period_s", "task_seconds", "step_seconds", "backoff_s",
+                     "max_frame_age_s"):
             value = getattr(settings, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} is {value}; expected a finite number of seconds > 0")
@@ -281,11 +286,14 @@ class VlmPlanner(Node):
         return clean_text(reply.text)
 
     def _current_frames(self, timeout_s: float) -> list[Any]:
-        """The frames the node's next request will build on (none before its first)."""
+        """The frames the node last sent the model, if younger than `max_frame_age_s` (none
+        before a goal's first request: the first step is then asked for from the text)."""
         if timeout_s <= 0 or not self._frames.service_is_ready():
             return []
         response = _wait(self._frames.call_async(CurrentFrames.Request()), timeout_s)
-        return [] if response is None else list(response.frames)
+        if response is None or not response.age_s <= self.settings.max_frame_age_s:
+            return []
+        return list(response.frames)
 
     def _send(self, step: str, *, handover: bool) -> bool:
         goal = Act.Goal(instruction=step, max_seconds=self.settings.step_seconds, handover=handover)

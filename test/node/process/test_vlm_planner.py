@@ -18,6 +18,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from sensor_msgs.msg import CompressedImage
 from support.node_harness import node_parameters
 from support.planner_support import (
     TASK,
@@ -30,6 +31,7 @@ from support.waiting import wait_for
 
 import sequence_ai
 from sequence_ai_interfaces.action import Act
+from sequence_ai_interfaces.srv import CurrentFrames
 from sequence_ai_ros import vlm_planner
 from sequence_ai_ros.vlm_planner import VlmPlanner, clean_text, run_until_stopped
 
@@ -262,3 +264,48 @@ def test_a_step_whose_goal_ended_on_its_own_is_sent_again(
 )
 def test_clean_text_drops_every_c0_and_c1_control(text: str, cleaned: str) -> None:
     assert clean_text(text) == cleaned
+
+
+class FakeFrames(Node):
+    """The node's ~/current_frames under `namespace`: one exterior_1 frame `age_s` old."""
+
+    def __init__(self, context: Any, namespace: str, age_s: float) -> None:
+        super().__init__("frames", namespace=namespace, context=context)
+        self.age_s = age_s
+        self.create_service(CurrentFrames, "sequence_ai/current_frames", self._answer)
+
+    def _answer(self, _request: Any, response: Any) -> Any:
+        frame = CompressedImage(format="jpeg", data=b"\xff\xd8\xff\xd9")
+        frame.header.frame_id = "exterior_1"
+        response.frames.append(frame)
+        response.age_s = self.age_s
+        return response
+
+
+def test_frames_older_than_max_frame_age_stay_out_of_the_prompt_and_a_reopened_planner_runs_again(
+    ros_context: Any, spin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spin(FakeAct(ros_context, "/frames"))
+    # The node's last frames are from before a reset: the first step is asked from the text.
+    frames = FakeFrames(ros_context, "/frames", age_s=30.0)
+    spin(frames)
+    prompts: list[str] = []
+
+    def chat(_model: str, messages: Any, **_kwargs: Any) -> Any:
+        prompts.append(messages[0]["content"][0]["text"])
+        answer = "reach above the cup" if len(prompts) % 2 else "done"
+        return sequence_ai.ChatReply("c", "m", "assistant", answer, "stop")
+
+    monkeypatch.setattr(vlm_planner.sequence_ai, "chat", chat)
+    monkeypatch.setenv("SEQUENCES_API_KEY", "unused")
+    planner = _planner(ros_context, "/frames", replan_period_s=0.05)
+    spin(planner)
+    wait_for(planner._frames.service_is_ready, what="the frames service")
+    assert _run(planner) == 0
+    assert prompts and all("Camera views" not in p for p in prompts), prompts
+    # Fresh frames go into the next run's prompt, once the planner is reopened.
+    frames.age_s = 0.5
+    prompts.clear()
+    planner.reopen()
+    assert _run(planner) == 0 and planner.outcome == "the model says done"
+    assert len(prompts) == 2 and all("Camera views: exterior_1" in p for p in prompts), prompts
