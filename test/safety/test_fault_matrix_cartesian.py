@@ -168,7 +168,14 @@ def _holds(system: EeSystem, starts: Sequence[int], next_start: int) -> int:
     its first moving one to the next goal's, and end in a hold. A velocity arm's zero twists
     while it waits for a late chunk come before its motion resumes: they are not its stop."""
     held = system.space.holds(system.ee, system.commands()[:next_start])
-    firsts = [next((i for i in range(s, len(held)) if not held[i]), len(held)) for s in starts]
+
+    def next_index(start: int, hold: bool) -> int:
+        return next((i for i in range(start, len(held)) if held[i] == hold), len(held))
+
+    # A goal goes on stepping until the newer one sent at `start` preempts it: the newer
+    # goal's commands begin after the first hold from there, not at `start`.
+    firsts = [next_index(starts[0], False),
+              *(next_index(next_index(s, True), False) for s in starts[1:])]
     ends = [*firsts[1:], len(held)]
     return sum(1 for first, end in zip(firsts, ends) if end > first and held[end - 1])
 

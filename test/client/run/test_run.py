@@ -45,12 +45,16 @@ def test_completed_run_plays_max_actions_without_hold(gw) -> None:
     assert outcome.reason == "completed" and not outcome.stopped_early
     assert outcome.actions == len(robot.acts) == 20
     # A pi05 chunk's open-loop horizon is 8 steps: at least three chunks for 20 steps, each
-    # replacing the last when it lands; one request per chunk, none discarded.
+    # replacing the last when it lands; one request per chunk, none discarded unless one came
+    # back after its horizon had passed (a loaded machine: then the run waited for the next).
     assert outcome.chunks == len(robot.chunks) >= 3
-    assert outcome.requests == outcome.chunks == gw.act_requests() and outcome.discarded == 0
+    assert outcome.requests == outcome.chunks + outcome.discarded == gw.act_requests()
+    assert outcome.discarded == 0 or outcome.underruns > 0
     assert outcome.action_space == "joint_delta" and outcome.max_in_flight == 1
     assert robot.holds == 0
-    assert robot.statuses == ["starting", "running", "done"]
+    # A loaded machine may deliver a chunk late: each underrun waits, then runs again.
+    waits = ["waiting", "running"] * outcome.underruns
+    assert robot.statuses == ["starting", "running", *waits, "done"]
     assert all(isinstance(state, sequence_ai.RunStatus) for state in robot.statuses)
     assert outcome.ending is sequence_ai.Ending.COMPLETED and outcome.error is None
     assert repr(outcome).startswith(f"RunOutcome(20 actions over {outcome.chunks} chunks in ")

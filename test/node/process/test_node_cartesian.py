@@ -34,7 +34,7 @@ def _parameters(name: str, base_url: str, key_file: str, **changes: Any) -> dict
     values = dict(document["/**/sequence_ai"]["ros__parameters"])
     # As every node test's harness does: the shared machine may delay a frame.
     values.update(base_url=base_url, api_key_file=key_file, max_image_age_s=1.0,
-                  max_pose_age_s=1.0)
+                  max_pose_age_s=1.0, max_state_age_s=1.0)
     values.update(changes)
     return values
 
