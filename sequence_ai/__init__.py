@@ -50,7 +50,7 @@ from .errors import (
     SequencesError,
     Unavailable,
 )
-from .options import RunOptions
+from .options import RunOptions, SeamLimits
 from .outcome import Ending, RunOutcome, RunProgress
 from .policy import Policy, connect
 from .types import ActionChunk, ImageFrame, Observation, Prediction, Proprioception
@@ -61,6 +61,7 @@ __all__ = [
     "connect",
     "Connection",
     "RunOptions",
+    "SeamLimits",
     "models",
     "Model",
     "chat",

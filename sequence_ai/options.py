@@ -16,6 +16,7 @@ from typing import Callable, Optional
 
 from ._model.controllers import Controller, as_controller
 from ._playback.playback import InstalledRows
+from ._playback.seam import SeamLimits
 from ._playback.speed import PlaybackSpeed, check_playback_speed
 from ._run.status import PROGRESS_MODES, Progress, RunStatus
 from ._transport.connection import Connection
@@ -27,6 +28,7 @@ __all__ = [
     "RESERVED_BODY_FIELDS",
     "Connection",
     "RunOptions",
+    "SeamLimits",
     "body_fields",
     "check_spelling",
     "check_max_in_flight",
@@ -134,6 +136,8 @@ class RunOptions:
     progress: Progress = "auto"
     prefetch: bool = True
     smooth_seam: int = 0
+    # What a seam's fade keeps its rows within (None: smooth_seam alone decides).
+    seam_limits: Optional[SeamLimits] = None
     max_seconds: Optional[float] = None
     # None: the Policy's startup_timeout_s from connect().
     startup_timeout_s: Optional[float] = None
@@ -161,6 +165,10 @@ class RunOptions:
         seam = self.smooth_seam
         if isinstance(seam, bool) or not isinstance(seam, int) or seam < 0:
             raise ValueError(f"smooth_seam is {seam!r}; expected an integer >= 0")
+        if self.seam_limits is not None and not isinstance(self.seam_limits, SeamLimits):
+            raise TypeError(
+                f"seam_limits is {self.seam_limits!r}; expected a sequence_ai.SeamLimits or None"
+            )
         positive_seconds("max_seconds", self.max_seconds, allow_none=True)
         positive_seconds(
             "startup_timeout_s", self.startup_timeout_s, allow_none=True, allow_zero=True

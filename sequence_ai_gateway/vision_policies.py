@@ -28,6 +28,10 @@ from sequence_ai_gateway.policies import (
 )
 
 
+# How far inside the joint limits the looking models keep their targets (rows_for).
+LIMIT_MARGIN_RAD = 1e-6
+
+
 def _joints(observation: PolicyObservation) -> np.ndarray:
     joints = np.asarray(observation.joint_positions, dtype=float)
     return np.clip(joints, panda_ik.LOWER, panda_ik.UPPER)
@@ -74,10 +78,15 @@ class LookingDroidPolicy(abc.ABC):
             joints = [q.copy() for _ in plan.positions]
         else:
             joints = grasp_policy.joint_path(q, plan.positions, dt)
-        # A learned policy's error is mostly a per-chunk offset: one draw per request.
+        # A learned policy's error is mostly a per-chunk offset: one draw per request. Its
+        # targets stay inside the joint limits (a plan at a limit is not pushed past it), by a
+        # margin the robot's measured + (target - measured) cannot round across.
         rng = observation_rng(observation)
         offset = np.array([rng.gauss(0.0, grasp_policy.NOISE_RAD) for _ in range(7)])
-        return self.write(q, [j + offset for j in joints], plan.gripper)
+        lower, upper = panda_ik.LOWER + LIMIT_MARGIN_RAD, panda_ik.UPPER - LIMIT_MARGIN_RAD
+        targets = [np.clip(j + offset, lower, upper) for j in joints]
+        measured = np.asarray(observation.joint_positions, dtype=float)
+        return self.write(measured, targets, plan.gripper)
 
     def scene(
         self, observation: PolicyObservation, q: np.ndarray, tcp: np.ndarray, gripper: float
@@ -93,7 +102,8 @@ class LookingDroidPolicy(abc.ABC):
 
 
 class LookingPi05Droid(LookingDroidPolicy):
-    """pi05-droid: row = joints - request-time joints (clipped to [-1, 1]), gripper."""
+    """pi05-droid: row = joints - request-time joints as measured (clipped to [-1, 1]),
+    gripper."""
 
     def __init__(self) -> None:
         super().__init__("pi05-droid")

@@ -16,7 +16,7 @@ from ..events import ChunkInstalled, InstructionHandedOver, RunEvent, SpeedChang
 from ..types import Prediction
 from .pacing import Pacer
 from .playback import Command, InstalledRows, commands_for, ramp_rows_for
-from .seam import seam_jump, shift_seam
+from .seam import SeamLimits, fade_length, seam_jump, shift_seam
 from .speed import PlaybackSpeed, auto_speed, next_speed
 
 __all__ = ["Installed", "Playhead", "Playing", "RowsReport", "installed_events"]
@@ -61,6 +61,7 @@ class Playhead:
     def __init__(
         self, period_s: float, speed_setting: PlaybackSpeed, gripper_dims: Sequence[int],
         smooth_seam: int, angle_dims: Sequence[int] = (),
+        seam_limits: Optional[SeamLimits] = None,
     ) -> None:
         self.period = period_s
         self.speed_setting = speed_setting
@@ -68,6 +69,8 @@ class Playhead:
         # Target angles (ee_absolute's roll, pitch, yaw): by the shortest arc at every seam.
         self.angle_dims = list(angle_dims)
         self.smooth_seam = smooth_seam
+        # What a seam's fade keeps its rows within (None: smooth_seam alone decides).
+        self.seam_limits = seam_limits
         # A hand-over happened in this run: seams are shifted, not blended (install).
         self.shifting = False
         self.pacer = Pacer()
@@ -167,13 +170,19 @@ class Playhead:
         """Blend the seam away over ``smooth_seam`` commands where the rows are targets: the
         new plan starts where the old one would have gone next (its first unplayed command,
         else the last one) and the offset fades, the plan's own speed kept (a hand-over's:
-        from the last command, at least over HANDOVER_BLEND)."""
+        from the last command, at least over HANDOVER_BLEND); over more commands where fewer
+        would step beyond ``seam_limits``."""
         n = max(self.smooth_seam, HANDOVER_BLEND) if handover else self.smooth_seam
         if self.last_row is None or n <= 0 or not absolute:
             return commands
         anchor = self.last_row if handover or not self.tail else self.tail[0].row
         blended = [list(command.row) for command in commands]
-        shift_seam(blended, anchor, n, self.gripper_dims, self.angle_dims)
+        if self.seam_limits is not None:
+            n = fade_length(
+                blended, anchor, self.last_row, n, self.seam_limits.step, self.gripper_dims,
+                self.angle_dims,
+            )
+        shift_seam(blended, anchor, n, self.gripper_dims, self.angle_dims, self.seam_limits)
         return [dataclasses.replace(command, row=row) for command, row in zip(commands, blended)]
 
     def next_command(self) -> Command:

@@ -117,7 +117,9 @@ def playhead_for(
         session.defaults.playback_speed)
     grippers = sorted(gripper_columns(model)) if model is not None else []
     angles = sorted(angle_columns(model)) if model is not None else []
-    return Playhead(period_s, speed, grippers, options.smooth_seam, angles)
+    return Playhead(
+        period_s, speed, grippers, options.smooth_seam, angles, options.seam_limits
+    )
 
 
 def rows_to_play(

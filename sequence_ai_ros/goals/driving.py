@@ -137,6 +137,7 @@ class GoalDriver:
         def on_rows(installed: sequence_ai.InstalledRows) -> None:
             self._on_rows(self._holder(run), installed)
 
+        rules = MotionRules.from_config(config)
         # The callbacks act for the goal that owns the run when they are called (a hand-over
         # passes it on). max_actions 0: act() bounded by max_seconds alone.
         options = sequence_ai.RunOptions(
@@ -150,6 +151,7 @@ class GoalDriver:
             max_in_flight=config.max_in_flight,
             playback_speed=config.playback_speed,
             smooth_seam=config.smooth_seam,
+            seam_limits=self._gate.seam_limits(rules),
             startup_timeout_s=config.startup_timeout_s,
             on_status=self._on_status,
             observers=[baton, self._episodes],
@@ -171,7 +173,6 @@ class GoalDriver:
         error: Exception | None = None
         # Built from this goal's parameter snapshot: a change applies from the next goal.
         self._cache.watch_images(config.max_image_age_s)
-        rules = MotionRules.from_config(config)
         holder = run
         self._gate.begin_goal(rules)
         with self._cond:

@@ -20,6 +20,7 @@ from dataclasses import replace
 from rclpy.lifecycle import LifecycleNode
 from sensor_msgs.msg import JointState
 
+from sequence_ai import SeamLimits
 from sequence_ai_ros.commands.cartesian_output import DryRunCartesian
 from sequence_ai_ros.commands.chunk_trajectory import ChunkTrajectory
 from sequence_ai_ros.commands.joint_output import CommandPublisher
@@ -218,6 +219,10 @@ class GateSwitch:
 
     def check(self, row: Sequence[float]) -> str | None:
         return self._active.check(row)
+
+    def seam_limits(self, rules: MotionRules) -> SeamLimits | None:
+        # A dry goal's steps are checked against the same limits.
+        return self._real.seam_limits(rules)
 
     def publish(self, row: Sequence[float]) -> None:
         self._active.publish(row)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from sequence_ai import SeamLimits
 from sequence_ai_ros.commands.chunk_trajectory import ChunkTrajectory, build_trajectory
 from sequence_ai_ros.commands.kinds import CommandMode, Interface
 from sequence_ai_ros.inputs.freshness import StaleObservation, check_camera_age
@@ -30,6 +31,10 @@ from sequence_ai_ros.safety.joint_limits import (
     check_move,
     check_velocity,
 )
+
+# A seam's fade stays this far inside the gate's limits: after a wait the gate measures a
+# step from the measured joints, which may lag the last command.
+SEAM_SHARE = 0.9
 
 
 class Measurements(Protocol):
@@ -208,6 +213,10 @@ class ArmGate:
         # The next step continues from _target; False at a goal's start and after a wait,
         # when the next step is checked against a fresh measurement instead.
         self._continuous = False
+        # Position interface: the target the arm's controller held through the run's wait in
+        # this goal (None: no wait since a step of this goal) — what the first step after it
+        # moves the setpoint from.
+        self._wait_target: _Sent | None = None
         # The joint velocities the last arm command implies (rad/s): what the next one's
         # acceleration is checked from; None when not known (a start, a wait, a hold).
         self._velocity: list[float] | None = None
@@ -222,6 +231,24 @@ class ArmGate:
     @property
     def mode(self) -> CommandMode:
         return self._mode
+
+    def seam_limits(self, rules: MotionRules) -> SeamLimits | None:
+        """What a seam's fade keeps the arm's targets within: a share of the step this gate
+        allows (max_step, each joint's max_velocity over a period) and the joint limits, so a
+        seam is blended within the checks rather than refused by them. None unless the rows
+        are joint position targets."""
+        if self._space is not None or self.interface is not Interface.POSITION:
+            return None
+        limits = rules.limits
+        allowed = [limits.max_step] * len(limits.joint_names)
+        if rules.rates is not None:
+            allowed = [
+                min(step, velocity * self._period_s)
+                for step, velocity in zip(allowed, rules.rates.max_velocity)
+            ]
+        return SeamLimits(
+            step=[SEAM_SHARE * step for step in allowed], lower=limits.lower, upper=limits.upper
+        )
 
     def command_rate_hz(self) -> float:
         """Arm commands per second lately (diagnostics)."""
@@ -239,6 +266,7 @@ class ArmGate:
         with self._lock:
             self._rules = rules
             self._continuous = False
+            self._wait_target = None
             self._cameras.reset()
             if self.interface is Interface.POSITION:
                 self._velocity = None
@@ -326,6 +354,8 @@ class ArmGate:
         """The run waits for a late chunk: the next step starts from a fresh measurement, and a
         velocity arm is stopped meanwhile (its controller keeps applying the last command)."""
         with self._lock:
+            if self._continuous:
+                self._wait_target = self._target
             self._continuous = False
             if self.interface is Interface.VELOCITY:
                 self._publish_zeros()
@@ -406,8 +436,13 @@ class ArmGate:
             reason = joint_rules.check_position_target(arm, reference, limits)
             velocity = None
             if reason is None and rules.rates is not None:
+                # After a wait the speed is the setpoint's, from the target held through it:
+                # an arm still lagging on its way there is not a jump (max_step above bounds
+                # the step from where the arm is).
+                held = self._wait_target if not self._continuous else None
                 reason, velocity = check_move(
-                    arm, reference, before, self._period_s, rules.rates
+                    arm, held.positions if held else reference, before, self._period_s,
+                    rules.rates,
                 )
             if reason is None and unseen:
                 reason = joint_rules.check_position_target(arm, unseen[0], limits)

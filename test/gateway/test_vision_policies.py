@@ -179,6 +179,17 @@ def test_an_unseen_cup_is_a_hold_saying_why(monkeypatch, policy):
     assert chunk.notes == ["no red cup in any view the model uses: holding in place"]
 
 
+@pytest.mark.parametrize("policy", [PI05_POLICY, COSMOS3_POLICY], ids=["pi05", "cosmos3"])
+def test_an_arm_measured_past_a_joint_limit_is_sent_targets_inside_it(monkeypatch, policy):
+    # Joint 4 folded to its lower limit and sagging 0.4 mrad past it (the physics world's
+    # arm under gravity): a hold's targets, measured joints plus the deltas, stay inside.
+    q = [0.3, -0.5, 0.2, panda_ik.LOWER[3] - 0.0004, 0.4, 1.2, 0.0]
+    images = frames(monkeypatch, q, 0.0, (-3.0, 0.0, 0.0))
+    for seed in range(8):
+        targets = joints_of(policy, q, policy.chunk(observe(images, q, seed=seed)).rows)
+        assert all(np.all(t >= panda_ik.LOWER) and np.all(t <= panda_ik.UPPER) for t in targets)
+
+
 def test_same_frames_state_and_seed_give_the_same_rows(monkeypatch):
     images = frames(monkeypatch, HOME, 0.0, (0.5, 0.12, 0.0))
     rows = PI05_POLICY.steps(observe(images, seed=3))

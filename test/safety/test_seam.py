@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 from action_msgs.msg import GoalStatus
+from node.process.test_node_joint_limits import limits
 from support.gateway_fixture import run_gateway
 from support.node_harness import node_parameters
 from support.ros_support import NodeSystem, key_file_for
+from support.seam_policy import MODEL as TURNING_MODEL
 
 # An instruction whose target lies more than 1.5 rad from the test arm's ready pose.
 FAR_REACH = "safety matrix stall_runway"
@@ -43,3 +45,30 @@ def test_a_far_reach_with_default_parameters_crosses_every_seam(fresh_node: Any)
     assert result.reason == "completed", result.message
     assert status == GoalStatus.STATUS_SUCCEEDED and result.actions == GOAL_ACTIONS
     assert result.max_seam_jump <= MAX_STEP
+
+
+def test_a_plan_turning_at_speed_crosses_every_seam_within_the_joint_speeds(
+    safety_ros_context: Any, tmp_path: Any
+) -> None:
+    # droid.yaml's velocity limits and seam blend. Each moving chunk lands 0.3 s after its
+    # observation with four rows due: 0.58 rad from where the arm stood. Faded over three rows
+    # that adds 0.145 rad to steps already moving 0.116 (3.9 rad/s: refused); faded within the
+    # gate's limits, it all plays.
+    with run_gateway(policies=["support.seam_policy:turning"], latency_ms=300.0,
+                     jitter_ms=0.0, scale=1.0) as gw:
+        nodes = NodeSystem(safety_ros_context, "safety_turning")
+        try:
+            _, arm = nodes.start(**node_parameters(
+                gw.url, key_file_for(tmp_path, gw.api_key), model=TURNING_MODEL,
+                smooth_seam=3, max_in_flight=1, **limits(max_velocity=2.175),
+            ))
+            arm.configure_and_activate()
+            handle, _ = arm.send_goal("turn at speed", max_seconds=30.0, max_actions=GOAL_ACTIONS)
+            status, result = arm.result(handle)
+        finally:
+            nodes.close()
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert result.reason == "completed" and result.max_seam_jump > 0.3
+    targets = [c.values[:7] for c in arm.commands_since(0)]
+    fastest = max(abs(b - a) for s, t in zip(targets, targets[1:]) for a, b in zip(s, t))
+    assert fastest * 15.0 <= 2.175

@@ -92,7 +92,7 @@ def test_a_hand_over_shifts_the_joints_onto_the_last_command_but_never_the_gripp
     assert cosmos3 is not None
     # What playhead_for reads of a session and a run's options: the playback speed, the seam.
     session = SimpleNamespace(defaults=SimpleNamespace(playback_speed=1.0))
-    options = SimpleNamespace(playback_speed=None, smooth_seam=0)
+    options = SimpleNamespace(playback_speed=None, smooth_seam=0, seam_limits=None)
     head = playhead_for(session, options, cosmos3, PERIOD)  # type: ignore[arg-type]
     arrived = [[0.1] * 7 + [1.0] for _ in range(16)]
     first = Playing(number=1, sequence=0, origin=0.0, captured=0.0, horizon_end=16.0, speed=1.0,

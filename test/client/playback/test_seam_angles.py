@@ -53,7 +53,8 @@ def model(gw: Any, name: str) -> Model:
 def head_for(gw: Any, smooth_seam: int) -> Playhead:
     # What playhead_for reads of a session and a run's options: the playback speed, the seam.
     session = SimpleNamespace(defaults=SimpleNamespace(playback_speed=1.0))
-    options = SimpleNamespace(playback_speed=None, smooth_seam=smooth_seam)
+    options = SimpleNamespace(playback_speed=None, smooth_seam=smooth_seam,
+                              seam_limits=None)
     return playhead_for(session, options, model(gw, EE_ABSOLUTE), PERIOD)  # type: ignore[arg-type]
 
 

@@ -12,6 +12,7 @@ import pytest
 from node.safety.test_gate import DUE_S, LIMITS, PERIOD_S, RULES, _chunk_gate, _gate, _play, _rows
 
 from sequence_ai_ros.commands.kinds import Interface
+from sequence_ai_ros.safety.gate import SEAM_SHARE
 from sequence_ai_ros.safety.joint_limits import (
     JointLimit,
     JointLimitsError,
@@ -151,6 +152,41 @@ def test_after_a_wait_the_acceleration_starts_over() -> None:
     assert gate.check([0.10, 0.0]) is None
 
 
+def test_after_a_wait_the_speed_is_the_setpoint_s_and_the_step_is_bounded_from_the_arm() -> None:
+    gate, _, arm, _ = _gate()
+    gate.begin_goal(LIMITED)
+    _play(gate, [0.05, 0.0])
+    _play(gate, [0.15, 0.0])
+    gate.pause()
+    # The arm lags its target (a position controller under load): still 0.12 rad behind it
+    # as the wait ends. The next step moves the held setpoint 0.02 rad (0.3 rad/s), not the
+    # 0.14 rad from the lagging arm (2.1 rad/s, beyond joint a's 1.5).
+    arm.positions = [0.03, 0.0]
+    arm.now += 3 * PERIOD_S
+    arm.frames["front"] = arm.now
+    assert gate.check([0.17, 0.0]) is None
+    # A step near the arm but far from the setpoint it held moves that setpoint too fast...
+    assert "max_velocity" in (gate.check([0.03, 0.0]) or "")
+    # ... and max_step still bounds the step from where the arm is.
+    arm.positions = [-0.15, 0.0]
+    assert "max_step" in (gate.check([0.17, 0.0]) or "")
+
+
+def test_a_goal_s_first_step_is_measured_from_the_arm_not_an_earlier_goal_s_target() -> None:
+    gate, _, arm, _ = _gate()
+    gate.begin_goal(LIMITED)
+    _play(gate, [0.05, 0.0])
+    gate.pause()
+    gate.end_goal()
+    arm.positions = [0.2, 0.0]
+    arm.now += 1.0
+    arm.frames["front"] = arm.now
+    gate.begin_goal(LIMITED)
+    # 0.15 rad from the earlier goal's target, 0.02 from the arm: from the arm.
+    assert gate.check([0.22, 0.0]) is None
+    assert "max_velocity" in (gate.check([0.05, 0.0]) or "")
+
+
 def test_a_velocity_command_is_held_to_the_joint_speeds() -> None:
     gate, output, _, _ = _gate(Interface.VELOCITY)
     gate.begin_goal(LIMITED)
@@ -254,3 +290,16 @@ def test_rules_are_refused_for_insane_or_unreadable_limits() -> None:
     rules = MotionRules.from_config(NodeConfig.from_values({**defaults, "joint_limits": (narrow,)}))
     assert rules.limits.lower[0] == -1.0 and rules.limits.upper[0] == 1.0
     assert rules.rates is not None and rules.rates.max_velocity[0] == 1.5
+
+
+def test_a_seam_is_faded_within_the_gate_s_step_speed_and_position_limits() -> None:
+    gate, _, _, _ = _gate()
+    # Joint a: 1.5 rad/s over a period (0.1 rad) is below max_step; joint b: max_step alone.
+    limits = gate.seam_limits(LIMITED)
+    assert limits is not None
+    assert limits.step == pytest.approx(
+        (SEAM_SHARE * 1.5 * PERIOD_S, SEAM_SHARE * LIMITS.max_step)
+    )
+    assert (limits.lower, limits.upper) == (LIMITS.lower, LIMITS.upper)
+    # Velocity rows are not targets: nothing to fade.
+    assert _gate(Interface.VELOCITY)[0].seam_limits(LIMITED) is None
