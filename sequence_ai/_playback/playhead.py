@@ -178,10 +178,16 @@ class Playhead:
         anchor = self.last_row if handover or not self.tail else self.tail[0].row
         blended = [list(command.row) for command in commands]
         if self.seam_limits is not None:
-            n = fade_length(
-                blended, anchor, self.last_row, n, self.seam_limits.step, self.gripper_dims,
-                self.angle_dims,
-            )
+            # From where the old plan was going when that can be kept within the limits, else
+            # from the last command (the old plan's next step may itself be near a limit).
+            for start in (anchor, self.last_row):
+                fade = fade_length(
+                    blended, start, self.last_row, n, self.seam_limits.step,
+                    self.gripper_dims, self.angle_dims,
+                )
+                if fade is not None:
+                    anchor, n = start, fade
+                    break
         shift_seam(blended, anchor, n, self.gripper_dims, self.angle_dims, self.seam_limits)
         return [dataclasses.replace(command, row=row) for command, row in zip(commands, blended)]
 

@@ -107,13 +107,13 @@ def shift_seam(
 def fade_length(
     rows: Sequence[Sequence[float]], anchor: Sequence[float], previous: Sequence[float], n: int,
     step_limit: Sequence[float], skip_dims: Sequence[int] = (), angle_dims: Sequence[int] = (),
-) -> int:
+) -> Optional[int]:
     """The fewest commands, ``n`` or more, that ``shift_seam`` can fade the offset over with
     no step from ``previous`` (the last command sent) through the faded rows beyond
-    ``step_limit`` (``SeamLimits.step``). ``n`` when none can: the rows' own steps exceed
-    the limit."""
+    ``step_limit`` (``SeamLimits.step``); None when none can (the rows' own steps, or the one
+    from ``previous`` to ``anchor``, exceed the limit)."""
     if not rows or n <= 0 or len(rows[0]) != len(anchor) or len(previous) != len(anchor):
-        return n
+        return None
     skip, angles = set(skip_dims), set(angle_dims)
     dims = [d for d in range(min(len(anchor), len(step_limit))) if d not in skip]
     offset = {d: difference(anchor[d], rows[0][d], d in angles) for d in dims}
@@ -125,7 +125,7 @@ def fade_length(
     for k in range(most + 1):
         if k < len(rows):
             if len(rows[k]) != len(anchor):
-                return n
+                return None
             for d in dims:
                 own = (
                     difference(anchor[d], previous[d], d in angles) if k == 0
@@ -137,4 +137,4 @@ def fade_length(
             low[d] - _TOLERANCE <= offset[d] / (k + 1) <= high[d] + _TOLERANCE for d in dims
         ):
             return k
-    return n
+    return None

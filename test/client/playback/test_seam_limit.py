@@ -34,7 +34,7 @@ def test_a_seam_four_plan_steps_off_fades_within_the_limit() -> None:
     shift_seam(unlimited, [0.0, 1.0], 3, [1])
     assert max(abs(s) for s in steps(0.0, unlimited)) > LIMIT
     n = fade_length(rows, [0.0, 1.0], [0.0, 1.0], 3, [LIMIT], [1])
-    assert n > 3
+    assert n is not None and n > 3
     shift_seam(rows, [0.0, 1.0], n, [1])
     assert max(abs(s) for s in steps(0.0, rows)) <= LIMIT + 1e-12
     # The fewest such: one command fewer steps beyond the limit.
@@ -48,9 +48,9 @@ def test_a_seam_within_the_limit_keeps_smooth_seam() -> None:
     assert fade_length(rows, [0.0, 0.0], [0.0, 0.0], 3, [LIMIT], [1]) == 3
 
 
-def test_rows_that_step_beyond_the_limit_themselves_keep_smooth_seam() -> None:
+def test_rows_that_step_beyond_the_limit_themselves_cannot_be_faded_within_it() -> None:
     rows = moving(0.5, 2 * LIMIT)
-    assert fade_length(rows, [0.0, 0.0], [0.0, 0.0], 3, [LIMIT], [1]) == 3
+    assert fade_length(rows, [0.0, 0.0], [0.0, 0.0], 3, [LIMIT], [1]) is None
 
 
 def test_dimensions_past_the_limit_and_grippers_are_not_bounded() -> None:
@@ -83,6 +83,34 @@ def test_the_playhead_fades_a_seam_within_its_step_limit() -> None:
     assert max(abs(s) for s in steps(played[0], [[v] for v in played[1:]])) <= LIMIT + 1e-12
     # The plan's own speed is reached: the offset is faded, not kept.
     assert played[-1] < -4 * PLAN_STEP
+
+
+def test_a_fade_starts_from_the_last_command_when_the_old_plan_s_next_step_leaves_no_room(
+) -> None:
+    # The old plan steps at 99 % of the limit; the new one lands 0.3 ahead of its next row:
+    # from that row no fade keeps the first step within the limit, from the last command one
+    # does.
+    head = Playhead(PERIOD, 1.0, [1], smooth_seam=3, seam_limits=SeamLimits([LIMIT]))
+    old = moving(0.0, 0.99 * LIMIT)
+    played: list[float] = []
+
+    def install(rows: list[list[float]], number: int) -> None:
+        info = Playing(number=number, sequence=number - 1, origin=0.0, captured=0.0,
+                       horizon_end=15, speed=1.0)
+        assert head.install(rows, info, due=0.0, horizon=15, absolute=True, chunk_rows=15,
+                            deadline=None, at_most=100) is not None
+
+    install(old, 1)
+    for _ in range(3):
+        command = head.next_command()
+        head.played(command)
+        played.append(command.row[0])
+    install(moving(old[3][0] + 0.3, 0.02), 2)
+    while head.tail:
+        command = head.next_command()
+        head.played(command)
+        played.append(command.row[0])
+    assert max(abs(s) for s in steps(played[0], [[v] for v in played[1:]])) <= LIMIT + 1e-12
 
 
 def test_a_fade_never_pushes_a_row_past_a_limit_the_model_kept_it_inside() -> None:
