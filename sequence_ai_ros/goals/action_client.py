@@ -26,9 +26,11 @@ class LockedActionClient(ActionClient):
     holds the lock while it calls them."""
 
     def __init__(self, node: Node, action_type: Any, name: str) -> None:
-        super().__init__(node, action_type, name)
         # Lock order: first; held while feedback callbacks run, so before any lock they take.
+        # Made before the base class adds this client to the node: a thread spinning the node
+        # meanwhile asks it for its entities at once.
         self._request_lock = threading.RLock()
+        super().__init__(node, action_type, name)
 
     def send_goal_async(self, *args: Any, **kwargs: Any) -> Future:
         with self._request_lock:

@@ -30,3 +30,17 @@ def test_every_method_that_uses_the_handle_is_overridden_under_the_lock() -> Non
     missing = sorted(n for n in users if n not in vars(LockedActionClient))
     assert not missing, f"ActionClient methods using the rcl handle without the lock: {missing}"
 
+
+
+def test_the_lock_exists_before_the_client_joins_its_node(monkeypatch) -> None:
+    """A thread spinning the node asks a new client for its entities as soon as the base class
+    adds it: the lock must already be there (a bench's spinning probe died of it)."""
+    asked: list[object] = []
+
+    def joining(self: ActionClient, *args: object, **kwargs: object) -> None:
+        # What the executor's thread does the moment the node holds the client.
+        asked.append(self._request_lock)
+
+    monkeypatch.setattr(ActionClient, "__init__", joining)
+    LockedActionClient(None, object, "act")  # type: ignore[arg-type]
+    assert len(asked) == 1
