@@ -32,8 +32,8 @@ from sequence_ai_ros.safety.joint_limits import (
     check_velocity,
 )
 
-# A seam's fade stays this far inside the gate's limits: after a wait the gate measures a
-# step from the measured joints, which may lag the last command.
+# A seam's fade stays this far inside the gate's limits: no step is left for rounding to
+# decide, and after a wait max_step is measured from joints that may lag the last command.
 SEAM_SHARE = 0.9
 
 
