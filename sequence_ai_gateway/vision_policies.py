@@ -27,7 +27,6 @@ from sequence_ai_gateway.policies import (
     simulated_inference_ms,
 )
 
-
 # How far inside the joint limits the looking models keep their targets (rows_for).
 LIMIT_MARGIN_RAD = 1e-6
 

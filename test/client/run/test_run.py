@@ -45,10 +45,14 @@ def test_completed_run_plays_max_actions_without_hold(gw) -> None:
     assert outcome.reason == "completed" and not outcome.stopped_early
     assert outcome.actions == len(robot.acts) == 20
     # A pi05 chunk's open-loop horizon is 8 steps: at least three chunks for 20 steps, each
-    # replacing the last when it lands; one request per chunk, none discarded unless one came
-    # back after its horizon had passed (a loaded machine: then the run waited for the next).
+    # replacing the last when it lands; one request per chunk. On a loaded machine a chunk can
+    # come back after its horizon had passed (discarded: the run waited for the next), and the
+    # request for the next horizon can still be in flight when the last chunk's rows beyond
+    # its horizon have played the 20th step.
     assert outcome.chunks == len(robot.chunks) >= 3
-    assert outcome.requests == outcome.chunks + outcome.discarded == gw.act_requests()
+    in_flight = outcome.requests - outcome.chunks - outcome.discarded
+    assert in_flight == 0 or (in_flight == 1 and outcome.rows_beyond_horizon > 0), outcome
+    assert outcome.chunks + outcome.discarded <= gw.act_requests() <= outcome.requests
     assert outcome.discarded == 0 or outcome.underruns > 0
     assert outcome.action_space == "joint_delta" and outcome.max_in_flight == 1
     assert robot.holds == 0
