@@ -59,27 +59,25 @@ def test_dimensions_past_the_limit_and_grippers_are_not_bounded() -> None:
     assert fade_length(rows, [0.0, 0.0], [0.0, 0.0], 2, [LIMIT]) == 2
 
 
-def test_the_playhead_fades_a_seam_within_its_step_limit() -> None:
+def play_seam(old: list[list[float]], played_old: int, new: list[list[float]]) -> list[float]:
+    """Dim 0 of every command a limited Playhead sends: `played_old` of the old plan, then the
+    new plan installed over the rest, to its end."""
     head = Playhead(PERIOD, 1.0, [1], smooth_seam=3, seam_limits=SeamLimits([LIMIT]))
-    still = [[0.0, 1.0]] * 15
     played: list[float] = []
-
-    def install(rows: list[list[float]], number: int) -> None:
+    for number, rows in ((1, old), (2, new)):
         info = Playing(number=number, sequence=number - 1, origin=0.0, captured=0.0,
                        horizon_end=15, speed=1.0)
         assert head.install(rows, info, due=0.0, horizon=15, absolute=True, chunk_rows=15,
                             deadline=None, at_most=100) is not None
+        for _ in range(played_old if number == 1 else len(head.tail)):
+            command = head.next_command()
+            head.played(command)
+            played.append(command.row[0])
+    return played
 
-    install(still, 1)
-    for _ in range(5):
-        command = head.next_command()
-        head.played(command)
-        played.append(command.row[0])
-    install(moving(-4 * PLAN_STEP, -PLAN_STEP), 2)
-    while head.tail:
-        command = head.next_command()
-        head.played(command)
-        played.append(command.row[0])
+
+def test_the_playhead_fades_a_seam_within_its_step_limit() -> None:
+    played = play_seam([[0.0, 1.0]] * 15, 5, moving(-4 * PLAN_STEP, -PLAN_STEP))
     assert max(abs(s) for s in steps(played[0], [[v] for v in played[1:]])) <= LIMIT + 1e-12
     # The plan's own speed is reached: the offset is faded, not kept.
     assert played[-1] < -4 * PLAN_STEP
@@ -90,26 +88,8 @@ def test_a_fade_starts_from_the_last_command_when_the_old_plan_s_next_step_leave
     # The old plan steps at 99 % of the limit; the new one lands 0.3 ahead of its next row:
     # from that row no fade keeps the first step within the limit, from the last command one
     # does.
-    head = Playhead(PERIOD, 1.0, [1], smooth_seam=3, seam_limits=SeamLimits([LIMIT]))
     old = moving(0.0, 0.99 * LIMIT)
-    played: list[float] = []
-
-    def install(rows: list[list[float]], number: int) -> None:
-        info = Playing(number=number, sequence=number - 1, origin=0.0, captured=0.0,
-                       horizon_end=15, speed=1.0)
-        assert head.install(rows, info, due=0.0, horizon=15, absolute=True, chunk_rows=15,
-                            deadline=None, at_most=100) is not None
-
-    install(old, 1)
-    for _ in range(3):
-        command = head.next_command()
-        head.played(command)
-        played.append(command.row[0])
-    install(moving(old[3][0] + 0.3, 0.02), 2)
-    while head.tail:
-        command = head.next_command()
-        head.played(command)
-        played.append(command.row[0])
+    played = play_seam(old, 3, moving(old[3][0] + 0.3, 0.02))
     assert max(abs(s) for s in steps(played[0], [[v] for v in played[1:]])) <= LIMIT + 1e-12
 
 
