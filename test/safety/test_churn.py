@@ -220,7 +220,9 @@ def test_nodes_under_random_cancels_and_preemptions(churn_nodes: Any) -> None:
         # holds() was taken would pass for a step.
         commands = arm.commands_since(0)
         holds = arm.holds()
-        tags = [tag_of(c.values) for c in commands if c not in holds]
+        # A command played between two rows names no instruction and is left out.
+        named = [tag_of(c.values) for c in commands if c not in holds]
+        tags = [tag for tag in named if tag is not None]
         assert tags, "no goal moved the arm"
         regressions = [(a, b) for a, b in zip(tags, tags[1:]) if b < a]
         assert regressions == [], regressions[:5]

@@ -4,7 +4,7 @@ It behaves like pi05-droid (same catalogue row under another id: joint_delta row
 joint_position conversion, 8 executable steps of 15) and reaches for the same instruction-derived
 target, but every absolute target ``q_reference + row`` lands on a 0.01 rad grid plus a tag of
 ``k · 1e-4`` rad, where ``k`` is the number after the instruction's last ``#``. A published
-joint target therefore names its instruction: ``tag_of(target)``.
+joint target that is one of the rows therefore names its instruction: ``tag_of(target)``.
 """
 
 from __future__ import annotations
@@ -34,11 +34,18 @@ def tag_number(instruction: str) -> int:
     return int(found.group(1))
 
 
-def tag_of(target: Sequence[float]) -> int:
-    """The instruction number a published joint target was computed for (from joint 1)."""
-    cells = target[0] / GRID
-    offset = cells - math.floor(cells + 1e-6)
-    return round(offset * GRID / TAG_UNIT)
+def tag_of(target: Sequence[float]) -> int | None:
+    """The instruction number a published joint target was computed for; None when its joints
+    do not all sit exactly on the grid with one tag: a command played between two rows (a late
+    chunk's fractional due row, the rest ramp at a chunk's end) mixes them and names nothing."""
+    tags = set()
+    for value in target:
+        offset = value / GRID - math.floor(value / GRID + 1e-6)
+        tag = round(offset * GRID / TAG_UNIT)
+        if abs(offset * GRID - tag * TAG_UNIT) > 1e-7 or tag > MAX_TAG:
+            return None
+        tags.add(tag)
+    return tags.pop() if len(tags) == 1 else None
 
 
 class TaggedDroidReach:
