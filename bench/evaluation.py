@@ -6,6 +6,7 @@ cup on the blue block", over 10 seeds in real time. Runs `python -m sequence_ai_
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ MAX_SECONDS = {TASK: 30, DEMO_TASK: 45}
 # One overlay per compared setting (the node's own config/droid.yaml is the default).
 OVERLAYS = {"one_in_flight": "max_in_flight: 1\n", "no_prefetch": "prefetch: false\n"}
 PERTURB = "cup:0.06,0.04@2"
+# evaluate's exit status when no world offers ~/reset.
 NO_WORLD = 3
 REPLAY_EPISODES = 10
 # (model, views substituted, gateway latency scale, requests in flight)
@@ -31,7 +33,7 @@ REPLAYS = (
     ("pi05-droid", {}, 1.0, 1),
     ("pi05-droid", {}, 1.0, 4),
     ("cosmos3-edge-policy-droid", {"exterior_2": "exterior_1"}, 0.0, 4),
-)  # evaluate's exit status when no world offers ~/reset
+)
 
 
 def _evaluate(ctx: Context, out: Path, task: str, conditions: list[str], time_mode: str,
@@ -41,6 +43,9 @@ def _evaluate(ctx: Context, out: Path, task: str, conditions: list[str], time_mo
                "--max-seconds", str(MAX_SECONDS[task]), *extra]
     for condition in conditions:
         command += ["--condition", condition]
+    # A bench measures the code as it is: evaluate would resume a results.json left by an
+    # earlier run (a full run's are kept in docs/evaluation/) and run no trial at all.
+    shutil.rmtree(out, ignore_errors=True)
     log(f"evaluation: {' '.join(command[2:])}")
     with (ctx.log_dir / f"{out.name}.log").open("w", encoding="utf-8") as output:
         return subprocess.run(command, stdout=output, stderr=subprocess.STDOUT,
