@@ -24,9 +24,9 @@ from bench.common import (
 )
 from bench.report import Section, Table
 from bench.stats import Summary, fmt, percentile
-from sequence_ai_gateway.catalogue import simulated_row
+from sequence_ai_gateway.models.catalogue import simulated_row
 from sequence_ai_gateway.policies import simulated_inference_ms
-from sequence_ai_gateway.serving import BYTES_PER_KB, NETWORK_MS, PER_KB_MS
+from sequence_ai_gateway.service.serving import BYTES_PER_KB, NETWORK_MS, PER_KB_MS
 
 # DROID's max_step (config/droid.yaml): the largest joint target change per catalogue period.
 STEP_LIMIT_RAD = 0.25

@@ -22,9 +22,9 @@ import numpy as np
 from bench.common import Context, jpeg_bytes, log, noisy, rendered_frame
 from bench.report import Section, Table
 from bench.stats import Summary, fmt
-from sequence_ai_gateway.observations import Frame, decode_frame
+from sequence_ai_gateway.models.observations import Frame, decode_frame
+from sequence_ai_gateway.models.vision_policies import LookingCosmos3Droid, LookingPi05Droid
 from sequence_ai_gateway.policies import PolicyObservation
-from sequence_ai_gateway.vision_policies import LookingCosmos3Droid, LookingPi05Droid
 
 HOME = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
 NOISE_SIGMA = 3.0

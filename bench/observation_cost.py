@@ -13,7 +13,7 @@ import sequence_ai
 from bench.common import PI05, Context, log, noisy, perf, rendered_frame, request_bytes
 from bench.report import Section, Table
 from bench.stats import Summary, fmt, ratio, times
-from sequence_ai_gateway.serving import BYTES_PER_KB, PER_KB_MS
+from sequence_ai_gateway.service.serving import BYTES_PER_KB, PER_KB_MS
 
 SIZES = ((1280, 720), (640, 480))
 NOISE_SIGMA = 3.0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from sequence_ai_gateway import catalogue
+from sequence_ai_gateway.models import catalogue
 from sequence_ai_gateway.policies import PolicyObservation
 
 MODEL_ID = "bench-order-echo-droid"

@@ -9,8 +9,12 @@ import sys
 from typing import List, Optional, Sequence
 
 from sequence_ai_gateway import DEFAULT_HOST, DEFAULT_PORT, DEVELOPMENT_KEY
-from sequence_ai_gateway.serving import NETWORK_MS, NETWORK_SPREAD, PER_KB_MS
-from sequence_ai_gateway.training import DEFAULT_BALANCE_USD, DEFAULT_TRAIN_SECONDS, EXECUTORS
+from sequence_ai_gateway.service.serving import NETWORK_MS, NETWORK_SPREAD, PER_KB_MS
+from sequence_ai_gateway.service.training import (
+    DEFAULT_BALANCE_USD,
+    DEFAULT_TRAIN_SECONDS,
+    EXECUTORS,
+)
 
 KEYS_ENV = "SEQUENCES_GATEWAY_KEYS"
 
@@ -86,9 +90,9 @@ def resolve_keys(given: Sequence[str]) -> Optional[List[str]]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    from sequence_ai_gateway.core import Gateway
+    from sequence_ai_gateway.http.server import GatewayServer, is_loopback
     from sequence_ai_gateway.policies import load_policy
-    from sequence_ai_gateway.server import GatewayServer, is_loopback
+    from sequence_ai_gateway.service.state import Gateway
 
     if not is_loopback(args.host) and not args.allow_remote:
         print(f"sequence-ai-gateway: --host {args.host} is not a loopback address; "

@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from sequence_ai_gateway import catalogue, poses
+from sequence_ai_gateway.droid import poses
+from sequence_ai_gateway.models import catalogue
 
 Rows = List[List[float]]
 # Pre- and post-processing on top of the catalogue's GPU figure: pi05-droid's GPU p50 is 95 ms,

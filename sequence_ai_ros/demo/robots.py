@@ -154,7 +154,7 @@ def pose_position(msg: PoseStamped) -> list[float] | None:
 
 def _panda_target(instruction: str) -> list[float]:
     # The gateway's simulated Franka models (pi05-droid, cosmos3) reach for this configuration.
-    from sequence_ai_gateway import catalogue
+    from sequence_ai_gateway.models import catalogue
     from sequence_ai_gateway.policies import instruction_target
 
     return instruction_target(instruction, catalogue.PANDA_LOWER, catalogue.PANDA_UPPER)

@@ -37,7 +37,7 @@ def test_the_target_is_where_the_gateways_model_takes_the_arm(
     model: str, joints: int, grippers: int, instruction: str
 ) -> None:
     pytest.importorskip("fastapi")
-    from sequence_ai_gateway.vision_policies import builtin_policies
+    from sequence_ai_gateway.models.vision_policies import builtin_policies
 
     (policy,) = [p for p in builtin_policies() if p.row["id"].endswith(model)]
     target = robot_for(model).instruction_target(instruction)
@@ -47,7 +47,7 @@ def test_the_target_is_where_the_gateways_model_takes_the_arm(
 
 def test_pi05_droid_keeps_the_target_it_always_had() -> None:
     pytest.importorskip("fastapi")
-    from sequence_ai_gateway import catalogue
+    from sequence_ai_gateway.models import catalogue
     from sequence_ai_gateway.policies import instruction_target
 
     for instruction in INSTRUCTIONS:
@@ -169,7 +169,7 @@ def test_model_picks_the_planner_its_robot_can_be_driven_by(
 def test_the_simulated_chat_model_cannot_read_a_two_arm_state() -> None:
     """Why `--planner vlm` is refused for sim-bimanual-reach: sim-planner's prompt format."""
     pytest.importorskip("fastapi")
-    from sequence_ai_gateway.planner_model import PromptRejected, read_prompt
+    from sequence_ai_gateway.models.planner_model import PromptRejected, read_prompt
 
     joints = ", ".join("0.1" for _ in range(12))
     with pytest.raises(PromptRejected, match="expected 7 finite numbers"):

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sequence_ai_gateway.catalogue import simulated_row
+from sequence_ai_gateway.models.catalogue import simulated_row
 from sequence_ai_ros.demo import launcher
 from sequence_ai_ros.params import launch as node_launch
 

@@ -17,9 +17,9 @@ pytest.importorskip("fastapi")
 from support.gateway_support import DEADLINE_S, PI05, act_body, client, frame  # noqa: E402
 from support.waiting import wait_for  # noqa: E402
 
-from sequence_ai_gateway.catalogue import simulated_row  # noqa: E402
+from sequence_ai_gateway.models.catalogue import simulated_row  # noqa: E402
 from sequence_ai_gateway.policies import simulated_inference_ms  # noqa: E402
-from sequence_ai_gateway.serving import (  # noqa: E402
+from sequence_ai_gateway.service.serving import (  # noqa: E402
     LatencySettings,
     sample_latency_s,
     sample_transport_s,

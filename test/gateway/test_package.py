@@ -37,7 +37,7 @@ def test_no_gateway_module_imports_the_client_or_the_node():
     run = _in_fresh_interpreter(probe)
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout.strip().splitlines()[-1])
-    assert "sequence_ai_gateway.routes.act" in report["imported"]
+    assert "sequence_ai_gateway.http.routes.act" in report["imported"]
     top_level = {name.split(".")[0] for name in report["modules"]}
     assert not top_level & {"sequence_ai", "sequence_ai_ros"}
 

@@ -8,17 +8,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sequence_ai_gateway import panda_ik
+from sequence_ai_gateway.droid import kinematics
 from sequence_ai_ros.sim.arm import forward_kinematics
 
 HOME = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
-joint_vectors = st.tuples(*[st.floats(lo, hi) for lo, hi in zip(panda_ik.LOWER, panda_ik.UPPER)])
+joint_vectors = st.tuples(
+    *[st.floats(lo, hi) for lo, hi in zip(kinematics.LOWER, kinematics.UPPER)]
+)
 
 
 @settings(max_examples=50, deadline=None)
 @given(joint_vectors)
 def test_forward_kinematics_agree_with_the_sims_arm(q):
-    ours, theirs = panda_ik.frames(q), forward_kinematics(np.array(q))
+    ours, theirs = kinematics.frames(q), forward_kinematics(np.array(q))
     assert len(ours) == len(theirs)
     for a, b in zip(ours, theirs):
         assert a == pytest.approx(b, abs=1e-12)
@@ -29,12 +31,12 @@ def test_forward_kinematics_agree_with_the_sims_arm(q):
 @pytest.mark.parametrize("z", [0.055, 0.22])
 def test_ik_reaches_the_layout_area_pointing_down_within_the_limits(x, y, z):
     # As the models use it: each call seeded by the last, a few centimetres apart.
-    start = panda_ik.tcp_pose(HOME)[:3, 3]
+    start = kinematics.tcp_pose(HOME)[:3, 3]
     goal = np.array([x, y, z])
     q = np.array(HOME)
     for k in range(1, 41):
-        q = panda_ik.solve(q, start + (goal - start) * min(1.0, k / 30))
-    pose = panda_ik.tcp_pose(q)
+        q = kinematics.solve(q, start + (goal - start) * min(1.0, k / 30))
+    pose = kinematics.tcp_pose(q)
     assert pose[:3, 3] == pytest.approx(goal, abs=1e-3)
-    assert pose[:3, :3] == pytest.approx(panda_ik.DOWNWARD, abs=1e-3)
-    assert np.all(q >= panda_ik.LOWER) and np.all(q <= panda_ik.UPPER)
+    assert pose[:3, :3] == pytest.approx(kinematics.DOWNWARD, abs=1e-3)
+    assert np.all(q >= kinematics.LOWER) and np.all(q <= kinematics.UPPER)

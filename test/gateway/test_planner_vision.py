@@ -17,7 +17,8 @@ import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 from support.gateway_support import client  # noqa: E402
 
-from sequence_ai_gateway import panda_ik, scene_vision  # noqa: E402
+from sequence_ai_gateway.droid import kinematics  # noqa: E402
+from sequence_ai_gateway.models import scene_vision  # noqa: E402
 from sequence_ai_ros.sim import render  # noqa: E402
 
 HOME = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
@@ -33,8 +34,8 @@ def joints_at(position: Sequence[float]) -> List[float]:
     """Joints putting the hand's TCP at ``position``, pointing down (IK from HOME)."""
     q = np.array(HOME)
     for _ in range(40):
-        q = panda_ik.solve(q, position)
-    assert panda_ik.tcp_pose(q)[:3, 3] == pytest.approx(position, abs=1e-3)
+        q = kinematics.solve(q, position)
+    assert kinematics.tcp_pose(q)[:3, 3] == pytest.approx(position, abs=1e-3)
     return [float(v) for v in q]
 
 

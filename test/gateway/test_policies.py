@@ -12,20 +12,20 @@ import math  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from sequence_ai_gateway import poses  # noqa: E402
-from sequence_ai_gateway.catalogue import (  # noqa: E402
+from sequence_ai_gateway.droid import poses  # noqa: E402
+from sequence_ai_gateway.models.catalogue import (  # noqa: E402
     EE_TARGET_LOWER,
     EE_TARGET_UPPER,
     PANDA_LOWER,
     PANDA_UPPER,
 )
+from sequence_ai_gateway.models.vision_policies import builtin_policies  # noqa: E402
 from sequence_ai_gateway.policies import (  # noqa: E402
     PolicyObservation,
     ee_target,
     instruction_target,
     load_policy,
 )
-from sequence_ai_gateway.vision_policies import builtin_policies  # noqa: E402
 
 # The looking DROID models are tested in test_vision_policies.py; REACH and ABSOLUTE_REACH are
 # sim-droid-reach and sim-droid-absolute-reach (pi05's and cosmos3's spaces, hashed targets).

@@ -14,9 +14,9 @@ pytest.importorskip("fastapi")
 from support.gateway_support import COSMOS3, DEADLINE_S, PI05, act_body, client  # noqa: E402
 from support.waiting import wait_for  # noqa: E402
 
-from sequence_ai_gateway.catalogue import simulated_row  # noqa: E402
+from sequence_ai_gateway.models.catalogue import simulated_row  # noqa: E402
 from sequence_ai_gateway.policies import PolicyObservation  # noqa: E402
-from sequence_ai_gateway.serving import (  # noqa: E402
+from sequence_ai_gateway.service.serving import (  # noqa: E402
     LatencySettings,
     ModelServer,
     WarmthSettings,

@@ -21,9 +21,9 @@ from support.gateway_support import PI05  # noqa: E402
 from support.waiting import wait_for  # noqa: E402
 
 from sequence_ai_gateway.__main__ import build_parser  # noqa: E402
-from sequence_ai_gateway.catalogue import simulated_row  # noqa: E402
-from sequence_ai_gateway.core import Gateway  # noqa: E402
-from sequence_ai_gateway.training import (  # noqa: E402
+from sequence_ai_gateway.models.catalogue import simulated_row  # noqa: E402
+from sequence_ai_gateway.service.state import Gateway  # noqa: E402
+from sequence_ai_gateway.service.training import (  # noqa: E402
     DATASET_READ_THREAD,
     LIST_LIMIT_MAX,
     MAX_BASE_MODEL_CHARS,
@@ -183,7 +183,7 @@ def test_an_oversized_or_malformed_field_is_422_naming_it_and_nothing_is_kept(
 def test_a_key_has_at_most_its_active_jobs_and_keeps_its_newest_ones(
     bounded: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sequence_ai_gateway.training as training
+    import sequence_ai_gateway.service.training as training
 
     # The bounds made small here (the gateway runs in this process).
     monkeypatch.setattr(training, "MAX_ACTIVE_JOBS_PER_KEY", 5)
@@ -247,7 +247,7 @@ def test_dataset_reads_are_bounded_in_threads_and_time(
 ) -> None:
     import threading
 
-    import sequence_ai_gateway.training as training
+    import sequence_ai_gateway.service.training as training
 
     release = threading.Event()
     read = training.lerobot_frames

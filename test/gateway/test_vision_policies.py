@@ -18,12 +18,13 @@ import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 from support.gateway_support import PI05, act_body, client  # noqa: E402
 
-from sequence_ai_gateway import droid_cameras, panda_ik, scene_vision  # noqa: E402
-from sequence_ai_gateway.policies import PolicyObservation  # noqa: E402
-from sequence_ai_gateway.vision_policies import (  # noqa: E402
+from sequence_ai_gateway.droid import cameras, kinematics  # noqa: E402
+from sequence_ai_gateway.models import scene_vision  # noqa: E402
+from sequence_ai_gateway.models.vision_policies import (  # noqa: E402
     LookingCosmos3Droid,
     LookingPi05Droid,
 )
+from sequence_ai_gateway.policies import PolicyObservation  # noqa: E402
 from sequence_ai_ros.sim import render  # noqa: E402
 
 HOME = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
@@ -84,7 +85,7 @@ def joints_of(policy: LookingPi05Droid, q: Sequence[float], rows: List[List[floa
 
 
 def tcp(q: Sequence[float]) -> np.ndarray:
-    return panda_ik.tcp_pose(q)[:3, 3]
+    return kinematics.tcp_pose(q)[:3, 3]
 
 
 @pytest.mark.parametrize("view", render.VIEWS)
@@ -92,8 +93,8 @@ def test_calibration_agrees_with_the_sims_renderer(view):
     renderer = render.SceneRenderer(view)
     q = np.array(HOME) + 0.2
     renderer.render(q, 0.0)  # poses the wrist camera from the joints
-    flange = panda_ik.flange_pose(q)
-    camera = droid_cameras.posed_camera(view, *render.IMAGE_SIZE, flange=flange)
+    flange = kinematics.flange_pose(q)
+    camera = cameras.posed_camera(view, *render.IMAGE_SIZE, flange=flange)
     assert camera.eye == pytest.approx(renderer.camera.eye, abs=1e-9)
     assert camera.rotation == pytest.approx(renderer.camera.rotation, abs=1e-9)
     # The renderer draws at a quarter of the frame and repeats pixels: same rays, 4x the focal.
@@ -139,7 +140,7 @@ def test_rows_stay_within_the_joint_speed_limits_and_the_value_range(monkeypatch
         assert len(rows) == policy.row["action_horizon"] and all(len(r) == 8 for r in rows)
         path = [np.array(HOME)] + joints_of(policy, HOME, rows)
         for a, b in zip(path, path[1:]):
-            assert np.all(np.abs(b - a) <= panda_ik.VELOCITY_LIMITS * dt + 0.003)
+            assert np.all(np.abs(b - a) <= kinematics.VELOCITY_LIMITS * dt + 0.003)
         if policy is PI05_POLICY:
             assert all(-1.0 <= v <= 1.0 for r in rows for v in r)
 
@@ -183,11 +184,11 @@ def test_an_unseen_cup_is_a_hold_saying_why(monkeypatch, policy):
 def test_an_arm_measured_past_a_joint_limit_is_sent_targets_inside_it(monkeypatch, policy):
     # Joint 4 folded to its lower limit and sagging 0.4 mrad past it (the physics world's
     # arm under gravity): a hold's targets, measured joints plus the deltas, stay inside.
-    q = [0.3, -0.5, 0.2, panda_ik.LOWER[3] - 0.0004, 0.4, 1.2, 0.0]
+    q = [0.3, -0.5, 0.2, kinematics.LOWER[3] - 0.0004, 0.4, 1.2, 0.0]
     images = frames(monkeypatch, q, 0.0, (-3.0, 0.0, 0.0))
     for seed in range(8):
         targets = joints_of(policy, q, policy.chunk(observe(images, q, seed=seed)).rows)
-        assert all(np.all(t >= panda_ik.LOWER) and np.all(t <= panda_ik.UPPER) for t in targets)
+        assert all(np.all(t >= kinematics.LOWER) and np.all(t <= kinematics.UPPER) for t in targets)
 
 
 def test_same_frames_state_and_seed_give_the_same_rows(monkeypatch):

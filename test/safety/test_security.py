@@ -198,8 +198,8 @@ def test_the_gateway_refuses_a_remote_address_without_allow_remote(
 
 
 def _control_calls(client_ip: str) -> list[int]:
-    from sequence_ai_gateway.app import create_app
-    from sequence_ai_gateway.core import Gateway
+    from sequence_ai_gateway.http.app import create_app
+    from sequence_ai_gateway.service.state import Gateway
 
     app = create_app(Gateway(scale=0.0))
 

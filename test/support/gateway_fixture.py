@@ -163,9 +163,9 @@ def gateway_source() -> Optional[str]:
 
 class _InProcessGateway(GatewayHandle):
     def __init__(self, options: GatewayOptions) -> None:
-        from sequence_ai_gateway.core import Gateway
+        from sequence_ai_gateway.http.server import GatewayServer
         from sequence_ai_gateway.policies import load_policy
-        from sequence_ai_gateway.server import GatewayServer
+        from sequence_ai_gateway.service.state import Gateway
 
         self._gateway = Gateway(
             extra_policies=[load_policy(spec) for spec in options.policies],

@@ -21,7 +21,7 @@ from sequence_ai import (
     SequencesError,
     Unavailable,
 )
-from sequence_ai_gateway.catalogue import PANDA_LOWER, PANDA_UPPER
+from sequence_ai_gateway.models.catalogue import PANDA_LOWER, PANDA_UPPER
 
 # Generous bound for waiting on a condition: a hang guard, never a measurement.
 PATIENCE_S = 30.0

@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Dict, List
 
-from sequence_ai_gateway.catalogue import simulated_row
+from sequence_ai_gateway.models.catalogue import simulated_row
 from sequence_ai_gateway.policies import PolicyObservation
 
 MODEL = "test-turning-reach"

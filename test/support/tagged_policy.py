@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from sequence_ai_gateway import catalogue
+from sequence_ai_gateway.models import catalogue
 from sequence_ai_gateway.policies import PolicyObservation, instruction_target, reach_path
 
 MODEL = "safety-tagged-droid"

@@ -6,8 +6,8 @@ from typing import Any, Dict
 
 from fastapi import APIRouter, Request
 
-from sequence_ai_gateway.routes.access import GatewayDep, authorise, find_row
-from sequence_ai_gateway.wire import error_responses
+from sequence_ai_gateway.http.routes.access import GatewayDep, authorise, find_row
+from sequence_ai_gateway.http.wire import error_responses
 
 router = APIRouter()
 

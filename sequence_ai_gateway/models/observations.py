@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from PIL import Image
 
-from sequence_ai_gateway.catalogue import short_id
+from sequence_ai_gateway.models.catalogue import short_id
 from sequence_ai_gateway.policies import PolicyObservation
 
 # PROTOCOL §1.10's aspect band: letterboxed into a square of this side, the frame's content

@@ -8,7 +8,7 @@ from typing import Any, Dict, Optional
 from fastapi import APIRouter, Depends, HTTPException
 from pydantic import BaseModel, ConfigDict
 
-from sequence_ai_gateway.routes.access import GatewayDep, require_loopback
+from sequence_ai_gateway.http.routes.access import GatewayDep, require_loopback
 
 router = APIRouter(prefix="/_control", include_in_schema=False,
                    dependencies=[Depends(require_loopback)])

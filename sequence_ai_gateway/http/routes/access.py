@@ -6,7 +6,7 @@ from typing import Annotated, Any, Dict, Optional
 
 from fastapi import Depends, HTTPException, Request
 
-from sequence_ai_gateway.core import Gateway, KeyStatus
+from sequence_ai_gateway.service.state import Gateway, KeyStatus
 
 _LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 

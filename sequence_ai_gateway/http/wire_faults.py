@@ -11,8 +11,8 @@ from typing import Any, Awaitable, Callable, Dict, Tuple
 
 from fastapi.responses import Response
 
-from sequence_ai_gateway.faults import Fault, FaultKind
-from sequence_ai_gateway.responses import InjectedReset
+from sequence_ai_gateway.faults.book import Fault, FaultKind
+from sequence_ai_gateway.http.responses import InjectedReset
 
 # Zeros compressed a mebibyte at a time: the bomb is built without holding what it decodes to.
 _BLOCK = b"\0" * (1 << 20)

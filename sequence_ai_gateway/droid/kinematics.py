@@ -12,7 +12,7 @@ from typing import List, Sequence, Tuple
 
 import numpy as np
 
-from sequence_ai_gateway.catalogue import PANDA_LOWER, PANDA_UPPER
+from sequence_ai_gateway.models.catalogue import PANDA_LOWER, PANDA_UPPER
 
 # (a, d, alpha) of joints 1..7, metres and radians (Craig's modified convention).
 PANDA_DH: Tuple[Tuple[float, float, float], ...] = (

@@ -16,9 +16,9 @@ from typing import Any, List, Optional
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from sequence_ai_gateway.app import create_app
-from sequence_ai_gateway.core import Gateway
-from sequence_ai_gateway.responses import InjectedReset
+from sequence_ai_gateway.http.app import create_app
+from sequence_ai_gateway.http.responses import InjectedReset
+from sequence_ai_gateway.service.state import Gateway
 
 # Requests still running when a stop is asked get this long before they are cancelled.
 GRACEFUL_STOP_S = 2

@@ -10,10 +10,11 @@ from enum import Enum
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from sequence_ai_gateway import DEVELOPMENT_KEY
-from sequence_ai_gateway.catalogue import Catalogue, complete_row, short_id
-from sequence_ai_gateway.faults import Fault, FaultBook, make_fault
-from sequence_ai_gateway.planner_model import SimulatedPlanner
-from sequence_ai_gateway.serving import (
+from sequence_ai_gateway.faults.book import Fault, FaultBook, make_fault
+from sequence_ai_gateway.models.catalogue import Catalogue, complete_row, short_id
+from sequence_ai_gateway.models.planner_model import SimulatedPlanner
+from sequence_ai_gateway.models.vision_policies import builtin_policies
+from sequence_ai_gateway.service.serving import (
     NETWORK_MS,
     NETWORK_SPREAD,
     PER_KB_MS,
@@ -21,14 +22,13 @@ from sequence_ai_gateway.serving import (
     ModelServer,
     WarmthSettings,
 )
-from sequence_ai_gateway.training import (
+from sequence_ai_gateway.service.training import (
     DEFAULT_BALANCE_USD,
     DEFAULT_TRAIN_SECONDS,
     Trainer,
     TrainJob,
     tuned_row,
 )
-from sequence_ai_gateway.vision_policies import builtin_policies
 
 ENDPOINT_COUNTERS = ("health", "models", "ready", "act", "chat")
 # Used when the ``warming`` fault names no duration and the gateway has no cold start.

@@ -23,7 +23,8 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from sequence_ai_gateway import panda_ik, scene_vision
+from sequence_ai_gateway.droid import kinematics
+from sequence_ai_gateway.models import scene_vision
 
 Rows = List[List[float]]
 
@@ -251,11 +252,11 @@ def joint_path(
     q_start: Sequence[float], positions: Sequence[np.ndarray], dt: float
 ) -> List[np.ndarray]:
     """Joints following the hand positions (pointing down), each step inside the speed limits."""
-    limit = JOINT_SPEED_SHARE * panda_ik.VELOCITY_LIMITS * dt
+    limit = JOINT_SPEED_SHARE * kinematics.VELOCITY_LIMITS * dt
     q = np.asarray(q_start, dtype=float)
     out = []
     for position in positions:
-        solved = panda_ik.solve(q, position)
-        q = np.clip(q + np.clip(solved - q, -limit, limit), panda_ik.LOWER, panda_ik.UPPER)
+        solved = kinematics.solve(q, position)
+        q = np.clip(q + np.clip(solved - q, -limit, limit), kinematics.LOWER, kinematics.UPPER)
         out.append(q.copy())
     return out

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, Collection, Dict, List, Mapping, Optional
 
-from sequence_ai_gateway.catalogue import full_model_id
+from sequence_ai_gateway.models.catalogue import full_model_id
 
 
 class FaultKind(str, Enum):

@@ -1,5 +1,5 @@
 """What the simulated DROID models see: the red cup and the blue block, found by colour in each
-view and placed in the robot base frame with the cameras' calibration (``droid_cameras``).
+view and placed in the robot base frame with the cameras' calibration (``droid.cameras``).
 
 Each view that shows an object gives a ray through its pixel centroid. Two or more rays are
 triangulated (least squares); when they disagree, or there is one ray, the rays are cut with
@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 from PIL import Image
 
-from sequence_ai_gateway import droid_cameras, panda_ik
+from sequence_ai_gateway.droid import cameras, kinematics
 
 # The scene's objects (m): a red cup 0.06 m across and 0.09 m tall, a blue 0.09 m block 0.05 m
 # tall, both standing on the table (z = 0).
@@ -109,12 +109,12 @@ def sightings(
 def _rays(
     seen: Sequence[Sighting], sizes: Mapping[str, Tuple[int, int]], q: Sequence[float]
 ) -> List[Tuple[np.ndarray, np.ndarray]]:
-    flange = panda_ik.flange_pose(q)
+    flange = kinematics.flange_pose(q)
     rays = []
     for s in seen:
-        if s.view not in droid_cameras.CALIBRATION:
+        if s.view not in cameras.CALIBRATION:
             continue
-        camera = droid_cameras.posed_camera(s.view, *sizes[s.view], flange=flange)
+        camera = cameras.posed_camera(s.view, *sizes[s.view], flange=flange)
         rays.append((camera.eye, camera.ray(s.u, s.v)))
     return rays
 

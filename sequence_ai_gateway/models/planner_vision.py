@@ -1,7 +1,7 @@
 """What the simulated planner sees: whether a step (or the task) is done, judged from the frames.
 
 The cup and the block are found in the sent views (``scene_vision``) and the hand's TCP comes
-from the sent joints (``panda_ik``); each step the planner emits is done when its geometric
+from the sent joints (``droid.kinematics``); each step the planner emits is done when its geometric
 condition holds. The heights and tolerances are those the looking act models (``grasp_policy``)
 aim at, so a step they finish is one the planner sees finished.
 """
@@ -14,8 +14,9 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 from PIL import Image
 
-from sequence_ai_gateway import grasp_policy, panda_ik, scene_vision
-from sequence_ai_gateway.grasp_policy import Goal
+from sequence_ai_gateway.droid import kinematics
+from sequence_ai_gateway.models import grasp_policy, scene_vision
+from sequence_ai_gateway.models.grasp_policy import Goal
 
 # "Above the cup": the hand within this (m) of the cup's axis, and between these heights over
 # the cup's top (the act models stop APPROACH_ABOVE_TOP over it).
@@ -50,11 +51,11 @@ class Seen:
 
 def look(images: Mapping[str, Image.Image], joints: Sequence[float]) -> Seen:
     """Cup and block located in the named views; the TCP by forward kinematics of ``joints``."""
-    q = np.clip(np.asarray(joints, dtype=float), panda_ik.LOWER, panda_ik.UPPER)
+    q = np.clip(np.asarray(joints, dtype=float), kinematics.LOWER, kinematics.UPPER)
     cups, blocks, sizes = scene_vision.sightings(images, list(images))
     cup = scene_vision.locate(cups, sizes, q, scene_vision.CUP_HEIGHT / 2.0)
     block = scene_vision.locate(blocks, sizes, q, scene_vision.BLOCK_HEIGHT / 2.0)
-    return Seen(cup, block, panda_ik.tcp_pose(q)[:3, 3])
+    return Seen(cup, block, kinematics.tcp_pose(q)[:3, 3])
 
 
 def _horizontal(a: np.ndarray, b: np.ndarray) -> float:

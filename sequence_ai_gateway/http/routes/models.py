@@ -6,8 +6,8 @@ from typing import Any, Dict, Literal, Optional
 
 from fastapi import APIRouter
 
-from sequence_ai_gateway.faults import FaultKind
-from sequence_ai_gateway.routes.access import GatewayDep
+from sequence_ai_gateway.faults.book import FaultKind
+from sequence_ai_gateway.http.routes.access import GatewayDep
 
 router = APIRouter()
 

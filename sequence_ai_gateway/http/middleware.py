@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional
 
-from sequence_ai_gateway.core import Gateway
+from sequence_ai_gateway.service.state import Gateway
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
 # Beyond this an oversized body is not read any further; the connection is simply answered.

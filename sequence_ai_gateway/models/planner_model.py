@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from PIL import Image
 
-from sequence_ai_gateway import catalogue, planner_vision
+from sequence_ai_gateway.models import catalogue, planner_vision
 from sequence_ai_gateway.policies import instruction_target, normalise_instruction
 
 DONE = "done"

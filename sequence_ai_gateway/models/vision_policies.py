@@ -1,8 +1,8 @@
 """The simulated pi05-droid and cosmos3-edge-policy-droid: models that decide from their frames.
 
 Each request: find the cup and block in the catalogue's views (``scene_vision``), choose the
-phase and the hand path (``grasp_policy``), solve the joints (``panda_ik``) and write them in
-the model's own action space: pi05-droid's cumulative joint deltas from the request-time joints
+phase and the hand path (``grasp_policy``), solve the joints (``droid.kinematics``) and write them
+in the model's own action space: pi05-droid's cumulative joint deltas from the request-time joints
 (clipped to [-1, 1]), cosmos3's absolute joint targets; the gripper column is 0 open, 1 closed.
 Determinism: the same frames, state, instruction and seed give the same rows.
 """
@@ -14,7 +14,8 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from sequence_ai_gateway import catalogue, grasp_policy, panda_ik, scene_vision
+from sequence_ai_gateway.droid import kinematics
+from sequence_ai_gateway.models import catalogue, grasp_policy, scene_vision
 from sequence_ai_gateway.policies import (
     AbsoluteJointReach,
     Chunk,
@@ -33,7 +34,7 @@ LIMIT_MARGIN_RAD = 1e-6
 
 def _joints(observation: PolicyObservation) -> np.ndarray:
     joints = np.asarray(observation.joint_positions, dtype=float)
-    return np.clip(joints, panda_ik.LOWER, panda_ik.UPPER)
+    return np.clip(joints, kinematics.LOWER, kinematics.UPPER)
 
 
 class LookingDroidPolicy(abc.ABC):
@@ -56,7 +57,7 @@ class LookingDroidPolicy(abc.ABC):
         n = int(self.row["action_horizon"])
         dt = 1.0 / float(self.row["control_hz"])
         goal = grasp_policy.goal_of(observation.instruction)
-        tcp = panda_ik.tcp_pose(q)[:3, 3]
+        tcp = kinematics.tcp_pose(q)[:3, 3]
         gripper = float(observation.gripper[0]) if observation.gripper else 0.0
         if goal is None:
             return grasp_policy.hold(
@@ -82,7 +83,7 @@ class LookingDroidPolicy(abc.ABC):
         # margin the robot's measured + (target - measured) cannot round across.
         rng = observation_rng(observation)
         offset = np.array([rng.gauss(0.0, grasp_policy.NOISE_RAD) for _ in range(7)])
-        lower, upper = panda_ik.LOWER + LIMIT_MARGIN_RAD, panda_ik.UPPER - LIMIT_MARGIN_RAD
+        lower, upper = kinematics.LOWER + LIMIT_MARGIN_RAD, kinematics.UPPER - LIMIT_MARGIN_RAD
         targets = [np.clip(j + offset, lower, upper) for j in joints]
         measured = np.asarray(observation.joint_positions, dtype=float)
         return self.write(measured, targets, plan.gripper)
@@ -118,7 +119,7 @@ class LookingCosmos3Droid(LookingDroidPolicy):
         super().__init__("cosmos3-edge-policy-droid")
 
     def write(self, q: np.ndarray, joints: List[np.ndarray], gripper: List[float]) -> Rows:
-        lower, upper = panda_ik.LOWER, panda_ik.UPPER
+        lower, upper = kinematics.LOWER, kinematics.UPPER
         return [[*np.clip(j, lower, upper).tolist(), g] for j, g in zip(joints, gripper)]
 
 

@@ -21,16 +21,16 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 from PIL import Image, UnidentifiedImageError
 
-from sequence_ai_gateway.catalogue import short_id
-from sequence_ai_gateway.chat_wire import ChatRequest, MessageIn
-from sequence_ai_gateway.core import Gateway
-from sequence_ai_gateway.fault_effects import before_inference, nested_json
-from sequence_ai_gateway.faults import Fault, FaultKind
-from sequence_ai_gateway.planner_model import PlannerReply, PromptRejected
-from sequence_ai_gateway.responses import AsciiJSONResponse, RawJSONResponse, ResetResponse
-from sequence_ai_gateway.routes.access import GatewayDep, authorise, find_row
-from sequence_ai_gateway.serving import sample_latency_s
-from sequence_ai_gateway.wire import error_responses
+from sequence_ai_gateway.faults.book import Fault, FaultKind
+from sequence_ai_gateway.http.chat_wire import ChatRequest, MessageIn
+from sequence_ai_gateway.http.fault_effects import before_inference, nested_json
+from sequence_ai_gateway.http.responses import AsciiJSONResponse, RawJSONResponse, ResetResponse
+from sequence_ai_gateway.http.routes.access import GatewayDep, authorise, find_row
+from sequence_ai_gateway.http.wire import error_responses
+from sequence_ai_gateway.models.catalogue import short_id
+from sequence_ai_gateway.models.planner_model import PlannerReply, PromptRejected
+from sequence_ai_gateway.service.serving import sample_latency_s
+from sequence_ai_gateway.service.state import Gateway
 
 router = APIRouter()
 # Tokens a frame costs in ``usage``, as on /v1/act.

@@ -6,10 +6,10 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from sequence_ai_gateway.core import Gateway
-from sequence_ai_gateway.middleware import BodyLimitAndCounters
-from sequence_ai_gateway.responses import AsciiJSONResponse, http_error, validation_error
-from sequence_ai_gateway.routes import act, chat, control, health, models, ready, train
+from sequence_ai_gateway.http.middleware import BodyLimitAndCounters
+from sequence_ai_gateway.http.responses import AsciiJSONResponse, http_error, validation_error
+from sequence_ai_gateway.http.routes import act, chat, control, health, models, ready, train
+from sequence_ai_gateway.service.state import Gateway
 
 
 def create_app(gateway: Gateway) -> FastAPI:

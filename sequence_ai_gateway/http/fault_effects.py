@@ -10,16 +10,16 @@ from typing import Any, Awaitable, Callable, Dict, Optional
 from fastapi import HTTPException
 from fastapi.responses import Response
 
-from sequence_ai_gateway.core import Gateway
-from sequence_ai_gateway.faults import NESTED_DEPTH, Fault, FaultKind
-from sequence_ai_gateway.responses import (
+from sequence_ai_gateway.faults.book import NESTED_DEPTH, Fault, FaultKind
+from sequence_ai_gateway.http.responses import (
     RawJSONResponse,
     ResetResponse,
     TrickleResponse,
     ascii_json,
 )
-from sequence_ai_gateway.serving import ModelServer, Rows
-from sequence_ai_gateway.wire_faults import serve_raw, stacked_response
+from sequence_ai_gateway.http.wire_faults import serve_raw, stacked_response
+from sequence_ai_gateway.service.serving import ModelServer, Rows
+from sequence_ai_gateway.service.state import Gateway
 
 Hold = Callable[[], Awaitable[None]]
 

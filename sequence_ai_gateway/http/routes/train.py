@@ -6,14 +6,14 @@ from typing import Any, Dict, Optional
 
 from fastapi import APIRouter, HTTPException, Query, Request
 
-from sequence_ai_gateway.routes.access import GatewayDep, authorise, bearer, find_row
-from sequence_ai_gateway.training import (
+from sequence_ai_gateway.http.routes.access import GatewayDep, authorise, bearer, find_row
+from sequence_ai_gateway.http.wire import TrainRequest, error_responses
+from sequence_ai_gateway.service.training import (
     MAX_BASE_MODEL_CHARS,
     TrainRefused,
     check_text,
     check_trainable,
 )
-from sequence_ai_gateway.wire import TrainRequest, error_responses
 
 router = APIRouter()
 

@@ -11,19 +11,19 @@ from typing import Any, Dict, List
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
-from sequence_ai_gateway.catalogue import short_id
-from sequence_ai_gateway.core import Gateway
-from sequence_ai_gateway.fault_effects import before_inference, faulted_answer, shaped_rows
-from sequence_ai_gateway.observations import (
+from sequence_ai_gateway.http.fault_effects import before_inference, faulted_answer, shaped_rows
+from sequence_ai_gateway.http.responses import AsciiJSONResponse
+from sequence_ai_gateway.http.routes.access import GatewayDep, authorise, find_row
+from sequence_ai_gateway.http.wire import ActRequest, error_responses
+from sequence_ai_gateway.models.catalogue import short_id
+from sequence_ai_gateway.models.observations import (
     CheckedObservation,
     Frame,
     ObservationRejected,
     check_observation,
 )
-from sequence_ai_gateway.responses import AsciiJSONResponse
-from sequence_ai_gateway.routes.access import GatewayDep, authorise, find_row
-from sequence_ai_gateway.serving import Inference, Rows
-from sequence_ai_gateway.wire import ActRequest, error_responses
+from sequence_ai_gateway.service.serving import Inference, Rows
+from sequence_ai_gateway.service.state import Gateway
 
 router = APIRouter()
 # Tokens a frame costs in ``usage`` (a ViT-style patch grid).

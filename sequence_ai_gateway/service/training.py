@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 from urllib.parse import unquote, urlsplit
 
-from sequence_ai_gateway.catalogue import MODEL_PREFIX, short_id
+from sequence_ai_gateway.models.catalogue import MODEL_PREFIX, short_id
 
 EXECUTORS = ("manual", "sim")
 TERMINAL = frozenset({"succeeded", "failed", "cancelled"})

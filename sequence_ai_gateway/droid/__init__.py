@@ -1,0 +1,2 @@
+"""The simulated DROID robot: the Panda's kinematics, the three cameras' calibration and the
+end-effector pose arithmetic."""
