@@ -86,7 +86,7 @@ CLI_STAMP := $(VENV)/.stamp-cli
 BUILD_INPUTS := package.xml setup.py setup.cfg resource/sequence_ai_ros \
 	interfaces/package.xml interfaces/CMakeLists.txt $(wildcard interfaces/action/*.action) \
 	$(wildcard launch launch/*.launch.py config config/*.yaml config/*.xml) \
-	$(shell find sequence_ai sequence_ai_gateway sequence_ai_ros -name '*.py' 2>/dev/null)
+	$(shell find sequence_ai sequence_ai_gateway sequence_ai_ros sequence_ai_lab -name '*.py' 2>/dev/null)
 
 # The built workspace over the venv: what `source install/setup.bash` gives a ROS user, with the
 # source tree first on PYTHONPATH so tests import the code being edited.
@@ -95,7 +95,7 @@ WS_ENV = source $(VENV)/bin/activate && source $(ROOT)/install/setup.bash && $(R
 	ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST ROS_LOCALHOST_ONLY=1 \
 	SEQUENCE_AI_GATEWAY_PYTHON=$(VENV_PY) &&
 
-LINT_PATHS := $(wildcard sequence_ai sequence_ai_gateway sequence_ai_ros test bench launch) .ci
+LINT_PATHS := $(wildcard sequence_ai sequence_ai_gateway sequence_ai_ros sequence_ai_lab test bench launch) .ci
 CLIENT_TESTS := $(wildcard test/client) test/foundation/test_client_import.py \
 	test/gateway/test_fixture_any_python.py
 FLOORS_TESTS := $(wildcard test/client test/gateway) test/foundation/test_client_import.py
@@ -180,8 +180,8 @@ lint: $(VENV)/.stamp-deps
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/vermin --quiet --no-tips --violations --target=3.9- sequence_ai sequence_ai_gateway \
 		test/support/gateway_fixture.py test/support/waiting.py test/support/policy_support.py
-	if [ -d sequence_ai_ros ]; then \
-		$(VENV)/bin/vermin --quiet --no-tips --violations --target=3.10- sequence_ai_ros; fi
+	$(VENV)/bin/vermin --quiet --no-tips --violations --target=3.10- \
+		$(wildcard sequence_ai_ros sequence_ai_lab)
 	$(VENV)/bin/mypy
 
 # pytest's own exit code stands: 5 (no test collected) fails the run like any failure.
@@ -228,11 +228,11 @@ $(VENV_LEROBOT)/.stamp-deps: $(VENV)/.stamp-deps setup.py .ci/requirements.py
 
 # make export-lerobot DIR=~/.ros/sequence_ai/episodes OUT=/tmp/dataset
 export-lerobot: lerobot-venv
-	PYTHONPATH=$(ROOT) $(VENV_LEROBOT)/bin/python -m sequence_ai_ros.episodes export-lerobot \
+	PYTHONPATH=$(ROOT) $(VENV_LEROBOT)/bin/python -m sequence_ai_lab.episodes export-lerobot \
 		$(DIR) $(OUT) $(ARGS)
 
 demo: setup
-	$(WS_ENV) export ROS_DOMAIN_ID=$(RUN_DOMAIN_ID) && $(VENV_PY) -m sequence_ai_ros.demo $(ARGS)
+	$(WS_ENV) export ROS_DOMAIN_ID=$(RUN_DOMAIN_ID) && $(VENV_PY) -m sequence_ai_lab.demo $(ARGS)
 
 bench: setup
 	$(WS_ENV) export ROS_DOMAIN_ID=$(RUN_DOMAIN_ID) && \

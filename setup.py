@@ -1,5 +1,6 @@
-"""ament_python package `sequence_ai_ros`: the sequence_ai client, the ROS 2 node and the local
-gateway (`sequence_ai_gateway`, a service of its own whose dependencies are the `gateway` extra).
+"""ament_python package `sequence_ai_ros`: the sequence_ai client, the ROS 2 node, the local
+gateway (`sequence_ai_gateway`, a service of its own whose dependencies are the `gateway` extra)
+and the lab (`sequence_ai_lab`: the simulated robots, the demo, the evaluation, the episode tools).
 
 The dependency lists below are the single source of truth: the Makefile reads them with
 .ci/requirements.py so the development venv gets them without installing this package.
@@ -10,7 +11,7 @@ from glob import glob
 from setuptools import find_packages, setup
 
 PACKAGE = "sequence_ai_ros"
-PYTHON_PACKAGES = ("sequence_ai", "sequence_ai_gateway", PACKAGE)
+PYTHON_PACKAGES = ("sequence_ai", "sequence_ai_gateway", PACKAGE, "sequence_ai_lab")
 
 # The client needs httpx and nothing else; numpy/Pillow are only for JPEG encoding.
 INSTALL_REQUIRES = ["httpx"]
@@ -21,7 +22,7 @@ CLIENT_TEST = ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.50"]
 EXTRAS_REQUIRE = {
     "gateway": ["fastapi>=0.100", "uvicorn>=0.22", "pillow>=9", "numpy>=1.21", "trustme>=1.0"],
     "image": ["pillow>=9", "numpy>=1.21"],
-    # record: goals and `python -m sequence_ai_ros.episodes`. mcap 1.6 is the first whose
+    # record: goals and `python -m sequence_ai_lab.episodes`. mcap 1.6 is the first whose
     # Writer.flush() closes a chunk on demand (a killed node's file reads back to it).
     "episodes": ["mcap>=1.6", "matplotlib>=3.5"],
     # `export-lerobot` in its own environment (Python >= 3.12 and torch: make lerobot-venv):
@@ -66,15 +67,15 @@ setup(
     entry_points={
         "console_scripts": [
             "sequence_ai_node = sequence_ai_ros.node:main",
-            "sim_robot = sequence_ai_ros.sim.robot:main",
-            "sim_bimanual = sequence_ai_ros.sim.bimanual:main",
-            "sim_cartesian = sequence_ai_ros.sim.cartesian:main",
+            "sim_robot = sequence_ai_lab.robots.sim_robot.robot:main",
+            "sim_bimanual = sequence_ai_lab.robots.sim_bimanual.bimanual:main",
+            "sim_cartesian = sequence_ai_lab.robots.sim_cartesian.cartesian:main",
             "preflight = sequence_ai_ros.params.preflight:main",
             "vlm_planner = sequence_ai_ros.vlm_planner:main",
             "sequence-ai-gateway = sequence_ai_gateway.__main__:main",
             "sequence-ai = sequence_ai.cli:main",
-            "sequence-ai-episodes = sequence_ai_ros.episodes.tools:main",
-            "evaluate = sequence_ai_ros.evaluate:main",
+            "sequence-ai-episodes = sequence_ai_lab.episodes.tools:main",
+            "evaluate = sequence_ai_lab.evaluation.cli:main",
         ],
     },
 )

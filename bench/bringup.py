@@ -155,7 +155,7 @@ class _Deadman:
 def _set_enabled(node: Any, service: str, value: bool) -> None:
     from std_srvs.srv import SetBool
 
-    from sequence_ai_ros.demo.planner import wait_future
+    from sequence_ai_lab.demo.planner import wait_future
 
     client = node.create_client(SetBool, service)
     try:

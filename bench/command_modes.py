@@ -26,7 +26,7 @@ from bench.stats import Summary, fmt, ratio, times
 if TYPE_CHECKING:
     from bench.ros_rig import Robot, RosProbe
     from sequence_ai_interfaces.action import Act
-    from sequence_ai_ros.demo.planner import SentGoal
+    from sequence_ai_lab.demo.planner import SentGoal
 
 # command_mode → the launch argument `controller` whose parameters file gives that mode.
 CONTROLLERS = {"step": "forward", "chunk": "joint_trajectory"}
@@ -92,8 +92,8 @@ def _record(probe: RosProbe, robot: Robot) -> Recording:
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    from sequence_ai_ros.sim.arm import JOINT_NAMES
-    from sequence_ai_ros.sim.robot import REFERENCE_TOPIC
+    from sequence_ai_lab.robots.shared.arm import JOINT_NAMES
+    from sequence_ai_lab.robots.sim_robot.robot import REFERENCE_TOPIC
 
     recording = Recording()
     # Stamps are the ROS (system) clock of this machine; one offset maps them onto monotonic.
@@ -137,7 +137,7 @@ def _measure(ctx: Context, mode: str, goal_s: float, cancel_after_s: Sequence[fl
         stop_robots,
         unique_namespace,
     )
-    from sequence_ai_ros.sim.robot import TRAJECTORY_TOPIC
+    from sequence_ai_lab.robots.sim_robot.robot import TRAJECTORY_TOPIC
 
     measured = Measured(mode)
     probe = RosProbe()
@@ -495,7 +495,8 @@ def run(ctx: Context) -> Section:
             f"({CONFIGS['step']}, one Float64MultiArray per control period, timed by the "
             f"node's driving thread) and `chunk` ({CONFIGS['chunk']}, each chunk one timed "
             "JointTrajectory, sampled by sim_robot's joint_trajectory_controller stand-in "
-            "(sim/trajectory.py, Humble's restart semantics) at its own tick). Gateway latency "
+            "(sim_robot/trajectory.py, Humble's restart semantics) at its own tick). "
+            "Gateway latency "
             f"median {LATENCY_MS / 1000:g} s (lognormal, sigma 0.3). Per mode: one `act` goal "
             f"of {goal_s:g} s, then {len(cancel_after_s)} goals cancelled "
             f"{', '.join(f'{s:g}' for s in cancel_after_s)} s after their first step. The bench "

@@ -96,8 +96,8 @@ def log(message: str) -> None:
 
 def rendered_frame(view: str, width: int, height: int) -> np.ndarray:
     """A frame of the simulated arm's scene (what sim_robot publishes), RGB uint8."""
-    from sequence_ai_ros.sim.arm import HOME
-    from sequence_ai_ros.sim.render import SceneRenderer
+    from sequence_ai_lab.robots.shared.arm import HOME
+    from sequence_ai_lab.robots.shared.render import SceneRenderer
 
     return SceneRenderer(view, width, height).render(HOME.copy(), 0.0)
 
@@ -132,7 +132,7 @@ def request_bytes(model: Model, observation: Observation) -> int:
 def sized_observation(model: Model, body_bytes: int) -> Observation:
     """An observation of the simulated scene (with sensor noise) whose request body is within
     a few bytes of ``body_bytes``: the frames' width is searched, every view the same."""
-    from sequence_ai_ros.sim.arm import HOME
+    from sequence_ai_lab.robots.shared.arm import HOME
 
     frame = noisy(rendered_frame("exterior_1", 1280, 720), 3.0)
 
@@ -159,7 +159,7 @@ def fixed_observation(
     """An observation with every declared view, encoded once so observe() costs nothing."""
     frame = rendered_frame("exterior_1", 1280, 720)
     encoded = sequence_ai.encode(frame, model)
-    from sequence_ai_ros.sim.arm import HOME
+    from sequence_ai_lab.robots.shared.arm import HOME
 
     return sequence_ai.observation(
         model,
@@ -183,7 +183,7 @@ class TrackingArm:
         instruction: str = "put the cup in the sink",
         first: Observation | None = None,
     ) -> None:
-        from sequence_ai_ros.sim.arm import HOME
+        from sequence_ai_lab.robots.shared.arm import HOME
 
         first = first or fixed_observation(model, instruction)
         self._model = model

@@ -1,7 +1,7 @@
 """Section: does it succeed? "pick up the cup" in the physics world at the service's realistic
 latency — default (two requests in flight), one in flight, no prefetch — each in real time and
 in frozen time; then the same task with the cup moved mid-reach; then the demo's task, "put the
-cup on the blue block", over 10 seeds in real time. Runs `python -m sequence_ai_ros.evaluate
+cup on the blue block", over 10 seeds in real time. Runs `python -m sequence_ai_lab.evaluation
 --sim` as a user would and reads its results.json."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ REPLAYS = (
 
 def _evaluate(ctx: Context, out: Path, task: str, conditions: list[str], time_mode: str,
               trials: int, extra: list[str]) -> int:
-    command = [sys.executable, "-m", "sequence_ai_ros.evaluate", "--sim", "--out", str(out),
+    command = [sys.executable, "-m", "sequence_ai_lab.evaluation", "--sim", "--out", str(out),
                "--task", task, "--trials", str(trials), "--time-mode", time_mode,
                "--max-seconds", str(MAX_SECONDS[task]), *extra]
     for condition in conditions:
@@ -59,8 +59,8 @@ def _shown(path: Path) -> str:
 
 
 def _rows(out: Path) -> list[list[str]]:
-    from sequence_ai_ros.evaluation.report import arms_in_order, summarise
-    from sequence_ai_ros.evaluation.results import load
+    from sequence_ai_lab.evaluation.report import arms_in_order, summarise
+    from sequence_ai_lab.evaluation.results import load
 
     results = load(out)
     if results is None:
@@ -126,8 +126,8 @@ def run(ctx: Context) -> Section:
 def _replay(ctx: Context, folder: Path) -> Table:
     """Open-loop replay of the first run's episodes through the same model and the other DROID
     model: requests per second against the local gateway, and the open-loop error."""
-    from sequence_ai_ros.episodes.reader import episode_files
-    from sequence_ai_ros.evaluation.replay import replay
+    from sequence_ai_lab.episodes.reader import episode_files
+    from sequence_ai_lab.evaluation.replay import replay
 
     episodes = episode_files(folder / "main" / "episodes")[:REPLAY_EPISODES]
     if not episodes:
@@ -154,7 +154,7 @@ def _replay(ctx: Context, folder: Path) -> Table:
         ["replayed through", "gateway latency", "in flight", "requests", "requests/s",
          "mean MSE (rad²)"],
         rows, ctx.command("evaluation"),
-        note=("python -m sequence_ai_ros.episodes replay, in-process against the bench's "
+        note=("python -m sequence_ai_lab.episodes replay, in-process against the bench's "
               "gateway; 'none' is the simulated models' own compute, 'realistic' the gateway's "
               "latency model. cosmos3 is sent exterior_1 where it wants exterior_2."),
     )

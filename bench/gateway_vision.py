@@ -6,9 +6,10 @@ segmentation of each view, rays through the calibrated cameras, triangulation), 
 and the Panda IK of the chunk's rows. Frames are the sim's renders with the cup in view, with
 Gaussian sensor noise, JPEG q95, at DROID's 1280x720 and at each model's training size.
 
-Then the models closed loop in the physics world (sequence_ai_ros/sim/world.py, MuJoCo): frames
-drawn by the numpy renderer at the world's poses, each chunk's open-loop rows played one control
-period each as position targets, no latency: whether the world's judge says the task succeeded.
+Then the models closed loop in the physics world (sequence_ai_lab/robots/sim_robot/world.py,
+MuJoCo): frames drawn by the numpy renderer at the world's poses, each chunk's open-loop rows
+played one control period each as position targets, no latency: whether the world's judge says
+the task succeeded.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ def _trial(policy: Any, seed: int) -> float | None:
     """Seconds of world time to the judge's success for layout ``seed``, None without it."""
     from PIL import Image
 
-    from sequence_ai_ros.sim.render import VIEWS, SceneRenderer
-    from sequence_ai_ros.sim.world import World, WorldOptions
+    from sequence_ai_lab.robots.shared.render import VIEWS, SceneRenderer
+    from sequence_ai_lab.robots.sim_robot.world import World, WorldOptions
 
     world = World(WorldOptions(layout_seed=seed, task=TASK))
     renderers = {view: SceneRenderer(view, 640, 360, scale=2) for view in VIEWS}

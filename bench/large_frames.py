@@ -47,8 +47,8 @@ def _subscriber(args: argparse.Namespace) -> int:
     from sensor_msgs.msg import CompressedImage, Image, JointState
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from sequence_ai_ros.sim.arm import HOME, JOINT_NAMES
-    from sequence_ai_ros.sim.robot import TRAJECTORY_TOPIC
+    from sequence_ai_lab.robots.shared.arm import HOME, JOINT_NAMES
+    from sequence_ai_lab.robots.sim_robot.robot import TRAJECTORY_TOPIC
 
     rclpy.init()
     node = rclpy.create_node("large_frames_counter")
@@ -137,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         "-p", f"views:=[{args.views}]", "-p", f"image_transport:={args.transport}",
         "-p", f"image_width:={width}", "-p", f"image_height:={height}",
     ]  # fmt: skip
-    bootstrap = "import sys; from sequence_ai_ros.sim.robot import main; sys.exit(main())"
+    bootstrap = ("import sys; from sequence_ai_lab.robots.sim_robot.robot import main; "
+                 "sys.exit(main())")
     sim = subprocess.Popen(
         [sys.executable, "-c", bootstrap, *sim_args],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -28,9 +28,9 @@ from bench.stats import Summary, fmt
 
 if TYPE_CHECKING:
     from bench.ros_rig import RosProbe
-    from sequence_ai_ros.demo.launcher import Launcher
-    from sequence_ai_ros.demo.planner import SentGoal
-    from sequence_ai_ros.demo.robots import DemoRobot
+    from sequence_ai_lab.demo.launcher import Launcher
+    from sequence_ai_lab.demo.planner import SentGoal
+    from sequence_ai_lab.demo.robots import DemoRobot
 
 MODELS = (
     "pi05-droid",
@@ -166,12 +166,12 @@ class Run:
 
 
 def _start(ctx: Context, setup: Setup, namespace: str) -> Launcher:
-    from sequence_ai_ros.demo.launcher import Launcher, ProcessSpec, bring_up, ros_arguments
+    from sequence_ai_lab.demo.launcher import Launcher, ProcessSpec, bring_up, ros_arguments
     from sequence_ai_ros.params.launch import node_path
 
     overrides: dict[str, str] = {}
     if setup.simulator == "sim_robot":
-        from sequence_ai_ros.sim.robot import light_feed_overrides
+        from sequence_ai_lab.robots.sim_robot.robot import light_feed_overrides
 
         views = tuple(str(v) for v in setup.parameters["camera_views"])
         overrides = light_feed_overrides("raw", SIM_ROBOT_FPS, views)
@@ -198,7 +198,7 @@ def _record_states(probe: RosProbe, robot: DemoRobot, topic: str,
                    into: list[tuple[float, list[float]]]) -> None:
     from rclpy.qos import qos_profile_sensor_data
 
-    from sequence_ai_ros.demo.robots import message_class
+    from sequence_ai_lab.demo.robots import message_class
 
     def on_state(msg: object) -> None:
         values = robot.read_state(msg)
@@ -226,7 +226,7 @@ def _moving(goal: SentGoal) -> Callable[[], bool]:
 
 def measure(ctx: Context, setup: Setup, goal_s: float, cancels: int) -> Run:
     from bench.ros_rig import RosProbe, start_command_timer, stop_command_timer, unique_namespace
-    from sequence_ai_ros.demo.robots import robot_for
+    from sequence_ai_lab.demo.robots import robot_for
 
     robot = robot_for(setup.model)
     run = Run(setup)
@@ -462,7 +462,7 @@ def _ms_pair(values: Sequence[float]) -> str:
 
 
 def model_row(ctx: Context, run: Run) -> list[str]:
-    from sequence_ai_ros.demo.robots import robot_for
+    from sequence_ai_lab.demo.robots import robot_for
 
     setup = run.setup
     robot = robot_for(setup.model)
@@ -502,7 +502,7 @@ def cost_rows(ctx: Context, setups: Sequence[Setup], steps: int) -> list[list[st
 
 
 def run(ctx: Context) -> Section:
-    from sequence_ai_ros.demo.robots import robot_for
+    from sequence_ai_lab.demo.robots import robot_for
 
     goal_s = ctx.pick(GOAL_S, QUICK_GOAL_S)
     models = ctx.pick(MODELS, QUICK_MODELS)

@@ -86,8 +86,8 @@ def _cell(summary: Summary) -> str:
 
 def _open_and_summarise(path: Path) -> tuple[float, int]:
     """Seconds to read one episode whole and print its `show` summary; its message count."""
-    from sequence_ai_ros.episodes.reader import read
-    from sequence_ai_ros.episodes.tools import show_text
+    from sequence_ai_lab.episodes.reader import read
+    from sequence_ai_lab.episodes.tools import show_text
 
     t0 = time.perf_counter()
     episode = read(path)
@@ -129,7 +129,7 @@ def run(ctx: Context) -> Section:
                           for r in runs.values()), ""],
     ]
     if len(recorded.files) == 1:
-        from sequence_ai_ros.episodes.reader import read
+        from sequence_ai_lab.episodes.reader import read
 
         path = recorded.files[0]
         summary = read(path, messages=False).summary

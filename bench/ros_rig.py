@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from bench.common import Context, log
 
 if TYPE_CHECKING:
-    from sequence_ai_ros.demo.launcher import Launcher
-    from sequence_ai_ros.demo.planner import SentGoal
+    from sequence_ai_lab.demo.launcher import Launcher
+    from sequence_ai_lab.demo.planner import SentGoal
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -70,9 +70,9 @@ def start_robot(
     configured + active. ``controller`` picks the node's parameters file as the launch
     argument of that name does (forward: config/droid.yaml, joint_trajectory: droid_jtc.yaml);
     ``sim_overrides`` change sim_robot's parameters (e.g. its physics, rendered frames)."""
-    from sequence_ai_ros.demo.launcher import Launcher, ProcessSpec, bring_up, ros_arguments
+    from sequence_ai_lab.demo.launcher import Launcher, ProcessSpec, bring_up, ros_arguments
+    from sequence_ai_lab.robots.sim_robot.robot import light_feed_overrides
     from sequence_ai_ros.params.launch import PARAMS_FILES, node_path
-    from sequence_ai_ros.sim.robot import light_feed_overrides
 
     log_dir = ctx.log_dir
     ages_path = log_dir / f"{namespace}-observation-ages.json"
@@ -128,7 +128,7 @@ class RosProbe:
     """A planner node in this process (its own context): watches topics, sends goals."""
 
     def __init__(self) -> None:
-        from sequence_ai_ros.demo.planner import Planner
+        from sequence_ai_lab.demo.planner import Planner
 
         self.planner = Planner("sequence_ai_bench_probe")
         self.node = self.planner.node

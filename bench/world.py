@@ -41,10 +41,10 @@ def _costs(seconds: float, frames: int) -> dict[str, Any]:
     """The child's measurements (MUJOCO_GL set by the caller)."""
     import numpy as np
 
-    from sequence_ai_ros.sim.arm import HOME
-    from sequence_ai_ros.sim.render import VIEWS as ALL_VIEWS
-    from sequence_ai_ros.sim.render import SceneRenderer
-    from sequence_ai_ros.sim.world import World, WorldOptions
+    from sequence_ai_lab.robots.shared.arm import HOME
+    from sequence_ai_lab.robots.shared.render import VIEWS as ALL_VIEWS
+    from sequence_ai_lab.robots.shared.render import SceneRenderer
+    from sequence_ai_lab.robots.sim_robot.world import World, WorldOptions
 
     world = World(WorldOptions())
     physics = world.physics
@@ -83,7 +83,7 @@ def _costs(seconds: float, frames: int) -> dict[str, Any]:
             numpy_renderer.render(q, 0.0, out=frame, objects=objects)
         out[f"numpy_ms_{view}"] = (time.perf_counter() - start) / frames * 1e3
         try:
-            from sequence_ai_ros.sim.render_mujoco import MujocoView
+            from sequence_ai_lab.robots.sim_robot.render_mujoco import MujocoView
 
             mujoco_view = MujocoView(physics.model, view, WIDTH, HEIGHT, SCALE)
         except Exception as exc:  # noqa: BLE001 - no OpenGL here: reported, not fatal
@@ -163,7 +163,8 @@ def run(ctx: Context) -> Section:
         "world",
         "The physics world: its step, its cameras, the node beside it",
         intro=(
-            "sim_robot's world (sequence_ai_ros/sim/world.py): MuJoCo with robosuite's Panda and "
+            "sim_robot's world (sequence_ai_lab/robots/sim_robot/world.py): MuJoCo with "
+            "robosuite's Panda and "
             "hand under a joint impedance, a table, a cup and a block; docs/sim.md describes it. "
             f"Physics over {seconds:g} s of world time, the arm swaying (one command per 10 ms, "
             f"as sim_robot's joint loop gives it); {frames} frames per view and renderer at "

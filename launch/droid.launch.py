@@ -11,7 +11,7 @@ configure, then activate), controller (forward: config/droid.yaml; joint_traject
 config/droid_jtc.yaml), params_file. A model other than pi05-droid adds its overlay
 (config/<model>.yaml, loaded after the controller's file) or brings its robot's own file;
 params_file:= replaces them all. The processes come from `sequence_ai_ros.params.launch`, which
-`python -m sequence_ai_ros.demo.launcher` (for machines without `ros2 launch`) reads too: with
+`python -m sequence_ai_lab.demo.launcher` (for machines without `ros2 launch`) reads too: with
 sim:=true and no base_url, each launch starts a local gateway of its own on a free port with a
 random key, and its node uses both.
 """

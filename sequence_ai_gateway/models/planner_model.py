@@ -39,7 +39,7 @@ PROMPT_FORMAT = (
 # with them a step is done at its target, not where the frames show it done.
 TEXT_TARGET_MODELS = frozenset({"sim-droid-reach", "sim-droid-absolute-reach"})
 
-# The demo's tasks (sequence_ai_ros/demo) and the steps each is played as, in order.
+# The demo's tasks (sequence_ai_lab/demo) and the steps each is played as, in order.
 DECOMPOSITIONS: Dict[str, Tuple[str, ...]] = {
     "pick up the cup": (
         "reach above the cup",

@@ -145,7 +145,7 @@ def lerobot_frames(uri: str, path: str) -> int:
         fd = os.open(info, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise TrainRefused(422, f"dataset {uri!r}: {info} not found; expected a LeRobot dataset "
-                                "folder (python -m sequence_ai_ros.episodes export-lerobot)"
+                                "folder (python -m sequence_ai_lab.episodes export-lerobot)"
                            ) from None
     except OSError as exc:
         raise TrainRefused(422, f"dataset {uri!r}: {info} is unreadable: {exc}") from None

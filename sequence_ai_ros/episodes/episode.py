@@ -21,7 +21,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import sequence_ai
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.episodes.reader import SUMMARY_RECORD
+from sequence_ai_ros.episodes.files import SUMMARY_RECORD
 
 if TYPE_CHECKING:
     from sequence_ai_ros.episodes.writer import EpisodeWriter, WriterStats

@@ -25,6 +25,14 @@ RECORD_PREFIX = struct.Struct("<BQ")
 # The first metadata record of every file the recorder writes: whose the file is.
 RECORDER_RECORD = "sequence_ai.recorder"
 RECORDER = "sequence_ai_ros episodes"
+# The other metadata records of an episode file (besides rosbag2's own): the recorder writes
+# them, the lab's episode tools read them.
+EPISODE_RECORD = "sequence_ai.episode"
+SUMMARY_RECORD = "sequence_ai.summary"
+# Written by `episodes repair` into a file it gave a summary (repair.py).
+REPAIRED_RECORD = "sequence_ai.repaired"
+# An evaluation's verdict on the trial the episode recorded (sequence_ai_lab.evaluation.labels).
+VERDICT_RECORD = "sequence_ai.verdict"
 # The header and the recorder's record open the file and are small: this much tells whose it is.
 IDENTITY_BYTES = 4096
 

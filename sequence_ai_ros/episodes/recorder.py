@@ -32,9 +32,8 @@ from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.bringup.diagnostics import HealthRecord
 from sequence_ai_ros.episodes.cameras import CameraSampler
 from sequence_ai_ros.episodes.episode import Disposition, Episode
-from sequence_ai_ros.episodes.files import RECORDER
+from sequence_ai_ros.episodes.files import EPISODE_RECORD, RECORDER
 from sequence_ai_ros.episodes.folder import SUFFIX, folder_id, prune, repair_unfinished
-from sequence_ai_ros.episodes.reader import EPISODE_RECORD
 from sequence_ai_ros.params.node_config import NodeConfig
 
 if TYPE_CHECKING:

@@ -18,6 +18,7 @@ from mcap.records import Message as McapMessage
 from mcap.writer import CompressionType, Writer
 
 from sequence_ai_ros.episodes.files import (
+    REPAIRED_RECORD,
     EpisodeError,
     FileBusy,
     bag_info,
@@ -25,7 +26,6 @@ from sequence_ai_ros.episodes.files import (
     open_regular,
     records,
 )
-from sequence_ai_ros.episodes.reader import REPAIRED_RECORD
 
 # As the recorder writes them (writer.py): compression works per chunk.
 CHUNK_BYTES = 4 * 1024 * 1024

@@ -1,7 +1,7 @@
 """The processes `droid.launch.py` starts, described once.
 
 `launch/droid.launch.py` turns this into launch actions; where `ros2 launch` is missing,
-`python -m sequence_ai_ros.demo.launcher` starts the same launch as subprocesses. Pure Python:
+`python -m sequence_ai_lab.demo.launcher` starts the same launch as subprocesses. Pure Python:
 it imports neither launch nor rclpy.
 """
 

@@ -1,5 +1,5 @@
 """docs/architecture.md cannot drift from the node's tree: every module of `sequence_ai_ros/`
-(outside `sim/` and `demo/`) has a row in the page's module tables, every row names a module
+has a row in the page's module tables, every row names a module
 that exists, and every room's `__init__.py` only says what the room holds."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "sequence_ai_ros"
 PAGE = ROOT / "docs" / "architecture.md"
-NOT_SHIPPED = ("sim", "demo")
 SECTION = "## The node, `sequence_ai_ros/`"
 
 
@@ -36,7 +35,7 @@ def shipped_modules() -> set[str]:
     return {
         path.relative_to(PACKAGE).as_posix()
         for path in PACKAGE.rglob("*.py")
-        if path.name != "__init__.py" and path.relative_to(PACKAGE).parts[0] not in NOT_SHIPPED
+        if path.name != "__init__.py"
     }
 
 
@@ -56,14 +55,11 @@ def test_the_check_finds_a_missing_row() -> None:
 
 def test_the_top_level_holds_only_the_nodes_and_the_rooms() -> None:
     top = {p.name for p in PACKAGE.glob("*.py")}
-    # evaluate.py: `python -m sequence_ai_ros.evaluate`, the evaluation's entry (issue 32).
-    assert top == {"__init__.py", "node.py", "vlm_planner.py", "evaluate.py"}
+    assert top == {"__init__.py", "node.py", "vlm_planner.py"}
 
 
 def test_each_room_init_is_a_docstring_alone() -> None:
     for init in sorted(PACKAGE.glob("*/__init__.py")):
-        if init.parent.name in NOT_SHIPPED:
-            continue
         body = ast.parse(init.read_text(encoding="utf-8")).body
         assert len(body) == 1 and isinstance(body[0], ast.Expr), (
             f"{init.relative_to(ROOT)}: a room's __init__ says what it holds and re-exports nothing"

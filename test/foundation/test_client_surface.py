@@ -18,7 +18,7 @@ import pytest
 import sequence_ai
 
 ROOT = Path(__file__).resolve().parents[2]
-OUTSIDE = ("sequence_ai_ros", "sequence_ai_gateway", "launch", "bench", "test")
+OUTSIDE = ("sequence_ai_ros", "sequence_ai_lab", "sequence_ai_gateway", "launch", "bench", "test")
 # The client's own unit tests: they test the implementation where it lives.
 CLIENT_OWN_TESTS = (
     ROOT / "test" / "client",

@@ -2,8 +2,9 @@
 
 Built from the source (every import statement, including those inside functions and under
 TYPE_CHECKING: a lazy or type-only import is still a dependency). Shipped code is what a robot
-runs: the client, the node and the launch file; the gateway, the simulator, the demo and the test
-code are not shipped and nothing shipped may import them.
+runs: the client, the node (its planner and action client among it) and the launch file; the
+gateway, the lab (simulated robots, demo, evaluation, episode tools) and the test code are not
+shipped and nothing shipped may import them.
 """
 
 from __future__ import annotations
@@ -15,19 +16,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("sequence_ai", "sequence_ai_gateway", "sequence_ai_ros")
+PACKAGES = ("sequence_ai", "sequence_ai_gateway", "sequence_ai_ros", "sequence_ai_lab")
 LAUNCH_FILE = ROOT / "launch" / "droid.launch.py"
 LAUNCH_MODULE = "launch.droid"
 
 CLIENT = "sequence_ai"
 GATEWAY = "sequence_ai_gateway"
 NODE = "sequence_ai_ros"
-# The evaluation's trial loop is a tool beside the robot: it drives the node over ROS as a
-# planner does, with the demo's planner clients, and with --sim starts the demo's processes.
-# Its statistics, results, report, metrics and replay ship.
-TRIAL_LOOP = tuple(f"{NODE}.evaluation.{m}" for m in ("cli", "runner", "world", "processes",
-                                                          "vlm_judge", "planned"))
-NOT_SHIPPED = (GATEWAY, f"{NODE}.sim", f"{NODE}.demo", f"{NODE}.evaluate", *TRIAL_LOOP)
+LAB = "sequence_ai_lab"
+NOT_SHIPPED = (GATEWAY, LAB)
 # The client's only hard dependency; numpy and Pillow only inside encode(), lazily.
 CLIENT_THIRD_PARTY = {"httpx", "numpy", "PIL"}
 
@@ -88,15 +85,12 @@ def _within(name: str, prefix: str) -> bool:
 
 
 def _shipped(name: str) -> bool:
-    if name == LAUNCH_MODULE:
-        return True
-    if _within(name, CLIENT):
-        return True
-    return _within(name, NODE) and not any(_within(name, p) for p in NOT_SHIPPED)
+    return name == LAUNCH_MODULE or _within(name, CLIENT) or _within(name, NODE)
 
 
 def test_the_graph_covers_the_packages() -> None:
     assert f"{CLIENT}.policy" in GRAPH and f"{NODE}.node" in GRAPH and GATEWAY in GRAPH
+    assert f"{LAB}.robots.sim_robot.robot" in GRAPH
 
 
 def test_there_is_no_import_cycle() -> None:
@@ -123,7 +117,7 @@ def test_there_is_no_import_cycle() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(n for n in GRAPH if _shipped(n)))
-def test_shipped_code_imports_no_gateway_simulator_demo_or_test_code(name: str) -> None:
+def test_shipped_code_imports_no_gateway_lab_or_test_code(name: str) -> None:
     bad = sorted(
         target
         for target in GRAPH[name]
@@ -149,6 +143,6 @@ def test_the_client_depends_on_httpx_alone(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(n for n in GRAPH if _within(n, GATEWAY)))
-def test_the_gateway_depends_on_nothing_of_the_client_or_the_node(name: str) -> None:
-    bad = sorted(t for t in GRAPH[name] if _within(t, CLIENT) or _within(t, NODE))
+def test_the_gateway_depends_on_nothing_of_the_client_the_node_or_the_lab(name: str) -> None:
+    bad = sorted(t for t in GRAPH[name] if any(_within(t, p) for p in (CLIENT, NODE, LAB)))
     assert not bad, f"{name} imports {bad}; the gateway is a separate service"

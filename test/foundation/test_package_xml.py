@@ -6,11 +6,11 @@ import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 
-from foundation.test_import_graph import GATEWAY, GRAPH, NODE, ROOT, _shipped, _within
+from foundation.test_import_graph import GATEWAY, GRAPH, LAB, ROOT, _shipped, _within
 
 # Imports that name no dependency: this package's own modules, and its interface package
 # (built from interfaces/ next to it, declared like any other).
-OWN = {"sequence_ai", "sequence_ai_ros", "sequence_ai_gateway"}
+OWN = {"sequence_ai", "sequence_ai_ros", "sequence_ai_gateway", "sequence_ai_lab"}
 # The rosdep key of each imported distribution that is not a ROS package of the same name.
 ROSDEP_KEYS = {
     "numpy": "python3-numpy",
@@ -50,13 +50,13 @@ def _declared(kind: str) -> set[str]:
 def test_exec_depends_are_exactly_what_the_node_client_launch_and_sim_import() -> None:
     # sim:=true starts sim_robot and the local gateway, so their imports are run-time needs too.
     def run_time(name: str) -> bool:
-        return _shipped(name) or _within(name, f"{NODE}.sim") or _within(name, GATEWAY)
+        return _shipped(name) or _within(name, f"{LAB}.robots") or _within(name, GATEWAY)
 
     assert _declared("exec_depend") == _keys(run_time)
 
 
 def test_what_the_demo_and_tests_need_is_a_test_depend() -> None:
-    demo = _keys(lambda name: _within(name, f"{NODE}.demo"))
+    demo = _keys(lambda name: _within(name, f"{LAB}.demo"))
     needed = (demo - _declared("exec_depend")) | {"python3-pytest"}
     assert needed <= _declared("test_depend")
     assert not _declared("test_depend") & _declared("exec_depend")

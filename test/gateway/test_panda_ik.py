@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sequence_ai_gateway.droid import kinematics
-from sequence_ai_ros.sim.arm import forward_kinematics
+from sequence_ai_lab.robots.shared.arm import forward_kinematics
 
 HOME = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
 joint_vectors = st.tuples(

@@ -19,7 +19,7 @@ from support.gateway_support import client  # noqa: E402
 
 from sequence_ai_gateway.droid import kinematics  # noqa: E402
 from sequence_ai_gateway.models import scene_vision  # noqa: E402
-from sequence_ai_ros.sim import render  # noqa: E402
+from sequence_ai_lab.robots.shared import render  # noqa: E402
 
 HOME = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
 CUP = (0.5, 0.12)

@@ -25,7 +25,7 @@ from sequence_ai_gateway.models.vision_policies import (  # noqa: E402
     LookingPi05Droid,
 )
 from sequence_ai_gateway.policies import PolicyObservation  # noqa: E402
-from sequence_ai_ros.sim import render  # noqa: E402
+from sequence_ai_lab.robots.shared import render  # noqa: E402
 
 HOME = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
 BLOCK = (0.5, -0.22)

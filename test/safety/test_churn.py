@@ -21,7 +21,7 @@ from support.safety_support import PATIENCE_S, new_threads
 from support.tagged_policy import MODEL, POLICY_SPEC, tag_of
 from support.waiting import wait_for
 
-from sequence_ai_ros.demo.planner import PlannerError
+from sequence_ai_lab.demo.planner import PlannerError
 
 POLICIES = 8
 RUNS_PER_POLICY = 50

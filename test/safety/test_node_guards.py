@@ -42,7 +42,7 @@ from support.safety_support import (
 )
 from support.waiting import wait_for
 
-from sequence_ai_ros.demo.planner import ActClient
+from sequence_ai_lab.demo.planner import ActClient
 from sequence_ai_ros.node import SequenceAiNode
 
 GOAL_S = 30.0

@@ -42,9 +42,9 @@ from support.safety_support import (
 from support.waiting import wait_for
 
 from sequence_ai_gateway.service.training import MAX_ACTIVE_JOBS_PER_KEY, MAX_INFO_JSON_BYTES
-from sequence_ai_ros.episodes import reader
+from sequence_ai_lab.episodes import reader
+from sequence_ai_lab.episodes.tools import PROG, main
 from sequence_ai_ros.episodes.folder import folder_id
-from sequence_ai_ros.episodes.tools import PROG, main
 from sequence_ai_ros.params.spec_table import SPECS
 
 pytest.importorskip("rosbags")

@@ -29,7 +29,7 @@ from support.ros_support import key_file_for
 from support.safety_support import LIFECYCLE_CELLS, LIFECYCLE_SIDE, invalid_arm_commands, record
 from support.waiting import wait_for
 
-from sequence_ai_ros.demo.planner import call
+from sequence_ai_lab.demo.planner import call
 
 # Starts processes or ROS nodes: `-m "not slow"` leaves it out.
 pytestmark = pytest.mark.slow

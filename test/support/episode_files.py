@@ -37,7 +37,7 @@ def write_episode(
     make it that much bigger. `recorder` None: written without the recorder's record."""
     from std_msgs.msg import String
 
-    from sequence_ai_ros.episodes.reader import EPISODE_RECORD, SUMMARY_RECORD
+    from sequence_ai_ros.episodes.files import EPISODE_RECORD, SUMMARY_RECORD
     from sequence_ai_ros.episodes.writer import EpisodeWriter
 
     errors: list[str] = []
@@ -72,7 +72,7 @@ def users_bag(path: Path, size: int, *, like_episode: bool = False) -> Path:
     never the recorder's)."""
     from mcap.writer import Writer
 
-    from sequence_ai_ros.episodes.reader import EPISODE_RECORD
+    from sequence_ai_ros.episodes.files import EPISODE_RECORD
 
     with open(path, "wb") as stream:
         writer = Writer(stream)
@@ -91,7 +91,7 @@ import sys, time
 from pathlib import Path
 from std_msgs.msg import String
 from sequence_ai_ros.episodes.files import RECORDER
-from sequence_ai_ros.episodes.reader import EPISODE_RECORD
+from sequence_ai_ros.episodes.files import EPISODE_RECORD
 from sequence_ai_ros.episodes.writer import EpisodeWriter
 episode = EpisodeWriter(Path(sys.argv[1]), print,
                         identity={"recorder": RECORDER, "recorder_id": sys.argv[2]})
@@ -111,7 +111,7 @@ def killed_recording(
     from sequence_ai_ros.episodes.files import layout, open_regular
 
     def flushed() -> bool:
-        from sequence_ai_ros.episodes import reader
+        from sequence_ai_lab.episodes import reader
         from sequence_ai_ros.episodes.files import EpisodeError
 
         try:

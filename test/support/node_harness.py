@@ -20,8 +20,8 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.demo.planner import ActClient, LifecycleClient, ParameterClient, SentGoal
-from sequence_ai_ros.sim.trajectory import (
+from sequence_ai_lab.demo.planner import ActClient, LifecycleClient, ParameterClient, SentGoal
+from sequence_ai_lab.robots.sim_robot.trajectory import (
     Replacement,
     Trajectory,
     TrajectoryController,
@@ -301,7 +301,7 @@ class ArmHarness(Node):
             c for c in commands if any(np.allclose(c.values, s, atol=1e-9) for s in states)
         ]
 
-    # ----- the planner's side (sequence_ai_ros.demo.planner) -----
+    # ----- the planner's side (sequence_ai_lab.demo.planner) -----
 
     def transition(self, transition_id: int) -> bool:
         return self.lifecycle.transition(transition_id)

@@ -21,7 +21,7 @@ from std_srvs.srv import Trigger
 
 from sequence_ai_interfaces.msg import TaskState
 from sequence_ai_interfaces.srv import Perturb
-from sequence_ai_ros.sim.process import spin_until_signal
+from sequence_ai_lab.robots.shared.process import spin_until_signal
 
 STATE_HZ = 20.0
 # In frozen time the world advances one control period (pi05-droid's 15 Hz) per command.

@@ -11,6 +11,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
+from sequence_ai_lab.robots.sim_robot.trajectory import (
+    Replacement,
+    Trajectory,
+    TrajectoryController,
+    TrajectoryPoint,
+)
 from sequence_ai_ros.commands import chunk_trajectory
 from sequence_ai_ros.commands.chunk_trajectory import (
     BLEND_POINTS,
@@ -18,12 +24,6 @@ from sequence_ai_ros.commands.chunk_trajectory import (
     ChunkTrajectory,
     build_trajectory,
     knot_velocities,
-)
-from sequence_ai_ros.sim.trajectory import (
-    Replacement,
-    Trajectory,
-    TrajectoryController,
-    TrajectoryPoint,
 )
 
 P = 1 / 15

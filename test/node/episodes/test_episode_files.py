@@ -22,9 +22,9 @@ from support.episode_files import (
     write_episode,
 )
 
-from sequence_ai_ros.episodes import reader
+from sequence_ai_lab.episodes import reader
+from sequence_ai_lab.episodes.tools import PROG, main
 from sequence_ai_ros.episodes.folder import folder_id, prune, repair_unfinished
-from sequence_ai_ros.episodes.tools import PROG, main
 
 pytest.importorskip("rosbags")
 
@@ -160,14 +160,14 @@ def test_list_prints_the_good_episodes_and_a_line_per_bad_entry(
 def test_the_command_line_exits_1_with_one_line_and_no_traceback(tmp_path: Path) -> None:
     (tmp_path / "x.mcap").mkdir()
     done = subprocess.run(
-        [sys.executable, "-m", "sequence_ai_ros.episodes", "show", str(tmp_path / "x.mcap")],
+        [sys.executable, "-m", "sequence_ai_lab.episodes", "show", str(tmp_path / "x.mcap")],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.splitlines() == [
-        f"python -m sequence_ai_ros.episodes: {tmp_path / 'x.mcap'}: is a directory, not an "
+        f"python -m sequence_ai_lab.episodes: {tmp_path / 'x.mcap'}: is a directory, not an "
         "episode file"
     ]
 

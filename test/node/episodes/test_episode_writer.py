@@ -15,7 +15,8 @@ from std_msgs.msg import Float64MultiArray, String
 from support.episode_files import INSTRUCTION, KILLED_MESSAGES, killed_recording
 from support.waiting import wait_for
 
-from sequence_ai_ros.episodes import reader, writer
+from sequence_ai_lab.episodes import reader
+from sequence_ai_ros.episodes import writer
 from sequence_ai_ros.episodes.cdr import cdr_length
 from sequence_ai_ros.episodes.recorder import episode_name
 

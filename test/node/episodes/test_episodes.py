@@ -18,7 +18,7 @@ from support.node_harness import TRAJECTORY_TOPIC, ArmHarness, node_parameters
 from support.sim_process import simulator
 from support.waiting import wait_for
 
-from sequence_ai_ros.episodes import reader
+from sequence_ai_lab.episodes import reader
 
 pytest.importorskip("rosbags")
 
@@ -177,7 +177,7 @@ def test_a_chunk_mode_goal_records_each_trajectory_and_decimated_camera_frames(
 
     feed = {"views": "[exterior_1,wrist_left]", "camera_frames": "premade",
             "image_width": "320", "image_height": "180"}
-    with simulator("sequence_ai_ros.sim.robot", node.get_namespace(),
+    with simulator("sequence_ai_lab.robots.sim_robot.robot", node.get_namespace(),
                    tmp_path / "sim_robot.log", feed):
         wait_for(from_the_simulator, what="sim_robot's joint states")
         arm.configure_and_activate()
@@ -286,8 +286,8 @@ def test_the_tools_list_show_plot_write_frames_and_convert_a_recorded_goal(
     ros_system: Any, gateway: Any, key_file: str, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from sequence_ai_ros.episodes.export import episode_frames
-    from sequence_ai_ros.episodes.tools import main
+    from sequence_ai_lab.episodes.export import episode_frames
+    from sequence_ai_lab.episodes.tools import main
 
     folder = tmp_path / "episodes"
     _, arm = _recording(ros_system, gateway, key_file, folder)
@@ -309,7 +309,7 @@ def test_the_tools_list_show_plot_write_frames_and_convert_a_recorded_goal(
 
     assert main(["plot", str(path), "--out", str(tmp_path / "plot.png")]) == 0
     capsys.readouterr()
-    from sequence_ai_ros.episodes.tools import plot_series
+    from sequence_ai_lab.episodes.tools import plot_series
 
     drawn = plot_series(reader.read(path))
     assert len(drawn.holds) == 1 and len(drawn.chunks) == result.chunks

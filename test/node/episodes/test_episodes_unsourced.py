@@ -1,4 +1,4 @@
-"""`python -m sequence_ai_ros.episodes show <file>`, the line `make demo` ends with, works in a
+"""`python -m sequence_ai_lab.episodes show <file>`, the line `make demo` ends with, works in a
 shell without the sourced workspace (issue 33 item 11): where the node's own interfaces do not
 import, the reader decodes with rosbags from the schemas in the file."""
 
@@ -13,7 +13,8 @@ import pytest
 from std_msgs.msg import String
 
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.episodes import reader, tools, writer
+from sequence_ai_lab.episodes import reader, tools
+from sequence_ai_ros.episodes import writer
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPICS = "/robot/sequence_ai/episode"
@@ -38,7 +39,7 @@ def test_show_without_the_workspace_reads_the_node_s_own_messages(tmp_path: Path
     probe = [sys.executable, "-c", "import sequence_ai_interfaces"]
     assert subprocess.run(probe, env=env, capture_output=True, check=False).returncode != 0
     shown = subprocess.run(
-        [sys.executable, "-m", "sequence_ai_ros.episodes", "show", str(path)],
+        [sys.executable, "-m", "sequence_ai_lab.episodes", "show", str(path)],
         env=env, capture_output=True, text=True, timeout=60, check=False,
     )
     assert shown.returncode == 0, shown.stderr

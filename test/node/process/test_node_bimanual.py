@@ -19,7 +19,7 @@ from support.config_files import config_parameters
 from support.sim_process import simulator
 from support.waiting import wait_for
 
-from sequence_ai_ros.sim.bimanual import GRIPPERS, JOINT_NAMES
+from sequence_ai_lab.robots.sim_bimanual.bimanual import GRIPPERS, JOINT_NAMES
 
 # Starts processes or ROS nodes: `-m "not slow"` leaves it out.
 pytestmark = pytest.mark.slow
@@ -61,7 +61,7 @@ def test_the_bimanual_model_drives_both_arms_and_grippers_to_completion(
         with lock:
             return latest[0].copy() if latest else np.array([])
 
-    with simulator("sequence_ai_ros.sim.bimanual", node.get_namespace(),
+    with simulator("sequence_ai_lab.robots.sim_bimanual.bimanual", node.get_namespace(),
                    tmp_path / "sim_bimanual.log"):
         wait_for(lambda: positions().size == len(names), what="sim_bimanual's joint states")
         arm.configure_and_activate()

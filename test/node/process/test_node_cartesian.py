@@ -21,7 +21,7 @@ from support.ee_policy import MODEL as EE_ABSOLUTE_MODEL
 from support.ee_policy import TARGET
 from support.waiting import wait_for
 
-from sequence_ai_ros.episodes import reader
+from sequence_ai_lab.episodes import reader
 
 # Starts processes or ROS nodes: `-m "not slow"` leaves it out.
 pytestmark = pytest.mark.slow

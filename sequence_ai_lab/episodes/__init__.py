@@ -1,0 +1,1 @@
+"""The episode tools: list, show, plot, frames, repair, replay and export recorded episodes."""

@@ -1,0 +1,2 @@
+"""The simulated robots, one room each (`sim_robot`, `sim_cartesian`, `sim_bimanual`), and the
+arm model, camera canvas and process helpers they share (`shared`)."""

@@ -1,0 +1,2 @@
+"""`sim_robot`: the joint-commanded arm, its physics world, task, trajectory controller and
+parameters."""

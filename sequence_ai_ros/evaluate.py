@@ -1,8 +1,0 @@
-"""`python -m sequence_ai_ros.evaluate`: the evaluation's command line (evaluation/cli.py)."""
-
-import sys
-
-from sequence_ai_ros.evaluation.cli import main
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,1 +1,0 @@
-"""The simulated DROID Franka: arm dynamics, camera renderer and the `sim_robot` node."""
