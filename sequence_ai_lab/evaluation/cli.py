@@ -31,12 +31,22 @@ from sequence_ai_lab.evaluation.conditions import (
     schedule,
     time_modes,
 )
-from sequence_ai_lab.evaluation.results import Results, ResultsError, check_same, load, save
+from sequence_ai_lab.evaluation.results import (
+    FolderLock,
+    Results,
+    ResultsError,
+    check_same,
+    load,
+    save,
+)
 from sequence_ai_lab.evaluation.world import WorldMissing
 
 DEFAULT_TASK = "pick up the cup"
 # Exit status when no world answers (the bench reports the section as not run).
 NO_WORLD = 3
+# Trials per arm: each takes seconds of world time, so more is a typo, not an evaluation (and
+# its plan alone would not fit in memory).
+MAX_TRIALS = 10_000
 # The parameters the report names beside the conditions (what a reader compares first).
 REPORTED_PARAMETERS = ("model", "prefetch", "max_in_flight", "playback_speed", "smooth_seam",
                        "command_mode", "max_state_age_s", "max_image_age_s")
@@ -106,8 +116,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.judge == "vlm" and not args.vlm_judge:
         parser.error("--judge vlm: expected --vlm-judge CHAT_MODEL")
-    if args.trials < 1:
-        parser.error(f"--trials {args.trials}: expected at least 1")
+    if not 1 <= args.trials <= MAX_TRIALS:
+        parser.error(f"--trials {args.trials}: expected 1 to {MAX_TRIALS}")
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out}: is a file; expected a folder (new or an evaluation's)")
     for name in ("max_seconds", "settle_s", "task_seconds"):
         value = getattr(args, name)
         if not (math.isfinite(value) and value >= 0) or (name != "settle_s" and value == 0):
@@ -166,22 +178,35 @@ def package_version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     out: Path = args.out
+    lock: FolderLock | None = None
     try:
         arms = build_arms(args)
         settings = evaluation_settings(args, arms)
+        if not args.report_only:
+            # Before reading results.json: another evaluation may be writing it.
+            lock = FolderLock(out)
         previous = load(out)
         if previous is not None:
             check_same(previous, settings, out)
     except (ConditionError, ResultsError) as exc:
+        if lock is not None:
+            lock.release()
         print(f"evaluate: {exc}", file=sys.stderr)
         return 2
-    if args.report_only:
+    if lock is None:
         if previous is None:
             print(f"evaluate: {out}/results.json does not exist", file=sys.stderr)
             return 2
         print("wrote " + ", ".join(map(str, report.write(previous, out))))
         return 0
-    results = previous or Results(settings, {}, [])
+    try:
+        return _evaluate(args, arms, previous or Results(settings, {}, []))
+    finally:
+        lock.release()
+
+
+def _evaluate(args: argparse.Namespace, arms: dict[str, Arm], results: Results) -> int:
+    out: Path = args.out
     seeds = list(range(args.first_seed, args.first_seed + args.trials))
     order = [(t.index, t.arm, t.seed) for t in schedule(list(arms), seeds, args.order_seed)]
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")

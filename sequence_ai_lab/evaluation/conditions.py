@@ -3,7 +3,9 @@ seeded, interleaved order the trials run in. Pure Python (YAML for the overlays)
 
 from __future__ import annotations
 
+import os
 import random
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,15 +41,72 @@ class Condition:
         return values
 
 
-def read_overlay(path: Path) -> dict[str, ParameterValue]:
-    """A parameters file's values for the node: a ROS parameters file (`<node>:
-    ros__parameters: {...}`) or a plain mapping of parameter names."""
+# An overlay is a few lines of parameters; the node's own parameters file is a few kB. Larger,
+# deeper or aliased documents are refused unparsed, as the node refuses such a limits file
+# (9 lines of nested aliases expand to 12^9 values).
+MAX_OVERLAY_BYTES = 256 * 1024
+MAX_OVERLAY_DEPTH = 8
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader refusing anchors, aliases and nesting past MAX_OVERLAY_DEPTH."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        # PyYAML's stubs leave the parser's peek_event untyped.
+        event: yaml.Event = self.peek_event()  # type: ignore[no-untyped-call]
+        line = event.start_mark.line + 1 if event.start_mark is not None else 0
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise ConditionError(f"uses a YAML anchor or alias (line {line}); expected plain "
+                                 "values")
+        if self._depth >= MAX_OVERLAY_DEPTH:
+            raise ConditionError(f"nests deeper than {MAX_OVERLAY_DEPTH} levels (line {line})")
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _load_bounded(path: Path) -> object:
     try:
-        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        # Non-blocking, and checked on the open file: a FIFO is refused, never waited on.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise ConditionError(f"params file {path}: not a regular file; expected YAML")
+            data = handle.read(MAX_OVERLAY_BYTES + 1)
     except OSError as exc:
         raise ConditionError(f"params file {path}: cannot be read ({exc.strerror})") from None
+    if len(data) > MAX_OVERLAY_BYTES:
+        raise ConditionError(f"params file {path}: more than {MAX_OVERLAY_BYTES} bytes; "
+                             "expected a few lines of parameters")
+    try:
+        loader = _BoundedLoader(data.decode("utf-8"))
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
+    except ConditionError as exc:
+        raise ConditionError(f"params file {path}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConditionError(f"params file {path}: not UTF-8 text (byte {exc.start}); "
+                             "expected YAML") from None
     except yaml.YAMLError as exc:
         raise ConditionError(f"params file {path}: not YAML ({exc})") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise ConditionError(f"params file {path}: cannot be parsed ({type(exc).__name__}: "
+                             f"{exc})") from None
+
+
+def read_overlay(path: Path) -> dict[str, ParameterValue]:
+    """A parameters file's values for the node: a ROS parameters file (`<node>:
+    ros__parameters: {...}`) or a plain mapping of parameter names. Bounded: a regular file of
+    at most MAX_OVERLAY_BYTES, no anchors or aliases, at most MAX_OVERLAY_DEPTH levels."""
+    loaded = _load_bounded(path)
     if not isinstance(loaded, dict):
         raise ConditionError(f"params file {path}: expected a mapping of parameters")
     for key in NODE_KEYS:

@@ -3,14 +3,18 @@ killed evaluation continues where it stopped (`--out` again with the same settin
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 
 RESULTS_FILE = "results.json"
+# Held (flock) by the evaluation writing the folder; holds its pid. The kernel drops the lock
+# when that process ends however it ends, so a killed evaluation never blocks its resume.
+LOCK_FILE = ".evaluate.lock"
 # A wire format tag: written when the trial loop lived in the node, kept so old results read.
 FORMAT = "sequence_ai_ros.evaluation/1"
 # Settings that make two runs the same evaluation (a resumed run must match them).
@@ -71,9 +75,25 @@ class TrialResult:
         unknown = sorted(set(values) - set(known))
         if unknown:
             raise ResultsError(f"trial {values.get('index')}: unknown fields {unknown}")
+        missing = sorted(f.name for f in known.values() if f.name not in values
+                         and f.default is MISSING)
+        if missing:
+            raise ResultsError(f"trial {values.get('index')}: missing fields {missing}")
         given = {k: (math.nan if v is None and known[k].type == "float" else v)
                  for k, v in values.items()}
         return cls(**given)  # type: ignore[arg-type]
+
+
+# The JSON type each trial field must have (a float field also takes an int).
+_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "index": int, "arm": str, "condition": str, "time_mode": str, "seed": int, "success": bool,
+    "reason": str, "judge": str, "time_to_success_s": (int, float), "episode": str, "goals": int,
+    "act_reason": str, "elapsed_s": (int, float), "underruns": int, "commands": int,
+    "requests": int, "latency_p50_s": (int, float), "latency_p95_s": (int, float),
+    "latency_p99_s": (int, float), "stale_action_ratio": (int, float),
+    "effective_control_hz": (int, float), "nominal_control_hz": (int, float),
+    "started_utc": str, "vlm_success": (bool, type(None)), "vlm_reason": str,
+}
 
 
 @dataclass
@@ -101,12 +121,41 @@ def load(directory: Path) -> Results | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ResultsError(f"{path}: cannot be read as JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ResultsError(f"{path}: a JSON {type(data).__name__}; expected an object "
+                           f"{{format, settings, provenance, trials}}")
     if data.get("format") != FORMAT:
         raise ResultsError(f"{path}: format {data.get('format')!r}; expected {FORMAT!r}")
-    return Results(
-        dict(data["settings"]), dict(data.get("provenance", {})),
-        [TrialResult.from_json(t) for t in data["trials"]],
-    )
+    settings, provenance, trials = (data.get(k) for k in ("settings", "provenance", "trials"))
+    if not isinstance(settings, dict):
+        raise ResultsError(f"{path}: settings {_shape(settings)}; expected an object")
+    if not isinstance(provenance, (dict, type(None))):
+        raise ResultsError(f"{path}: provenance {_shape(provenance)}; expected an object")
+    if not isinstance(trials, list):
+        raise ResultsError(f"{path}: trials {_shape(trials)}; expected a list")
+    return Results(dict(settings), dict(provenance or {}),
+                   [_trial(path, number, t) for number, t in enumerate(trials)])
+
+
+def _shape(value: object) -> str:
+    return "missing" if value is None else f"is a {type(value).__name__}"
+
+
+def _trial(path: Path, number: int, values: object) -> TrialResult:
+    """Trial `number` of the file, every field of the type TrialResult declares."""
+    if not isinstance(values, dict):
+        raise ResultsError(f"{path}: trial {number} {_shape(values)}; expected an object")
+    trial = TrialResult.from_json(values)
+    for name, kind in _FIELD_TYPES.items():
+        value = getattr(trial, name)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ResultsError(f"{path}: trial {number} field {name} = {value!r}; expected "
+                               f"{' or '.join(k.__name__ for k in _as_tuple(kind))}")
+    return trial
+
+
+def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
 
 
 def check_same(previous: Results, settings: Mapping[str, object], path: Path) -> None:
@@ -131,6 +180,36 @@ def save(directory: Path, results: Results) -> Path:
         "provenance": results.provenance,
         "trials": [t.to_json() for t in results.trials],
     }
-    temporary.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    with temporary.open("w", encoding="utf-8") as handle:
+        handle.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
+        handle.flush()
+        # On disk before the rename: a power cut leaves the old file or the new, never empty.
+        os.fsync(handle.fileno())
     os.replace(temporary, path)
     return path
+
+
+class FolderLock:
+    """The claim of one evaluation on its --out folder, held until `release` or its death."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / LOCK_FILE
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode("utf-8", "replace").strip() or "unknown"
+            os.close(fd)
+            raise ResultsError(
+                f"{directory}: evaluation pid {holder} is writing this folder; expected an "
+                "--out no other evaluation uses (or wait for it to end)"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
