@@ -160,3 +160,25 @@ def test_the_estimate_runs_as_printed_against_a_gateway(gateway: Any) -> None:
 @pytest.mark.parametrize("module", sorted(set(re.findall(r"`python -m ([\w.]+)[^`]*`", README))))
 def test_each_python_module_readme_names_answers_help(module: str) -> None:
     assert _shell(f"python -m {module} --help").returncode == 0
+
+
+def test_the_fast_test_line_runs_as_printed_in_a_shell_that_sourced_nothing() -> None:
+    """README's fast-test line on a fresh setup: no workspace sourced, so test/conftest.py
+    starts pytest again in the built workspace (issue 41 hole 15). Collected for one folder
+    that imports the interfaces, so the check costs seconds rather than the whole run."""
+    (line,) = re.findall(r"`(\.venv/bin/python -m pytest [^`]*)`", README)
+    words = shlex.split(line)
+    assert "test" in words, f"README's fast-test line {line!r} names no `test` folder"
+    words[words.index("test")] = "test/node/episodes"
+    root = _setup_root()
+    done = subprocess.run(
+        [*words, "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=root,
+        env={"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/local/bin:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 0 and " error" not in done.stdout, done.stdout + done.stderr
+    assert re.search(r"\d+/\d+ tests collected", done.stdout), done.stdout
