@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,11 +113,47 @@ def read(path: Path, *, messages: bool = True) -> EpisodeFile:
     if not episode.episode:
         raise EpisodeError(path, f"is an MCAP file without a {EPISODE_RECORD} record: not an "
                                  "episode (or one cut short before its goal was written)")
+    _check_fields(episode)
     # No end was recorded: the node was killed mid-goal (the file may have been repaired since).
     episode.cut = not episode.summary
     if messages:
         episode.messages = _messages(path, episode, found)
     return episode
+
+
+# Past this a start is no date (year 9999): the tools could not print it.
+LATEST_START_NS = 253_402_300_799 * 1_000_000_000
+
+
+def _check_fields(episode: EpisodeFile) -> None:
+    """The records' fields the tools compute with hold what the recorder writes: anything else
+    is an EpisodeError naming the field, its value and what was expected."""
+    def refuse(field_name: str, value: str, expected: str) -> EpisodeError:
+        return EpisodeError(episode.path, f"its {field_name} is {value[:60]!r}, expected "
+                                          f"{expected}: not an episode the recorder wrote")
+
+    started = episode.episode.get("started_ns", "0")
+    if not started.isdigit() or int(started) > LATEST_START_NS:
+        raise refuse("started_ns", started, "nanoseconds since 1970 (digits)")
+    elapsed = episode.summary.get("elapsed_s")
+    if elapsed is not None:
+        try:
+            valid = math.isfinite(float(elapsed)) and float(elapsed) >= 0
+        except ValueError:
+            valid = False
+        if not valid:
+            raise refuse("elapsed_s", elapsed, "seconds (a finite number >= 0)")
+    for name, kind, expected in (("state_names", list, "a JSON list"),
+                                 ("parameters", dict, "a JSON object")):
+        text = episode.episode.get(name)
+        if text is None:
+            continue
+        try:
+            valid = isinstance(json.loads(text), kind)
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
+            valid = False
+        if not valid:
+            raise refuse(name, text, expected)
 
 
 def _take_metadata(episode: EpisodeFile, name: str, values: dict[str, str]) -> None:

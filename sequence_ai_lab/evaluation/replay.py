@@ -34,8 +34,12 @@ from pathlib import Path
 
 import sequence_ai
 from sequence_ai_lab.episodes.reader import EpisodeFile, episode_files, read
+from sequence_ai_ros.episodes.files import EpisodeError
 
 REPLAY_FILE = "replay.json"
+# Each request in flight holds a connection and its episode's observations: more than this is
+# no faster against one service and only costs memory.
+MAX_IN_FLIGHT = 16
 
 
 @dataclass
@@ -265,6 +269,16 @@ def replay(paths: Sequence[Path], model: str, out: Path, *, base_url: str | None
         raise ValueError(f"--model {model!r}: not in the catalogue at "
                          f"{base_url or 'SEQUENCES_BASE_URL'}; expected one of "
                          f"{', '.join(r.short_id for r in rows)}")
+    # Every file reads as an episode, and its model is known, before any request goes out.
+    unknown = [(path, model_of) for path in paths
+               if _row_of(rows, model_of := read(path, messages=False).model) is None]
+    if unknown:
+        path, model_of = unknown[0]
+        raise ValueError(
+            f"{path}: recorded by {model_of or 'no model'!r}, which the catalogue does not list: "
+            "its split of the state (joints, gripper) and its action space are unknown, so its "
+            f"requests cannot be sent again or its rows compared faithfully ({len(unknown)} of "
+            f"{len(paths)} episodes)")
     out.mkdir(parents=True, exist_ok=True)
     episodes: list[EpisodeReplay] = []
     sent = 0
@@ -342,20 +356,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "key comes from SEQUENCES_API_KEY")
     parser.add_argument("--no-plots", action="store_true", help="replay.json only")
     parser.add_argument("--in-flight", type=int, default=1,
-                        help="requests sent at once (default %(default)s)")
+                        help=f"requests sent at once, 1 to {MAX_IN_FLIGHT} (default %(default)s)")
     parser.add_argument("--substitute-view", action="append", default=[], metavar="MISSING=VIEW",
                         help="send the recorded VIEW where the model wants a view the episode "
                         "lacks (e.g. exterior_2=exterior_1); repeatable")
 
 
 def run(args: argparse.Namespace) -> int:
+    if not 1 <= args.in_flight <= MAX_IN_FLIGHT:
+        print(f"replay: --in-flight {args.in_flight}: expected 1 to {MAX_IN_FLIGHT}",
+              file=sys.stderr)
+        return 2
+    if args.out.exists() and not args.out.is_dir():
+        print(f"replay: --out {args.out}: is a file, expected a folder (new or existing)",
+              file=sys.stderr)
+        return 2
     paths = _episode_paths(args.episodes)
     if not paths:
-        print(f"no episode files in {', '.join(map(str, args.episodes))}", file=sys.stderr)
+        print(f"replay: no episode files in {', '.join(map(str, args.episodes))}",
+              file=sys.stderr)
         return 1
-    if args.in_flight < 1:
-        print(f"--in-flight {args.in_flight}: expected at least 1", file=sys.stderr)
-        return 2
     substitutes = {}
     for item in args.substitute_view:
         missing, sep, view = item.partition("=")
@@ -370,6 +390,9 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, sequence_ai.SequencesError) as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return 2
+    except (EpisodeError, OSError) as exc:  # a file that is no episode; --out not writable
+        print(f"replay: {exc}", file=sys.stderr)
+        return 1
     for e in report["episodes"]:  # type: ignore[union-attr]
         print(f"{e['file']}: {e['compared']}/{e['requests']} requests compared, "
               f"MSE {e['mse']}, MAE {e['mae']}, range-normalised MSE {e['nmse']}")

@@ -31,10 +31,17 @@ def identity(recorder: str) -> dict[str, str]:
 
 
 def write_episode(
-    path: Path, recorder: str | None, *, messages: int = 10, pad_bytes: int = 0
+    path: Path,
+    recorder: str | None,
+    *,
+    messages: int = 10,
+    pad_bytes: int = 0,
+    record: Mapping[str, str] | None = None,
+    summary: Mapping[str, str] | None = None,
 ) -> Path:
     """A finished episode of `messages` instructions; `pad_bytes` of incompressible metadata
-    make it that much bigger. `recorder` None: written without the recorder's record."""
+    make it that much bigger. `recorder` None: written without the recorder's record. `record`
+    and `summary` override fields of the episode's records (its model, its start...)."""
     from std_msgs.msg import String
 
     from sequence_ai_ros.episodes.files import EPISODE_RECORD, SUMMARY_RECORD
@@ -45,7 +52,8 @@ def write_episode(
         path, errors.append, identity=identity(recorder) if recorder is not None else None
     )
     writer.metadata(
-        EPISODE_RECORD, {"topics": TOPICS, "instruction": INSTRUCTION, "model": "pi05-droid"}
+        EPISODE_RECORD,
+        {"topics": TOPICS, "instruction": INSTRUCTION, "model": "pi05-droid", **(record or {})},
     )
     if pad_bytes:
         writer.metadata(
@@ -60,6 +68,7 @@ def write_episode(
                 "reason": "completed",
                 "messages": str(stats.written),
                 "dropped": str(stats.dropped),
+                **(summary or {}),
             }
         }
     )

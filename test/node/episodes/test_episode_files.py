@@ -156,6 +156,34 @@ def test_list_prints_the_good_episodes_and_a_line_per_bad_entry(
     assert "no such folder" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("field_name", "value"),
+    [("started_ns", "abc"), ("started_ns", "9" * 30), ("elapsed_s", "nan"),
+     ("state_names", "{not json"), ("parameters", "[1, 2]")],
+)
+def test_list_names_an_episode_whose_records_hold_nonsense_and_lists_the_rest(
+    field_name: str, value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41 hole 12: a record the tools compute with (a start, an elapsed time) that holds
+    nonsense is one line naming the field, not a traceback that stops the listing."""
+    mine = folder_id(tmp_path)
+    good = [write_episode(tmp_path / f"{k}_good.mcap", mine) for k in (1, 3)]
+    override = {field_name: value}
+    odd = tmp_path / "2_odd.mcap"
+    if field_name == "elapsed_s":
+        write_episode(odd, mine, summary=override)
+    else:
+        write_episode(odd, mine, record=override)
+
+    assert main(["list", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert [line.rsplit("  ", 1)[-1] for line in captured.out.splitlines()] == [
+        p.name for p in good
+    ]
+    (line,) = _said(captured.err)
+    assert str(odd) in line and field_name in line and "expected" in line, line
+
+
 @pytest.mark.slow
 def test_the_command_line_exits_1_with_one_line_and_no_traceback(tmp_path: Path) -> None:
     (tmp_path / "x.mcap").mkdir()
