@@ -69,11 +69,12 @@ _ERROR_MEANING = {
     402: "balance exhausted",
     404: "unknown model, or a training job unknown to this key",
     409: "the training job already ended (succeeded, failed or cancelled)",
-    413: "request body over 2 MB",
+    413: "request body over 2 MB, or a frame whose header declares more pixels than the limit",
     422: "request body refused by its schema (an unknown key, a value out of range), or a "
          "training request on a base that is not fine-tunable, an unusable dataset or a field "
          "past its bound (the detail names it)",
-    429: "the key has as many training jobs queued or running as it may",
+    429: "the key (or the gateway) has as many act requests in progress, or training jobs "
+         "queued or running, as it may (Retry-After)",
     503: "model warming up (detail.status 'warming_up' and Retry-After) or unavailable; on "
          "/v1/train, every dataset reader busy",
     504: "upstream timed out",

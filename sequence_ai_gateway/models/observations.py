@@ -17,8 +17,10 @@ from sequence_ai_gateway.policies import PolicyObservation
 # must be within this many pixels of the trained ratio's on each axis (16:9 → rows 121-131).
 ASPECT_SQUARE_PX = 224
 ASPECT_BAND_PX = 5.0
-# Frames are decoded in memory; refuse decompression bombs before allocating pixels.
-MAX_FRAME_PIXELS = 4096 * 4096
+# The most pixels a view may decode to, read from the frame's header before any pixel is
+# decoded: twice each edge of the largest frame a catalogue model takes (640x360), 2.7 MB as RGB.
+# The client resizes to the model's frame before sending; a larger frame is refused (413).
+MAX_FRAME_PIXELS = 1280 * 720
 ACCEPTED_FORMATS = ("JPEG", "PNG")
 # x, y, z, roll, pitch, yaw: what a state_dim-0 Cartesian model may steer with (§1.3's field).
 POSE_WIDTH = 6
@@ -32,6 +34,10 @@ class ObservationRejected(Exception):
         self.detail = detail
 
 
+class FrameTooLarge(ObservationRejected):
+    """A frame whose header declares more pixels than MAX_FRAME_PIXELS: a 413."""
+
+
 @dataclass(frozen=True)
 class Frame:
     view: str
@@ -40,10 +46,31 @@ class Frame:
 
 @dataclass(frozen=True)
 class CheckedObservation:
-    observation: PolicyObservation
+    """An observation that passed every check but the decoding of its frames' pixels, which
+    ``decoded`` does when the request's turn on a worker comes (frames queue compressed)."""
+
+    instruction: str
+    joint_positions: List[float]
+    gripper: List[float]
+    frames: Dict[str, bytes]  # view -> the checked JPEG or PNG
+    seed: Optional[int]
+    options: Dict[str, Any]
+    end_effector_pose: Optional[List[float]]
     warnings: List[str]
     frames_received: int
     frames_used: int
+
+    def decoded(self) -> PolicyObservation:
+        """What the policy sees; ObservationRejected for a frame whose pixels do not decode."""
+        return PolicyObservation(
+            instruction=self.instruction,
+            joint_positions=self.joint_positions,
+            gripper=self.gripper,
+            images={view: decode_pixels(view, raw) for view, raw in self.frames.items()},
+            seed=self.seed,
+            options=self.options,
+            end_effector_pose=self.end_effector_pose,
+        )
 
 
 def missing_views(row: Mapping[str, Any], frames: Sequence[Frame]) -> None:
@@ -58,9 +85,10 @@ def missing_views(row: Mapping[str, Any], frames: Sequence[Frame]) -> None:
         )
 
 
-def decode_frame(row: Mapping[str, Any], frame: Frame) -> Image.Image:
-    """Decode one base64 JPEG/PNG and check its aspect ratio against the trained ratio."""
-    where = f"observation.images[view={frame.view!r}].data"
+def check_frame(row: Mapping[str, Any], frame: Frame) -> bytes:
+    """One base64 JPEG/PNG's bytes, once its header shows an accepted format, a size within
+    frame_limit and the trained aspect ratio; no pixel is decoded here."""
+    where = _where(frame.view)
     try:
         raw = base64.b64decode(frame.data, validate=True)
     except (binascii.Error, ValueError):
@@ -68,22 +96,22 @@ def decode_frame(row: Mapping[str, Any], frame: Frame) -> Image.Image:
             f"{where}: not valid base64 (standard alphabet, padded, no 'data:' prefix)"
         ) from None
     try:
-        image = Image.open(io.BytesIO(raw))
-        fmt = image.format
-        width, height = image.size
-        if fmt not in ACCEPTED_FORMATS:
-            raise ObservationRejected(f"{where}: image format {fmt}, expected JPEG or PNG")
-        if not 0 < width * height <= MAX_FRAME_PIXELS:
-            raise ObservationRejected(
-                f"{where}: frame {width}x{height} exceeds {MAX_FRAME_PIXELS} pixels"
-            )
-        rgb = image.convert("RGB")  # decodes every pixel: truncated data fails here
-    except ObservationRejected:
-        raise
-    except Exception as exc:  # Pillow raises many types for corrupt, truncated or odd data
+        with Image.open(io.BytesIO(raw)) as image:  # reads the header only
+            fmt = image.format
+            width, height = image.size
+    except Exception as exc:  # Pillow raises many types for corrupt or odd data
         raise ObservationRejected(
             f"{where}: {len(raw)} bytes do not decode as a JPEG or PNG image ({exc})"
         ) from None
+    if fmt not in ACCEPTED_FORMATS:
+        raise ObservationRejected(f"{where}: image format {fmt}, expected JPEG or PNG")
+    limit = frame_limit(row)
+    if not 0 < width * height <= limit:
+        raise FrameTooLarge(
+            f"{where}: frame {width}x{height} ({width * height} pixels) is over the limit of "
+            f"{limit} pixels for model {short_id(row['id'])}; resize it to the model's frame "
+            f"before sending"
+        )
     ratio = row.get("input_aspect_ratio")
     if ratio and not aspect_in_band(width / height, float(ratio)):
         raise ObservationRejected(
@@ -92,7 +120,35 @@ def decode_frame(row: Mapping[str, Any], frame: Frame) -> Image.Image:
             f"±{ASPECT_BAND_PX:.0f} px at a {ASPECT_SQUARE_PX} px square); centre-crop the frame "
             f"to {ratio} before sending"
         )
-    return rgb
+    return raw
+
+
+def frame_limit(row: Mapping[str, Any]) -> int:
+    """The most pixels a view may have: MAX_FRAME_PIXELS, or the model's own frame when a
+    plug-in's is larger."""
+    size = row.get("training_frame_size")
+    own = int(size[0]) * int(size[1]) if isinstance(size, (list, tuple)) and len(size) == 2 else 0
+    return max(MAX_FRAME_PIXELS, own)
+
+
+def decode_pixels(view: str, raw: bytes) -> Image.Image:
+    """A checked frame's pixels as RGB (check_frame bounded their number)."""
+    try:
+        with Image.open(io.BytesIO(raw)) as image:
+            return image.convert("RGB")  # decodes every pixel: truncated data fails here
+    except Exception as exc:  # Pillow raises many types for corrupt or truncated data
+        raise ObservationRejected(
+            f"{_where(view)}: {len(raw)} bytes do not decode as a JPEG or PNG image ({exc})"
+        ) from None
+
+
+def decode_frame(row: Mapping[str, Any], frame: Frame) -> Image.Image:
+    """check_frame, then its pixels at once."""
+    return decode_pixels(frame.view, check_frame(row, frame))
+
+
+def _where(view: str) -> str:
+    return f"observation.images[view={view!r}].data"
 
 
 def _content_box(ratio: float) -> Tuple[float, float]:
@@ -172,28 +228,25 @@ def check_observation(
     missing_views(row, frames)
     declared = list(row.get("camera_views") or [])
     warnings: List[str] = []
-    images: Dict[str, Image.Image] = {}
+    checked: Dict[str, bytes] = {}
     for frame in frames:
         if declared and frame.view not in declared:
             warnings.append(f"view {frame.view!r} is not used by model {short_id(row['id'])}")
-        elif frame.view in images:
+        elif frame.view in checked:
             warnings.append(f"view {frame.view!r} sent more than once; the first frame is used")
         else:
-            images[frame.view] = decode_frame(row, frame)
+            checked[frame.view] = check_frame(row, frame)
     fitted_joints, fitted_gripper, fitted_pose, state_warnings = fit_state(
         row, joints, gripper, end_effector_pose
     )
-    observation = PolicyObservation(
+    return CheckedObservation(
         instruction=instruction,
         joint_positions=fitted_joints,
         gripper=fitted_gripper,
-        images=images,
+        frames=checked,
         seed=seed,
         options=dict(options),
         end_effector_pose=fitted_pose,
-    )
-    return CheckedObservation(
-        observation=observation,
         warnings=state_warnings + warnings,
         frames_received=len(frames),
         frames_used=len(frames),

@@ -24,11 +24,14 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Awaitable, Callable, Dict, List, Optional
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Union
 
 from sequence_ai_gateway.policies import Chunk, PolicyObservation
 
 Rows = List[List[float]]
+# What a request queues with: the observation, or what makes it when the request's turn on a
+# worker comes (the route's frames queue compressed and are decoded then).
+Observed = Union[PolicyObservation, Callable[[], PolicyObservation]]
 
 # Calibrated on the two measured points of the reference client's README (pi05-droid, one warm
 # worker, p50): 14.6 kB -> 586 ms and 3.4 kB -> 384 ms. 16 ms/kB is the per-kB cost measured
@@ -109,7 +112,7 @@ class Inference:
 
 @dataclass
 class _Job:
-    observation: PolicyObservation
+    observation: Observed
     future: asyncio.Future[Inference]
     enqueued: float
     hold: Optional[Callable[[], Awaitable[None]]]
@@ -277,10 +280,11 @@ class ModelServer:
 
     async def infer(
         self,
-        observation: PolicyObservation,
+        observation: Observed,
         hold: Optional[Callable[[], Awaitable[None]]] = None,
     ) -> Inference:
-        """Queue behind earlier requests for this model (FIFO) and wait for the result."""
+        """Queue behind earlier requests for this model (FIFO) and wait for the result; an
+        observation given as a callable is made on the worker, when the request's turn comes."""
         queue = self._ensure_workers()
         job = _Job(observation, asyncio.get_running_loop().create_future(), time.monotonic(), hold)
         self._depth(+1)
@@ -295,8 +299,9 @@ class ModelServer:
         median = settings.latency_ms if settings.latency_ms is not None else self.inference_ms
         return sample_latency_s(median, settings.jitter_ms, settings.scale, self._rng)
 
-    def _chunk(self, observation: PolicyObservation) -> Chunk:
+    def _chunk(self, observed: Observed) -> Chunk:
         """The policy's rows, with its notes when it gives any (``chunk`` over ``steps``)."""
+        observation = observed if isinstance(observed, PolicyObservation) else observed()
         chunk = getattr(self.policy, "chunk", None)
         if callable(chunk):
             return chunk(observation)

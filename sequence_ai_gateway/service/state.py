@@ -14,6 +14,7 @@ from sequence_ai_gateway.faults.book import Fault, FaultBook, make_fault
 from sequence_ai_gateway.models.catalogue import Catalogue, complete_row, short_id
 from sequence_ai_gateway.models.planner_model import SimulatedPlanner
 from sequence_ai_gateway.models.vision_policies import builtin_policies
+from sequence_ai_gateway.service.admission import Admission
 from sequence_ai_gateway.service.serving import (
     NETWORK_MS,
     NETWORK_SPREAD,
@@ -95,6 +96,7 @@ class Gateway:
             for row, policy in zip(rows, served)
         }
         self.faults = FaultBook()
+        self.admission = Admission()
         self.training = Trainer(executor=train_executor, seconds=train_seconds,
                                 balance_usd=train_balance_usd, broke_keys=self.broke_keys,
                                 on_success=lambda job: _serve_tuned(self, job))

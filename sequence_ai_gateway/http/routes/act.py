@@ -1,27 +1,31 @@
-"""``POST /v1/act``: admit, check the observation, apply a fault, infer, answer one chunk (§1.4)."""
+"""``POST /v1/act``: admit, check the observation, apply a fault, infer (the frames decoded at
+the request's turn), answer one chunk (§1.4)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 import uuid
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterator, List
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
 from sequence_ai_gateway.http.fault_effects import before_inference, faulted_answer, shaped_rows
 from sequence_ai_gateway.http.responses import AsciiJSONResponse
-from sequence_ai_gateway.http.routes.access import GatewayDep, authorise, find_row
+from sequence_ai_gateway.http.routes.access import GatewayDep, authorise, bearer, find_row
 from sequence_ai_gateway.http.wire import ActRequest, error_responses
 from sequence_ai_gateway.models.catalogue import short_id
 from sequence_ai_gateway.models.observations import (
     CheckedObservation,
     Frame,
+    FrameTooLarge,
     ObservationRejected,
     check_observation,
 )
+from sequence_ai_gateway.service.admission import AdmissionRefused
 from sequence_ai_gateway.service.serving import Inference, Rows
 from sequence_ai_gateway.service.state import Gateway
 
@@ -30,10 +34,32 @@ router = APIRouter()
 TOKENS_PER_FRAME = 256
 
 
-@router.post("/v1/act", responses=error_responses(400, 401, 402, 404, 413, 503, 504))
+@router.post(
+    "/v1/act", responses=error_responses(400, 401, 402, 404, 413, 429, 503, 504)
+)
 async def act(body: ActRequest, request: Request, gateway: GatewayDep) -> Any:
     received = time.monotonic()
     row = _admit(gateway, request, body)
+    # Bounded before any frame is looked at: each admitted request holds its body until answered.
+    with _admitted(gateway, request):
+        return await _served(gateway, request, body, row, received)
+
+
+@contextlib.contextmanager
+def _admitted(gateway: Gateway, request: Request) -> Iterator[None]:
+    """429 with Retry-After past the requests in progress a key, or the gateway, may have."""
+    try:
+        with gateway.admission.admit(bearer(request) or ""):
+            yield
+    except AdmissionRefused as exc:
+        raise HTTPException(
+            429, exc.detail, headers={"Retry-After": str(exc.retry_after_s)}
+        ) from None
+
+
+async def _served(
+    gateway: Gateway, request: Request, body: ActRequest, row: Dict[str, Any], received: float
+) -> Any:
     checked = await _checked(row, body)
     server = gateway.servers[row["id"]]
     # The simulated network, before the model's queue: concurrent requests overlap it.
@@ -45,7 +71,9 @@ async def act(body: ActRequest, request: Request, gateway: GatewayDep) -> Any:
     if remaining is not None:
         return _warming_response(gateway, row["id"], remaining)
     try:
-        result = await server.infer(checked.observation, hold)
+        result = await server.infer(checked.decoded, hold)
+    except ObservationRejected as exc:  # a frame whose pixels do not decode, found at its turn
+        raise HTTPException(400, exc.detail) from None
     except Exception as exc:  # a plug-in policy raised
         raise HTTPException(500, f"policy for {short_id(row['id'])} failed: {exc}") from None
     _check_rows(result.rows, row)
@@ -97,6 +125,8 @@ async def _checked(row: Dict[str, Any], body: ActRequest) -> CheckedObservation:
             obs.proprioception.gripper, obs.instruction, body.seed, dict(body.model_extra or {}),
             obs.proprioception.end_effector_pose,
         )
+    except FrameTooLarge as exc:
+        raise HTTPException(413, exc.detail) from None
     except ObservationRejected as exc:
         raise HTTPException(400, exc.detail) from None
 
@@ -133,8 +163,7 @@ def _check_rows(rows: Rows, row: Dict[str, Any]) -> None:
 def _usage(
     row: Dict[str, Any], checked: CheckedObservation, body: ActRequest, rows: Rows
 ) -> Dict[str, int]:
-    seen = checked.observation
-    state_values = len(seen.joint_positions) + len(seen.gripper)
+    state_values = len(checked.joint_positions) + len(checked.gripper)
     observation_tokens = (TOKENS_PER_FRAME * checked.frames_used
                           + len(body.observation.instruction.split()) + state_values)
     action_tokens = len(rows) * int(row["action_dim"])
