@@ -3,6 +3,7 @@ seeded, interleaved order the trials run in. Pure Python (YAML for the overlays)
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import stat
@@ -189,6 +190,12 @@ class Arm:
         )
 
 
+# `--perturb` moves an object across the table, at most this far along x and along y: the
+# physics world's workspace (docs/sim.md) is 0.7 m deep, and its layouts leave the cup 0.5 m or
+# more inside it along y.
+MAX_PERTURB_M = 0.5
+
+
 @dataclass(frozen=True)
 class Perturbation:
     """`--perturb cup:dx,dy@t`: move `object` by (dx, dy, 0) m at t s after the goal starts."""
@@ -200,6 +207,8 @@ class Perturbation:
     @classmethod
     def parse(cls, text: str) -> Perturbation:
         shape = "OBJECT:DX,DY@SECONDS (metres, seconds after the goal starts), e.g. cup:0.05,0@2"
+        bound = (f"a planar move of at most {MAX_PERTURB_M:g} m along x and y, at a finite time "
+                 ">= 0 s")
         what, colon, rest = text.partition(":")
         offsets, at, when = rest.partition("@")
         if not colon or not at or what not in ("cup", "block"):
@@ -209,14 +218,20 @@ class Perturbation:
             at_s = float(when)
         except ValueError:
             raise ConditionError(f"--perturb {text!r}: expected {shape}") from None
-        if len(numbers) not in (2, 3) or at_s < 0:
+        if len(numbers) == 3:
+            raise ConditionError(
+                f"--perturb {text!r}: a z offset lifts the object off the table; expected {bound}"
+            )
+        if len(numbers) != 2:
             raise ConditionError(f"--perturb {text!r}: expected {shape}")
-        dx, dy, *dz = numbers
-        return cls(what, (dx, dy, dz[0] if dz else 0.0), at_s)
+        dx, dy = numbers
+        if not (abs(dx) <= MAX_PERTURB_M and abs(dy) <= MAX_PERTURB_M and 0 <= at_s < math.inf):
+            raise ConditionError(f"--perturb {text!r}: expected {bound}")
+        return cls(what, (dx, dy, 0.0), at_s)
 
     def text(self) -> str:
-        dx, dy, dz = self.offset
-        return f"{self.object}:{dx:g},{dy:g}" + (f",{dz:g}" if dz else "") + f"@{self.at_s:g}"
+        dx, dy, _ = self.offset
+        return f"{self.object}:{dx:g},{dy:g}@{self.at_s:g}"
 
 
 @dataclass(frozen=True)

@@ -372,6 +372,9 @@ class Evaluator:
                 f"{self._trial_number}) after the goal; last: "
                 + ("none" if state is None else f"seed {state.seed}, trial {state.trial}")
             )
+        if dict(zip(state.names, state.values)).get("fault") == 1.0:
+            raise TrialFault("the world voided the trial: its physics went unstable (sim_robot's "
+                             "log says when and where)")
         trial.success = bool(state.success)
         if trial.success:
             trial.time_to_success_s = float(state.success_s)

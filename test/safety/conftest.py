@@ -50,6 +50,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         safety_support.GUARD_SIDE: {cell.name for cell in safety_support.GUARD_CELLS},
         safety_support.FILES_SIDE: {cell.name for cell in safety_support.FILES_CELLS},
         safety_support.TRAINING_SIDE: {cell.name for cell in safety_support.TRAINING_CELLS},
+        safety_support.WORLD_SIDE: {cell.name for cell in safety_support.WORLD_CELLS},
         **{
             side: set(safety_support.CARTESIAN_SHARED)
             | {cell.name for cell in safety_support.CARTESIAN_CELLS}

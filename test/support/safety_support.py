@@ -268,6 +268,23 @@ TRAINING_CELLS: tuple[NodeCell, ...] = (
              "422 naming meta/info.json and the bound", holds=0, next_expected="accepted"),
 )
 
+# Issue 41's rows of the simulated world under misuse (test_world_misuse.py, the world stepped
+# without ROS): an invalid step is a joint moving more than max_step (0.25 rad) between two 10 ms
+# samples with no command; a hold is the world standing still after its trial's fault; the run
+# after the fault is the next trial ("trial ran": reset, no fault, judged).
+WORLD_SIDE = "simulated world"
+WORLD_CELLS: tuple[NodeCell, ...] = (
+    NodeCell("perturb_far", "~/perturb of the cup by (2e10, 0, 0) m, then by (0, 0, 10) m",
+             "both refused naming the bound", holds=0, next_expected="trial ran"),
+    NodeCell("unstable_step", "a non-finite object state (the cup at x = 2e10 m) in a MuJoCo "
+             "step", "trial fault on ~/task_state; the world stood still", holds=1,
+             next_expected="trial ran"),
+    NodeCell("lift_only", "the cup set 10 m above the table, the arm never moving",
+             "no success while it fell", holds=0, next_expected="trial ran"),
+    NodeCell("pending_flood", "101 perturbations pending in one trial",
+             "the 101st refused naming 100", holds=0, next_expected="trial ran"),
+)
+
 
 # ----- leak checks -----
 

@@ -23,6 +23,12 @@ FIXED_BLOCK_POSE[:3, 3] = (0.5, -0.22, BLOCK_HALF[2])
 X_RANGE = (0.40, 0.65)
 Y_RANGE = (-0.25, 0.25)
 MIN_SEPARATION = 0.12
+# Where `~/perturb` may set an object down (its centre): the table top in front of the robot,
+# clear of its base and 5 cm inside the table's edges, at most MAX_LIFT_M above the table (enough
+# to set the cup on the block). Farther, MuJoCo's state turns non-finite and it resets the world.
+WORKSPACE_X = (0.2, 0.9)
+WORKSPACE_Y = (-0.6, 0.6)
+MAX_LIFT_M = 0.1
 # Rejection sampling draws again while the two are too close; this many tries is never needed
 # (about one draw in twelve is refused) but bounds the loop.
 _MAX_DRAWS = 1000

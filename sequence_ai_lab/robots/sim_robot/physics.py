@@ -7,6 +7,7 @@ imported: its dependencies are heavy and only its XML and meshes are wanted). No
 from __future__ import annotations
 
 import importlib.util
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +49,17 @@ ARMATURE = np.full(7, 0.1)
 ARM_TORQUE_LIMITS = np.array([87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0])  # the Panda's
 FINGER_STROKE = 0.04  # m per finger: the hand opens 8 cm
 FINGER_FORCE = 70.0  # N: the Franka hand's continuous grasping force
+# MuJoCo's warnings of a non-finite or huge state: with them it resets the whole state to the
+# model's defaults (the arm jumps to its zero pose), unless the step is undone (Physics.step).
+UNSTABLE_WARNINGS = (
+    mujoco.mjtWarning.mjWARN_BADQPOS,
+    mujoco.mjtWarning.mjWARN_BADQVEL,
+    mujoco.mjtWarning.mjWARN_BADQACC,
+)
+_STEP_STATE = mujoco.mjtState.mjSTATE_INTEGRATION
+# MuJoCo's own warnings go to the log, not to a MUJOCO_LOG.TXT in the working directory: the
+# world reports an unstable step itself.
+mujoco.set_mju_user_warning(logging.getLogger(__name__).warning)
 
 
 def robosuite_assets() -> Path:
@@ -299,8 +311,25 @@ class Physics:
         opening = FINGER_STROKE * (1.0 - min(1.0, max(0.0, gripper)))
         self.data.ctrl[self._finger_ctrl] = (opening, -opening)
 
-    def step(self, count: int = 1) -> None:
+    def step(self, count: int = 1) -> str:
+        """Run `count` physics steps: "" , or what MuJoCo declared unstable. Then the steps are
+        undone (everything at rest where it was) instead of MuJoCo's reset of the whole state."""
+        before = np.empty(mujoco.mj_stateSize(self.model, _STEP_STATE))
+        mujoco.mj_getState(self.model, self.data, before, _STEP_STATE)
         mujoco.mj_step(self.model, self.data, nstep=count)
+        warned = [w for w in UNSTABLE_WARNINGS if self.data.warning[w].number > 0]
+        if not warned:
+            return ""
+        what = ", ".join(
+            f"{w.name.removeprefix('mjWARN_')} at dof {self.data.warning[w].lastinfo}"
+            for w in warned
+        )
+        for w in warned:
+            self.data.warning[w].number = 0
+        mujoco.mj_setState(self.model, self.data, before, _STEP_STATE)
+        self.data.qvel[:] = 0.0
+        mujoco.mj_forward(self.model, self.data)
+        return f"MuJoCo declared the simulation unstable ({what})"
 
     @property
     def q(self) -> np.ndarray:

@@ -268,6 +268,7 @@ class SimRobot(Node):
             self.create_service(Perturb, "~/perturb", self._on_perturb)
             self._task_pub = self.create_publisher(TaskState, "~/task_state", 10)
         self._task_published = 0.0
+        self._logged_fault = ""  # the world's trial fault last logged (the tick loop's)
         # Achieved rates, logged now and then: a starved machine shows here first.
         self._counts = {"joint_states": 0, "frames": 0}
         self._counted_since = time.monotonic()
@@ -472,6 +473,12 @@ class SimRobot(Node):
             self._desired = None
             # The trajectory is sampled in here, at the world's own pace, whatever its sender's.
             self.world.tick(dt, self._drive)
+            if self.world.fault != self._logged_fault:
+                # A trial's fault (from a tick or a frozen world's command), logged once:
+                # ~/task_state carries it as the quantity `fault`, the log says why.
+                self._logged_fault = self.world.fault
+                if self._logged_fault:
+                    self.get_logger().error(f"trial fault: {self._logged_fault}")
             desired = self._desired
             q, qd, gripper = self.world.q, self.world.qd, self.world.gripper
             task = None

@@ -12,7 +12,7 @@ PLACE = "put the cup on the blue block"
 TASKS = (PICK, PLACE)
 
 HOLD_S = 1.0  # a predicate must hold this long (world time) to count as success
-LIFT_M = 0.05  # "pick up": the cup's bottom at least this far above the table
+LIFT_M = 0.05  # "pick up": the cup held by both fingers, its bottom this far above the table
 ON_TOP_M = 0.01  # "put on": the cup's bottom within this of the block's top
 RESTING_M_S = 0.05  # "put on": the cup slower than this counts as resting
 UPRIGHT_COS = math.cos(math.radians(20.0))  # cup axis within 20 degrees of vertical
@@ -26,6 +26,7 @@ class Quantity(str, Enum):
     CUP_UPRIGHT = "cup_upright"
     GRASPED = "grasped"
     CUP_ON_BLOCK = "cup_on_block"
+    FAULT = "fault"  # 1: the trial is void (the physics went unstable; sim_robot logs why)
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,8 @@ class Measurement:
 def predicate(task: str, measured: Measurement) -> bool:
     """Whether `task`'s condition holds at this instant (before the hold time)."""
     if task == PICK:
-        return measured.cup_bottom_z >= LIFT_M
+        # Held, not just high: a cup thrown up or set on the block is not picked up.
+        return measured.grasped and measured.cup_bottom_z >= LIFT_M
     if task == PLACE:
         return measured.on_block
     raise ValueError(f"task: got {task!r}, expected one of {', '.join(map(repr, TASKS))}")

@@ -16,8 +16,16 @@ from enum import Enum
 import numpy as np
 
 from sequence_ai_lab.robots.shared.arm import HOME, SimArm
-from sequence_ai_lab.robots.shared.scene import BLOCK_HALF, CUP_HEIGHT, Layout, layout
-from sequence_ai_lab.robots.sim_robot.task import PICK, TASKS, Measurement, TaskJudge
+from sequence_ai_lab.robots.shared.scene import (
+    BLOCK_HALF,
+    CUP_HEIGHT,
+    MAX_LIFT_M,
+    WORKSPACE_X,
+    WORKSPACE_Y,
+    Layout,
+    layout,
+)
+from sequence_ai_lab.robots.sim_robot.task import PICK, TASKS, Measurement, Quantity, TaskJudge
 
 # Objects placed by a reset or a perturbation fall 2 mm and settle for this long (world time not
 # counted in the trial) before the trial starts.
@@ -25,6 +33,9 @@ SETTLE_S = 0.3
 # The trial's judge and the commanded arm are updated at least this often while the physics
 # runs at its own, finer step.
 MAX_SLICE_S = 0.01
+# Perturbations waiting for their time: a trial's evaluation schedules one or two; the bound keeps
+# a client from growing the list each step scans without limit.
+MAX_PENDING = 100
 
 
 class PhysicsMode(str, Enum):
@@ -77,6 +88,7 @@ class TrialState:
     success: bool
     success_s: float  # NaN until the first success
     quantities: dict[str, float] = field(default_factory=dict)
+    fault: str = ""  # why the trial is void ("": it is not)
 
 
 @dataclass
@@ -118,6 +130,9 @@ class World:
         self._judge = TaskJudge(self.task)
         self._pending: list[_Perturbation] = []
         self._carry_s = 0.0  # world time owed to the physics: less than one step
+        # Why the trial is void ("": it is not): the physics went unstable. The physics then
+        # stands still (the arm held where it was) until the next reset.
+        self.fault = ""
         self.reset()
 
     # ----- trials -----
@@ -132,12 +147,25 @@ class World:
         )
         if self.physics is not None:
             self.physics.reset(np.array(self.layout.cup), np.array(self.layout.block), self.arm.q)
-            self.physics.step(round(SETTLE_S / self.physics.timestep))
         self.trial += 1
         self._trial_start_s = self.time_s
         self._judge = TaskJudge(self.task)
         self._pending = []
+        self.fault = ""
+        if self.physics is not None:
+            self._step_physics(round(SETTLE_S / self.physics.timestep))
         return self.layout
+
+    def _step_physics(self, steps: int) -> bool:
+        """Step the physics; False if it went unstable: then the trial is void (its fault)."""
+        assert self.physics is not None
+        unstable = self.physics.step(steps)
+        if unstable:
+            self.fault = (
+                f"{unstable} at {self.trial_s:.3f} s of trial {self.trial}: the trial is void, the "
+                "world stands still (the arm held where it was) until ~/reset"
+            )
+        return not unstable
 
     @property
     def trial_s(self) -> float:
@@ -152,11 +180,28 @@ class World:
             raise ValueError(f"object: got {name!r}, expected 'cup' or 'block'")
         if offset.shape != (3,) or not np.all(np.isfinite(offset)):
             raise ValueError(f"offset: got {offset.tolist()}, expected 3 finite values (m)")
+        if not 0.0 <= offset[2] <= MAX_LIFT_M:
+            raise ValueError(
+                f"offset: got z {offset[2]:g} m, expected 0 to {MAX_LIFT_M:g} m (the object is set "
+                f"down at most {MAX_LIFT_M:g} m above the table)"
+            )
         if not math.isfinite(at_s):
             raise ValueError(f"at_s: got {at_s}, expected a finite time (s)")
+        x, y = self.physics.pose(name)[:2, 3] + offset[:2]
+        if not (WORKSPACE_X[0] <= x <= WORKSPACE_X[1] and WORKSPACE_Y[0] <= y <= WORKSPACE_Y[1]):
+            raise ValueError(
+                f"offset: got {offset.tolist()}, which sets the {name} at x {x:.3f} m, y {y:.3f} m;"
+                f" expected a place on the table's workspace, x in [{WORKSPACE_X[0]:g}, "
+                f"{WORKSPACE_X[1]:g}] m and y in [{WORKSPACE_Y[0]:g}, {WORKSPACE_Y[1]:g}] m"
+            )
         if at_s <= self.trial_s:
             self.physics.move(name, offset)
             return f"{name} moved by {offset.tolist()} at {self.trial_s:.3f} s"
+        if len(self._pending) >= MAX_PENDING:
+            raise ValueError(
+                f"perturb: {len(self._pending)} perturbations already pending, expected at most "
+                f"{MAX_PENDING} per trial (a ~/reset clears them)"
+            )
         self._pending.append(_Perturbation(name, offset, at_s))
         return f"{name} will move by {offset.tolist()} at {at_s:.3f} s of trial {self.trial}"
 
@@ -173,12 +218,13 @@ class World:
                 drive(self.time_s)
             self.arm.step(slice_s)
             self.time_s += slice_s
-            if self.physics is not None:
+            if self.physics is not None and not self.fault:
                 self._carry_s += slice_s
                 steps = int(self._carry_s / self.physics.timestep + 1e-9)
                 self._carry_s -= steps * self.physics.timestep
                 self.physics.command(self.arm.q, self.arm.gripper)
-                self.physics.step(steps)
+                if not self._step_physics(steps):
+                    continue
                 self._apply_due_perturbations()
                 self._judge.update(self.trial_s, self.measure())
 
@@ -202,7 +248,13 @@ class World:
         due = [p for p in self._pending if p.at_s <= self.trial_s]
         self._pending = [p for p in self._pending if p.at_s > self.trial_s]
         for perturbation in due:
-            self.physics.move(perturbation.name, perturbation.offset)
+            # Checked against the workspace when scheduled; the object may have been moved
+            # since, so its new place is kept on the workspace.
+            x, y = self.physics.pose(perturbation.name)[:2, 3] + perturbation.offset[:2]
+            offset = perturbation.offset.copy()
+            offset[0] += float(np.clip(x, *WORKSPACE_X)) - x
+            offset[1] += float(np.clip(y, *WORKSPACE_Y)) - y
+            self.physics.move(perturbation.name, offset)
 
     # ----- what is measured -----
 
@@ -247,7 +299,10 @@ class World:
 
     def state(self) -> TrialState:
         """The trial's state for ~/task_state."""
-        quantities = {} if self.physics is None else self.measure().quantities()
+        quantities = {}
+        if self.physics is not None:
+            quantities = self.measure().quantities()
+            quantities[Quantity.FAULT.value] = float(bool(self.fault))
         success_s = self._judge.success_s
         return TrialState(
             task=self.task,
@@ -257,4 +312,5 @@ class World:
             success=self._judge.success,
             success_s=math.nan if success_s is None else success_s,
             quantities=quantities,
+            fault=self.fault,
         )

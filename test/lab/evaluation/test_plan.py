@@ -67,6 +67,19 @@ def test_time_modes_and_perturbations_parse_or_say_why_not() -> None:
         Perturbation.parse("plate:0,0@1")
 
 
+@pytest.mark.parametrize("text, match", [
+    ("cup:0,0,10@0", "a z offset lifts the object off the table"),
+    ("cup:nan,0@1", "a planar move of at most 0.5 m"),
+    ("cup:0,inf@1", "a planar move of at most 0.5 m"),
+    ("block:0.6,0@1", "a planar move of at most 0.5 m"),
+    ("cup:0,0@inf", "at a finite time"),
+    ("cup:0,0@nan", "at a finite time"),
+])
+def test_perturbations_are_planar_moves_within_the_table(text: str, match: str) -> None:
+    with pytest.raises(ConditionError, match=match):
+        Perturbation.parse(text)
+
+
 def test_every_arm_runs_every_seed_interleaved_in_a_seeded_order() -> None:
     arms, seeds = ["a", "b", "c"], list(range(10, 20))
     plan = schedule(arms, seeds, order_seed=7)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,19 +16,30 @@ from sequence_ai_lab.robots.shared.arm import HOME  # noqa: E402
 from sequence_ai_lab.robots.shared.scene import (  # noqa: E402
     BLOCK_HALF,
     CUP_HEIGHT,
+    MAX_LIFT_M,
     MIN_SEPARATION,
     X_RANGE,
     Y_RANGE,
     layout,
 )
-from sequence_ai_lab.robots.sim_robot.task import HOLD_S, LIFT_M, PICK, PLACE  # noqa: E402
+from sequence_ai_lab.robots.sim_robot.task import (  # noqa: E402
+    HOLD_S,
+    LIFT_M,
+    PICK,
+    PLACE,
+    Measurement,
+    predicate,
+)
 from sequence_ai_lab.robots.sim_robot.world import (  # noqa: E402
+    MAX_PENDING,
     PhysicsMode,
     TimeMode,
     World,
     WorldOptions,
 )
 
+# The node's default `max_step` (rad): no joint may move this far between two samples unbidden.
+MAX_STEP_RAD = 0.25
 # The hand pointing down (its z axis along the base's -z), as a top grasp holds a cup.
 _DOWN = np.diag([1.0, -1.0, -1.0])
 
@@ -244,6 +256,17 @@ def test_perturb_moves_the_cup_now_or_at_its_time(shared_world: World) -> None:
         world.perturb("table", np.zeros(3), 0.0)
 
 
+def test_pending_perturbations_are_bounded_and_a_reset_clears_them(shared_world: World) -> None:
+    world = shared_world
+    world.reset()
+    for k in range(MAX_PENDING):
+        world.perturb("cup", np.array([0.01, 0.0, 0.0]), 100.0 + k)
+    with pytest.raises(ValueError, match=f"expected at most {MAX_PENDING}"):
+        world.perturb("cup", np.array([0.01, 0.0, 0.0]), 200.0)
+    world.reset()
+    assert "will move" in world.perturb("cup", np.array([0.01, 0.0, 0.0]), 200.0)
+
+
 def test_frozen_time_advances_one_control_period_per_command_and_not_with_the_clock() -> None:
     world = World(WorldOptions(physics=PhysicsMode.KINEMATIC, time_mode=TimeMode.FROZEN))
     world.arm.command_velocities(np.full(7, 0.1))
@@ -274,3 +297,60 @@ def test_options_refuse_what_the_world_cannot_run() -> None:
 def test_arm_gains_by_name_and_a_wrong_one_refused() -> None:
     with pytest.raises(ValueError, match="arm_gains: got 'soft'"):
         World(WorldOptions(arm_gains="soft"))
+
+
+def test_perturb_keeps_objects_on_the_table_and_names_the_bound(shared_world: World) -> None:
+    world = shared_world
+    world.reset()
+    with pytest.raises(ValueError, match=r"table's workspace, x in \[0.2, 0.9\] m"):
+        world.perturb("cup", np.array([2.0e10, 0.0, 0.0]), 0.0)
+    with pytest.raises(ValueError, match=r"y in \[-0.6, 0.6\] m"):
+        world.perturb("block", np.array([0.0, 1.0, 0.0]), 5.0)
+    with pytest.raises(ValueError, match=f"expected 0 to {MAX_LIFT_M:g} m"):
+        world.perturb("cup", np.array([0.0, 0.0, 10.0]), 0.0)
+    with pytest.raises(ValueError, match="expected 0 to"):
+        world.perturb("cup", np.array([0.0, 0.0, -0.1]), 0.0)
+
+
+def test_an_unstable_physics_faults_the_trial_and_never_moves_the_arm(shared_world: World) -> None:
+    world = shared_world
+    world.reset()
+    world.advance(0.1)
+    held = world.q
+    # What a 2e10 m perturbation did before it was refused: MuJoCo declares the state unstable
+    # and would reset it, the arm jumping 2.35 rad to its zero pose.
+    physics = world.physics
+    assert physics is not None
+    physics.data.qpos[physics.index.cup_qpos] = 2.0e10
+    for _ in range(20):
+        world.advance(0.01)
+        assert np.max(np.abs(world.q - held)) < MAX_STEP_RAD
+    state = world.state()
+    assert "unstable" in state.fault and state.quantities["fault"] == 1.0
+    assert not state.success
+    world.reset()
+    state = world.state()
+    assert state.fault == "" and state.quantities["fault"] == 0.0
+    world.advance(0.1)
+    assert world.state().fault == ""
+
+
+def test_a_cup_picked_up_is_held_by_both_fingers_not_just_high(shared_world: World) -> None:
+    up = Measurement(
+        cup_bottom_z=LIFT_M + 0.01, cup_axis_z=1.0, cup_speed=0.0, cup_in_block=(0.0, 0.0),
+        cup_block_distance=0.2, block_top_z=0.05, block_half_xy=(0.045, 0.045), grasped=True,
+    )  # fmt: skip
+    assert predicate(PICK, up)
+    assert not predicate(PICK, replace(up, grasped=False))
+    # The cup 10 m up with the arm never moving (a lift-only perturbation): above 5 cm for the
+    # 1.4 s it falls, and no success.
+    world = shared_world
+    world.next_task = PICK
+    world.reset()
+    physics = world.physics
+    assert physics is not None
+    physics.data.qpos[physics.index.cup_qpos + 2] = 10.0
+    world.advance(1.2)
+    state = world.state()
+    assert state.quantities["cup_height"] > LIFT_M and state.quantities["grasped"] == 0.0
+    assert not state.success and state.fault == ""
