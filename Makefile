@@ -81,6 +81,9 @@ BENCH_SMOKE ?= 1
 
 BUILD_STAMP := $(ROOT)/build/.colcon-stamp
 REFERENCE_STAMP := $(ROOT)/build/reference/.stamp
+# Today's published client, for test/client/test_published_client_platform.py: a folder of its own
+# so the 0.5.0 test never sees it.
+PLATFORM_REFERENCE_STAMP := $(ROOT)/build/reference-platform/.stamp
 CLI_SCRIPTS := sequence-ai sequence-ai-gateway sequence-ai-episodes
 CLI_STAMP := $(VENV)/.stamp-cli
 BUILD_INPUTS := package.xml setup.py setup.cfg resource/sequence_ai_ros \
@@ -109,13 +112,18 @@ setup:
 	@flock $(ROOT)/build/.setup.lock $(MAKE) --no-print-directory setup-locked
 
 setup-locked: $(VENV)/.stamp-deps $(BUILD_STAMP) $(CLI_STAMP) \
-	$(if $(PYTHON39),$(VENV39)/.stamp-deps) $(REFERENCE_STAMP)
+	$(if $(PYTHON39),$(VENV39)/.stamp-deps) $(REFERENCE_STAMP) $(PLATFORM_REFERENCE_STAMP)
 
 # The published client, for the test that runs its own calls against our gateway
 # (test/client/test_published_client.py): fetched here so that no test leaves loopback.
 $(REFERENCE_STAMP): $(VENV)/.stamp-deps
 	$(OUTSIDE) $(VENV_PY) -m pip download --disable-pip-version-check --quiet --no-deps \
 		--only-binary=:all: -d $(ROOT)/build/reference "sequence-ai==0.5.0"
+	@touch $@
+
+$(PLATFORM_REFERENCE_STAMP): $(VENV)/.stamp-deps
+	$(OUTSIDE) $(VENV_PY) -m pip download --disable-pip-version-check --quiet --no-deps \
+		--only-binary=:all: -d $(ROOT)/build/reference-platform "sequence-ai==0.51.5"
 	@touch $@
 
 $(VENV_PY):

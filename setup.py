@@ -20,7 +20,10 @@ INSTALL_REQUIRES = ["httpx"]
 CLIENT_TEST = ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.50"]
 
 EXTRAS_REQUIRE = {
-    "gateway": ["fastapi>=0.100", "uvicorn>=0.22", "pillow>=9", "numpy>=1.21", "trustme>=1.0"],
+    # sequence-base: the platform's wire contract (pydantic models, msgpack) the gateway's
+    # platform room checks its answers with; cryptography: its worker's self-signed certificate.
+    "gateway": ["fastapi>=0.100", "uvicorn>=0.22", "pillow>=9", "numpy>=1.21", "trustme>=1.0",
+                "sequence-base==0.7.0", "cryptography>=3.4"],
     "image": ["pillow>=9", "numpy>=1.21"],
     # record: goals and `python -m sequence_ai_lab.episodes`. mcap 1.6 is the first whose
     # Writer.flush() closes a chunk on demand (a killed node's file reads back to it).

@@ -74,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
                           metavar="USD", help="each key's starting balance; a succeeded job "
                           "spends its quote, and at zero a submit is refused 402 "
                           "(--broke-key keys start at zero; default %(default)s)")
+    parser.add_argument("--platform", action="store_true",
+                        help="also serve today's platform: deployments driven over the direct-"
+                             "worker protocol, a worker on its own HTTPS port (docs/gateway.md)")
+    parser.add_argument("--platform-key", action="append", default=[], metavar="KEY",
+                        help="accepted platform account key (seq_live_...; repeatable; default "
+                             "seq_live_local_gateway)")
     parser.add_argument("--policy", action="append", default=[], metavar="MODULE:FACTORY",
                         help="serve a plug-in policy as well (repeatable)")
     parser.add_argument("--log-level", default="info",
@@ -121,6 +127,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             train_seconds=args.train_seconds,
             train_balance_usd=args.train_balance_usd,
         )
+        if args.platform:
+            from sequence_ai_gateway.platform.service import Platform
+
+            gateway.platform = Platform(gateway, account_keys=args.platform_key, host=args.host)
+            gateway.platform.start()
         server = GatewayServer(gateway, host=args.host, port=args.port, tls=args.tls,
                                tls_dir=args.tls_dir, log_level=args.log_level)
     except (ValueError, ImportError, OSError) as exc:
@@ -131,6 +142,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"SEQUENCES_CA_BUNDLE={server.ca_bundle}")
     if keys is None:
         print(f"SEQUENCES_API_KEY={DEVELOPMENT_KEY}")
+    if gateway.platform is not None:
+        print(f"SEQUENCES_PLATFORM_KEY={gateway.platform.account_key}")
     print(f"SEQUENCES_BASE_URL={server.url}")
     if keys is None:
         print("sequence-ai-gateway: no --api-key or $SEQUENCES_GATEWAY_KEYS given: "
@@ -145,6 +158,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         # uvicorn re-raises the Ctrl-C it handled once it has shut down cleanly.
         pass
+    finally:
+        if gateway.platform is not None:
+            gateway.platform.stop()
     # Exiting: interpreter shutdown puts the default handlers back (a signal then kills the
     # process, status -2 or -15) — but leaves an ignored signal ignored.
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -23,6 +23,13 @@ def create_app(gateway: Gateway) -> FastAPI:
     # Inclusion order is the order of /openapi.json's paths.
     for module in (health, models, ready, act, chat, train, control):
         app.include_router(module.router)
+    if gateway.platform is not None:
+        from sequence_ai_gateway.platform import control as platform
+        from sequence_ai_gateway.platform.errors import PlatformError, platform_error
+
+        app.include_router(platform.router)
+        app.include_router(platform.control)
+        app.add_exception_handler(PlatformError, platform_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_middleware(BodyLimitAndCounters, gateway=gateway)

@@ -7,7 +7,18 @@ import math
 import random
 import threading
 from enum import Enum
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+)
 
 from sequence_ai_gateway import DEVELOPMENT_KEY
 from sequence_ai_gateway.faults.book import Fault, FaultBook, make_fault
@@ -30,6 +41,9 @@ from sequence_ai_gateway.service.training import (
     TrainJob,
     tuned_row,
 )
+
+if TYPE_CHECKING:
+    from sequence_ai_gateway.platform.service import Platform
 
 ENDPOINT_COUNTERS = ("health", "models", "ready", "act", "chat")
 # Used when the ``warming`` fault names no duration and the gateway has no cold start.
@@ -113,6 +127,8 @@ class Gateway:
         self._release_generation = 0
         # Set by stop() from any thread, cleared by the serving thread when it starts again.
         self.stopping = False
+        # Today's platform (deployments over the direct-worker protocol), when it is served.
+        self.platform: Optional[Platform] = None
 
     # --- keys ---------------------------------------------------------------------------------
     def key_status(self, key: Optional[str]) -> KeyStatus:

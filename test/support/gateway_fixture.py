@@ -64,6 +64,9 @@ class GatewayOptions:
     api_keys: Sequence[str] = (TEST_API_KEY,)
     broke_keys: Sequence[str] = (TEST_BROKE_KEY,)
     policies: Sequence[str] = ()
+    # Also serve today's platform (deployments, a worker on its own HTTPS port): the handle's
+    # platform_key is its account key, inject_platform arms its faults.
+    platform: bool = False
 
     def timing(self) -> Dict[str, Any]:
         """The timing, warmth and fine-tuning options that are set, by name."""
@@ -86,6 +89,7 @@ class GatewayHandle:
     api_key: str
     broke_key: str
     ca_bundle: Optional[str]
+    platform_key: Optional[str] = None
 
     def inject(
         self,
@@ -106,6 +110,11 @@ class GatewayHandle:
 
     def clear_faults(self) -> None:
         """Drop pending faults and release stalled or held requests."""
+        raise NotImplementedError
+
+    def inject_platform(self, kind: str, **options: Any) -> None:
+        """Arm a platform fault (sequence_ai_gateway/platform/faults.py lists the kinds;
+        options: deployment, count, seconds, retry_after_s)."""
         raise NotImplementedError
 
     def counters(self) -> Dict[str, Any]:
@@ -173,6 +182,12 @@ class _InProcessGateway(GatewayHandle):
             broke_keys=options.broke_keys,
             **options.timing(),
         )
+        if options.platform:
+            from sequence_ai_gateway.platform.service import Platform
+
+            self._gateway.platform = Platform(self._gateway)
+            self._gateway.platform.start()
+            self.platform_key = self._gateway.platform.account_key
         self._server = GatewayServer(self._gateway, tls=options.tls, log_level="warning")
         self.api_key = options.api_keys[0]
         self.broke_key = options.broke_keys[0]
@@ -194,6 +209,12 @@ class _InProcessGateway(GatewayHandle):
 
     def clear_faults(self) -> None:
         self._gateway.clear_faults()
+        if self._gateway.platform is not None:
+            self._gateway.platform.clear_faults()
+
+    def inject_platform(self, kind: str, **options: Any) -> None:
+        assert self._gateway.platform is not None, "run_gateway(platform=True) serves the platform"
+        self._gateway.platform.inject(kind, **options)
 
     def counters(self) -> Dict[str, Any]:
         return self._gateway.counters()
@@ -223,6 +244,8 @@ class _InProcessGateway(GatewayHandle):
             self._server.stop()
             self._running = False
         self._server.cleanup()
+        if self._gateway.platform is not None:
+            self._gateway.platform.stop()
 
     @property
     def alive(self) -> bool:
@@ -258,6 +281,8 @@ class _SubprocessGateway(GatewayHandle):
             cmd += ["--broke-key", key]
         for spec in o.policies:
             cmd += ["--policy", spec]
+        if o.platform:
+            cmd += ["--platform"]
         return cmd
 
     def _launch(self) -> None:
@@ -287,6 +312,8 @@ class _SubprocessGateway(GatewayHandle):
             key, _, value = line.strip().partition("=")
             if key == "SEQUENCES_CA_BUNDLE":
                 self.ca_bundle = value
+            elif key == "SEQUENCES_PLATFORM_KEY":
+                self.platform_key = value
             elif key == "SEQUENCES_BASE_URL":
                 url = value
         self.url = url
@@ -310,6 +337,11 @@ class _SubprocessGateway(GatewayHandle):
 
     def clear_faults(self) -> None:
         self._call("DELETE", "/_control/faults")
+        if self._options.platform:
+            self._call("DELETE", "/_control/platform/faults")
+
+    def inject_platform(self, kind: str, **options: Any) -> None:
+        self._call("POST", "/_control/platform/faults", {"kind": kind, **options})
 
     def counters(self) -> Dict[str, Any]:
         return self._call("GET", "/_control/counters")

@@ -14,6 +14,10 @@ router = APIRouter()
 
 @router.get("/v1/act/ready", responses=error_responses(401, 404))
 async def ready(request: Request, model: str, gateway: GatewayDep) -> Dict[str, Any]:
+    if gateway.platform is not None and model in gateway.platform.deployments:
+        from sequence_ai_gateway.platform.control import ready as deployment_ready
+
+        return deployment_ready(request, model)
     authorise(gateway, request, billed=False)
     server = gateway.servers[find_row(gateway, model)["id"]]
     fault = gateway.faults.take(server.row["id"], endpoint="ready")
