@@ -12,9 +12,19 @@ from pydantic import BaseModel, Field
 from sequence_ai_gateway.platform.errors import ErrorCode, PlatformError
 from sequence_ai_gateway.platform.faults import DEFAULT_RETRY_AFTER_S
 from sequence_ai_gateway.platform.service import Platform
-from sequence_ai_gateway.routes.access import bearer, require_loopback
 
 router = APIRouter(tags=["platform"])
+
+
+def bearer(request: Request) -> Optional[str]:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+async def require_loopback(request: Request) -> None:
+    host = request.client.host if request.client else ""
+    if host not in ("::1", "localhost") and not host.startswith("127."):
+        raise PlatformError(ErrorCode.FORBIDDEN, "control endpoints answer loopback clients only")
 
 
 def platform_of(request: Request) -> Platform:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
 from sequence_base.contract.connect import ConnectResponse, Lease
 from sequence_base.contract.errors import WarmingError
 
-from sequence_ai_gateway import catalogue
+from sequence_ai_gateway.models import catalogue
+from sequence_ai_gateway.models.vision_policies import LookingPi05Droid
 from sequence_ai_gateway.platform.deployments import DEPLOYMENTS, Deployment
 from sequence_ai_gateway.platform.episodes import Label, Labels
 from sequence_ai_gateway.platform.errors import ErrorCode, PlatformError
@@ -25,11 +26,10 @@ from sequence_ai_gateway.platform.seats import (
     Seats,
 )
 from sequence_ai_gateway.platform.worker import Worker, WorkerParts
-from sequence_ai_gateway.serving import ModelServer
-from sequence_ai_gateway.vision_policies import LookingPi05Droid
+from sequence_ai_gateway.service.serving import ModelServer
 
 if TYPE_CHECKING:
-    from sequence_ai_gateway.core import Gateway
+    from sequence_ai_gateway.service.state import Gateway
 
 
 class Platform:

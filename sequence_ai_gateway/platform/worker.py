@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import tempfile
 import threading
 import time
@@ -44,7 +45,7 @@ from sequence_ai_gateway.platform.wire import (
     MSGPACK_MEDIA_TYPE,
     REQUEST_ID_HEADER,
 )
-from sequence_ai_gateway.serving import ModelServer
+from sequence_ai_gateway.service.serving import ModelServer
 
 # How long an act waits for the observations numbered before it to arrive before it answers
 # 409 frames_missing (the robot then posts them again).
@@ -61,6 +62,20 @@ class WorkerParts:
     deployments: Mapping[str, Deployment]
     make_server: Callable[[Deployment], ModelServer]
     on_death: Callable[[Worker], None]
+
+
+def _listening_socket(host: str) -> socket.socket:
+    """A bound, listening socket on a free port. IPPROTO_TCP: asyncio sets TCP_NODELAY only on
+    sockets that say they are TCP (without it an answer can wait ~40 ms for a delayed ACK)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.bind((host, 0))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _plain(value: Any) -> Any:
@@ -105,9 +120,7 @@ class Worker:
 
     # --- serving ---------------------------------------------------------------------------
     def start(self, timeout_s: float = 30.0) -> None:
-        from sequence_ai_gateway.server import bind_socket
-
-        sock = bind_socket(self.host, 0)
+        sock = _listening_socket(self.host)
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, ws="none", lifespan="off", log_level="warning",
                                 ssl_certfile=self.certificate.cert_file,
