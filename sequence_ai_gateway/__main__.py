@@ -130,7 +130,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.platform:
             from sequence_ai_gateway.platform.service import Platform
 
-            gateway.platform = Platform(gateway, account_keys=args.platform_key, host=args.host)
+            gateway.platform = Platform(gateway.latency, gateway.warmth,
+                                        account_keys=args.platform_key, host=args.host)
             gateway.platform.start()
         server = GatewayServer(gateway, host=args.host, port=args.port, tls=args.tls,
                                tls_dir=args.tls_dir, log_level=args.log_level)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 import random
 import threading
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from sequence_base.contract.connect import ConnectResponse, Lease
 from sequence_base.contract.errors import WarmingError
@@ -28,9 +28,6 @@ from sequence_ai_gateway.platform.seats import (
 from sequence_ai_gateway.platform.worker import Worker, WorkerParts
 from sequence_ai_gateway.service.serving import ModelServer
 
-if TYPE_CHECKING:
-    from sequence_ai_gateway.service.state import Gateway
-
 
 class Platform:
     """Safe from any thread: the control plane runs on the gateway's loop, each worker on its
@@ -38,14 +35,16 @@ class Platform:
 
     def __init__(
         self,
-        gateway: Gateway,
+        latency: LatencySettings,
+        warmth: WarmthSettings,
         *,
         account_keys: Optional[Sequence[str]] = None,
         robot_keys: Optional[Mapping[str, str]] = None,
         host: str = "127.0.0.1",
         lease_ttl_s: int = LEASE_TTL_S,
     ) -> None:
-        self.gateway = gateway
+        # The gateway's own settings objects: set_latency changes the workers' time too.
+        self.latency, self.warmth = latency, warmth
         self.host = host
         self.deployments: Dict[str, Deployment] = {d.name: d for d in DEPLOYMENTS}
         self.keys = Keys(account_keys or [DEFAULT_ACCOUNT_KEY],
@@ -74,7 +73,7 @@ class Platform:
         ``latency_ms``, ``jitter_ms`` and ``scale`` apply to the worker as to ``/v1/act``)."""
         self._seeds += 1
         return ModelServer(catalogue.simulated_row(deployment.template), LookingPi05Droid(),
-                           self.gateway.latency, self.gateway.warmth, random.Random(self._seeds), 1)
+                           self.latency, self.warmth, random.Random(self._seeds), 1)
 
     def _start_worker(self) -> Worker:
         """A new worker generation, serving (called under _lock)."""

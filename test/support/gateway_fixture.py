@@ -185,7 +185,7 @@ class _InProcessGateway(GatewayHandle):
         if options.platform:
             from sequence_ai_gateway.platform.service import Platform
 
-            self._gateway.platform = Platform(self._gateway)
+            self._gateway.platform = Platform(self._gateway.latency, self._gateway.warmth)
             self._gateway.platform.start()
             self.platform_key = self._gateway.platform.account_key
         self._server = GatewayServer(self._gateway, tls=options.tls, log_level="warning")
