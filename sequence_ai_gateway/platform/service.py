@@ -26,7 +26,7 @@ from sequence_ai_gateway.platform.seats import (
     Seats,
 )
 from sequence_ai_gateway.platform.worker import Worker, WorkerParts
-from sequence_ai_gateway.service.serving import ModelServer
+from sequence_ai_gateway.service.serving import LatencySettings, ModelServer, WarmthSettings
 
 
 class Platform:

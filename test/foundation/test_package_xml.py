@@ -23,8 +23,10 @@ ROSDEP_KEYS = {
     "starlette": "python3-fastapi",
     "yaml": "python3-yaml",
     "matplotlib": "python3-matplotlib",
+    "cryptography": "python3-cryptography",
 }
-# Imported only for an option no launch uses (the gateway's --tls): pip, not rosdep. The
+# Imported only for an option no launch uses (the gateway's --tls; --platform's wire contract,
+# sequence-base, on PyPI only): pip, not rosdep. The
 # episode recorder (record: goals) and its tools: setup.py's `episodes` extra, from pip (no
 # jammy package); the node runs without them and says so when asked to record.
 # `export-lerobot` runs in an environment of its own (make lerobot-venv): lerobot, and rosbags
@@ -32,7 +34,8 @@ ROSDEP_KEYS = {
 # zstandard comes with mcap; the episode tools name its error only where it imports.
 # sim_robot's physics world: MuJoCo (setup.py's `sim` extra, pip only, no rosdep key;
 # physics:=kinematic runs without it).
-OPTIONAL = {"trustme", "mcap", "matplotlib", "lerobot", "rosbags", "zstandard", "mujoco"}
+OPTIONAL = {"trustme", "sequence_base", "mcap", "matplotlib", "lerobot", "rosbags", "zstandard",
+            "mujoco"}
 
 
 def _keys(which: Callable[[str], bool]) -> set[str]:
