@@ -4,7 +4,7 @@
 #   make test    setup, lint, the whole suite on 3.10 in the workspace, the client suite on 3.9,
 #                the client and gateway suites on a Humble robot's dependency versions
 #   make lint    ruff, the Python 3.9 / 3.10 syntax floors of the client, gateway and node, and
-#                mypy --strict on the client and the node's ROS-free core (mypy.ini)
+#                mypy --strict on the client and the node's ROS-free rooms (mypy.ini)
 #   make demo    the simulated arm driven through the local gateway
 #   make bench   benchmarks (QUICK=1 for the short smoke run)
 #

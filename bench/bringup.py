@@ -50,7 +50,7 @@ class _Arm:
         self.positions = list(HOME)
 
     def joints(self, max_age_s: float) -> Any:
-        from sequence_ai_ros.inputs.readings import JointSnapshot
+        from sequence_ai_ros.core.readings import JointSnapshot
 
         return JointSnapshot(list(self.positions), [0.0], 0.0, "")
 
@@ -60,10 +60,10 @@ class _Arm:
 
 def _rules(limits_on: bool) -> Any:
     """The gate's rules from config/droid.yaml, its speed limits switched on or off."""
-    from sequence_ai_ros.params.node_config import NodeConfig
+    from sequence_ai_ros.core.joint_limits import resolve
+    from sequence_ai_ros.core.node_config import NodeConfig
     from sequence_ai_ros.params.spec_table import SPECS
     from sequence_ai_ros.safety.gate import MotionRules
-    from sequence_ai_ros.safety.joint_limits import resolve
 
     params = droid_parameters()
     table = params["joint_limits"]
@@ -79,7 +79,7 @@ def _rules(limits_on: bool) -> Any:
 
 def _gate_cost(limits_on: bool, mode: str, steps: int) -> Summary:
     """Microseconds per row through the gate (check + publish, or one chunk's trajectory)."""
-    from sequence_ai_ros.commands.kinds import CommandMode, Interface
+    from sequence_ai_ros.core.command_kinds import CommandMode, Interface
     from sequence_ai_ros.safety.gate import ArmGate
 
     now = [1000.0]

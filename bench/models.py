@@ -302,7 +302,7 @@ class _Inputs:
         self._views = tuple(views)
 
     def joints(self, max_age_s: float) -> Any:
-        from sequence_ai_ros.inputs.readings import JointSnapshot
+        from sequence_ai_ros.core.readings import JointSnapshot
 
         gripper = [0.0] if self.positions else None
         return JointSnapshot(list(self.positions), gripper, 0.0)
@@ -337,7 +337,7 @@ class GateCost:
 
 
 def _cartesian_rules(setup: Setup) -> Any:
-    from sequence_ai_ros.params.node_config import NodeConfig
+    from sequence_ai_ros.core.node_config import NodeConfig
     from sequence_ai_ros.params.spec_table import SPECS
     from sequence_ai_ros.safety.gate import MotionRules
 
@@ -350,7 +350,7 @@ def _cartesian_rules(setup: Setup) -> Any:
 def _pose_message(vector: Sequence[float], frame: str) -> Any:
     from geometry_msgs.msg import PoseStamped
 
-    from sequence_ai_ros.geometry import pose_math
+    from sequence_ai_ros.core import pose_math
 
     position, orientation = pose_math.pose_vector_to_pose(list(vector))
     msg = PoseStamped()
@@ -376,7 +376,7 @@ def cartesian_rows(space: str, k: int) -> tuple[list[float], list[float]]:
 def cartesian_gate_cost(setup: Setup, hz: float, steps: int) -> GateCost:
     """Per step: the measured pose from the pose source the node runs here (ee_pose_topic;
     tf2_ros does not import on this machine), the gate's check, its publish."""
-    from sequence_ai_ros.commands.kinds import Interface
+    from sequence_ai_ros.core.command_kinds import Interface
     from sequence_ai_ros.inputs.pose_source import TopicPoses
     from sequence_ai_ros.safety.cartesian_space import CartesianSpace
     from sequence_ai_ros.safety.gate import ArmGate
@@ -414,7 +414,7 @@ def joint_gate_cost(steps: int) -> GateCost:
     """bench/bringup.py's joint step (config/droid.yaml's Panda limits on), split like the
     Cartesian path: the joints' snapshot, the check, the publish."""
     from bench.bringup import PERIOD_S, VIEWS, _rules, _sway
-    from sequence_ai_ros.commands.kinds import Interface
+    from sequence_ai_ros.core.command_kinds import Interface
     from sequence_ai_ros.safety.gate import ArmGate
 
     now = [1000.0]

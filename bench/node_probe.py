@@ -37,8 +37,9 @@ if str(ROOT) not in sys.path:
 def _instrument(record: dict[str, list[Any]]) -> None:
     import sequence_ai
     from sequence_ai.events import RowPlayed, RunEvent, UnderrunEnded
+    from sequence_ai_ros.core import freshness
     from sequence_ai_ros.goals import driving, runner
-    from sequence_ai_ros.inputs import freshness, observation_cache
+    from sequence_ai_ros.inputs import observation_cache
     from sequence_ai_ros.safety import gate
 
     # Per thread: with several requests in flight, each observes on its own fetch thread.

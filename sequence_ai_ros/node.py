@@ -27,21 +27,21 @@ from rclpy.signals import SignalHandlerOptions
 
 from sequence_ai_interfaces.action import Act
 from sequence_ai_ros.bringup.configuration import Configured, ConfigureError, configure
-from sequence_ai_ros.bringup.diagnostics import HealthRecord
 from sequence_ai_ros.bringup.diagnostics_output import DiagnosticsOutput
-from sequence_ai_ros.bringup.lifecycle_guard import ConfigureProbe, guard_change_state
 from sequence_ai_ros.bringup.readiness import Readiness
+from sequence_ai_ros.core.health import HealthRecord
 from sequence_ai_ros.goals.client_watch import ClientWatch
 from sequence_ai_ros.goals.goal_state import goal_problem
 from sequence_ai_ros.goals.instruction import shown
 from sequence_ai_ros.goals.results import unstarted
 from sequence_ai_ros.goals.runner import GoalRunner
 from sequence_ai_ros.goals.stop_policy import StopCause
+from sequence_ai_ros.inputs.motion_enable import Blocked, MotionEnable
 from sequence_ai_ros.inputs.sent_images import serve_sent_images
 from sequence_ai_ros.params import config_checks, spec_table
+from sequence_ai_ros.plumbing.lifecycle_guard import ConfigureProbe, guard_change_state
 from sequence_ai_ros.safety.gate import MotionRules
 from sequence_ai_ros.safety.joint_limits_file import LimitsFile
-from sequence_ai_ros.safety.motion_enable import Blocked, MotionEnable
 
 NODE_NAME = "sequence_ai"
 # A running goal stops within one control period plus one interruptible wait.

@@ -39,10 +39,10 @@ from sensor_msgs.msg import JointState
 import sequence_ai
 from sequence_ai_interfaces.action import Act
 from sequence_ai_interfaces.srv import CurrentFrames
-from sequence_ai_ros.bringup.api_key_source import ApiKeyError, read_api_key
-from sequence_ai_ros.bringup.spin_thread import SpinThread
-from sequence_ai_ros.goals.action_client import LockedActionClient
+from sequence_ai_ros.core.api_key_source import ApiKeyError, read_api_key
 from sequence_ai_ros.goals.instruction import shown
+from sequence_ai_ros.plumbing.action_client import LockedActionClient
+from sequence_ai_ros.plumbing.spin_thread import SpinThread
 
 __all__ = ["PlannerSettings", "VlmPlanner", "clean_text", "main", "prompt", "run_until_stopped"]
 

@@ -29,8 +29,8 @@ from rclpy.parameter import Parameter
 from rclpy.task import Future
 
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.bringup.spin_thread import SpinThread
-from sequence_ai_ros.goals.action_client import LockedActionClient
+from sequence_ai_ros.plumbing.action_client import LockedActionClient
+from sequence_ai_ros.plumbing.spin_thread import SpinThread
 
 DEADLINE_S = 30.0
 # Sent by label: a label names the transition of the node's current state, where a bare id

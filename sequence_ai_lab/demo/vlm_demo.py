@@ -14,7 +14,7 @@ from rclpy.action.client import ClientGoalHandle
 from rclpy.parameter import Parameter
 
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.bringup.api_key_source import API_KEY_ENV
+from sequence_ai_ros.core.api_key_source import API_KEY_ENV
 from sequence_ai_ros.params.launch import SIM_KEY_ENV, node_path
 
 __all__ = ["run_vlm", "vlm_verdict"]

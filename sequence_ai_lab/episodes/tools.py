@@ -85,7 +85,7 @@ def show_text(episode: EpisodeFile) -> str:
             lines.append(f"  {key:<12} {episode.summary[key]}")
     if "elapsed_s" in episode.summary:
         lines.append(f"  elapsed      {float(episode.summary['elapsed_s']):.2f} s")
-    from sequence_ai_ros.bringup.diagnostics import percentile
+    from sequence_ai_ros.core.health import percentile
 
     latencies = latencies_s(episode)
     p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)

@@ -1,2 +1,1 @@
-"""Bring-up: configure, readiness, lifecycle services, the side executor, diagnostics and the
-API key source."""
+"""Bring-up: configure, readiness, diagnostics as messages and their output."""

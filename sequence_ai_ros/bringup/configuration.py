@@ -11,12 +11,14 @@ from rclpy.lifecycle import LifecycleNode
 from sensor_msgs.msg import CompressedImage, Image
 
 import sequence_ai
-from sequence_ai_ros.bringup.api_key_source import ApiKeyError, read_api_key
-from sequence_ai_ros.bringup.diagnostics import HealthRecord
-from sequence_ai_ros.bringup.lifecycle_guard import ConfigureProbe
 from sequence_ai_ros.commands import group_output as command_groups
+from sequence_ai_ros.commands.dry_run import GateSwitch, gate_switch
 from sequence_ai_ros.commands.group_output import command_output
-from sequence_ai_ros.commands.kinds import EE_SPACES
+from sequence_ai_ros.core.api_key_source import ApiKeyError, read_api_key
+from sequence_ai_ros.core.command_kinds import EE_SPACES
+from sequence_ai_ros.core.health import HealthRecord
+from sequence_ai_ros.core.node_config import NodeConfig
+from sequence_ai_ros.core.readings import PoseSource
 from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.geometry.command_frame import command_frame
 from sequence_ai_ros.goals.driving import GoalParts, goal_runner
@@ -25,12 +27,10 @@ from sequence_ai_ros.inputs.camera_feed import CameraFeed
 from sequence_ai_ros.inputs.joint_feed import JointFeed
 from sequence_ai_ros.inputs.observation_cache import ObservationCache
 from sequence_ai_ros.inputs.pose_source import TfPoses, open_pose_source
-from sequence_ai_ros.inputs.readings import PoseSource
 from sequence_ai_ros.params import config_checks
 from sequence_ai_ros.params.model_fit import fit, space_of
-from sequence_ai_ros.params.node_config import NodeConfig
+from sequence_ai_ros.plumbing.lifecycle_guard import ConfigureProbe
 from sequence_ai_ros.safety.cartesian_space import CartesianSpace
-from sequence_ai_ros.safety.dry_run import GateSwitch, gate_switch
 from sequence_ai_ros.safety.gate import ArmGate
 
 __all__ = ["ConfigureError", "Configured", "configure"]

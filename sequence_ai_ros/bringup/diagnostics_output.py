@@ -13,8 +13,9 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.lifecycle import LifecycleNode
 
 from sequence_ai_ros.bringup.configuration import Configured
-from sequence_ai_ros.bringup.diagnostics import HealthRecord, build_array
-from sequence_ai_ros.bringup.lifecycle_queries import LifecycleQueries
+from sequence_ai_ros.bringup.diagnostics import build_array
+from sequence_ai_ros.core.health import HealthRecord
+from sequence_ai_ros.plumbing.lifecycle_queries import LifecycleQueries
 
 _PERIOD_S = 1.0
 

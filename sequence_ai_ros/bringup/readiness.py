@@ -22,7 +22,7 @@ from rclpy.impl.rcutils_logger import RcutilsLogger
 
 import sequence_ai
 from sequence_ai import Exchange
-from sequence_ai_ros.bringup.diagnostics import HealthRecord
+from sequence_ai_ros.core.health import HealthRecord
 
 __all__ = ["CHECK_TIMEOUT_S", "READINESS_THREAD", "READY_POLL_S", "Readiness"]
 

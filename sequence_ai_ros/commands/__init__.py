@@ -1,2 +1,2 @@
 """The output stages that publish what the gate passed (joint, Cartesian, grouped; one shared
-base) and the trajectory built from a chunk."""
+base) and the dry run that plays them nowhere."""

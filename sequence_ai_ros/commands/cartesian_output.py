@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from rclpy.lifecycle import LifecycleNode
 
-from sequence_ai_ros.commands.chunk_trajectory import ChunkTrajectory
-from sequence_ai_ros.commands.kinds import EE_DELTA, Interface
 from sequence_ai_ros.commands.output_stage import OutputStage
-from sequence_ai_ros.geometry import pose_math
-from sequence_ai_ros.params.node_config import NodeConfig
+from sequence_ai_ros.core import pose_math
+from sequence_ai_ros.core.chunk_trajectory import ChunkTrajectory
+from sequence_ai_ros.core.command_kinds import EE_DELTA, Interface
+from sequence_ai_ros.core.node_config import NodeConfig
 from sequence_ai_ros.safety.cartesian_space import WIDTH
 
 

@@ -18,11 +18,16 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 
 from sequence_ai_ros.commands.cartesian_output import CartesianCommands, cartesian_output
-from sequence_ai_ros.commands.chunk_trajectory import ChunkTrajectory
 from sequence_ai_ros.commands.joint_output import CommandPublisher
-from sequence_ai_ros.commands.kinds import COMMAND_TYPES, EE_SPACES, FLOAT64_MULTI_ARRAY, Interface
 from sequence_ai_ros.commands.output_stage import COMMAND_QOS
-from sequence_ai_ros.params.node_config import NodeConfig
+from sequence_ai_ros.core.chunk_trajectory import ChunkTrajectory
+from sequence_ai_ros.core.command_kinds import (
+    COMMAND_TYPES,
+    EE_SPACES,
+    FLOAT64_MULTI_ARRAY,
+    Interface,
+)
+from sequence_ai_ros.core.node_config import NodeConfig
 
 PREFIX = "command_groups"
 FIELDS = ("joints", "topic", "type")

@@ -16,14 +16,14 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from sequence_ai_ros.commands.chunk_trajectory import ChunkTrajectory
-from sequence_ai_ros.commands.kinds import (
+from sequence_ai_ros.commands.output_stage import OutputStage
+from sequence_ai_ros.core.chunk_trajectory import ChunkTrajectory
+from sequence_ai_ros.core.command_kinds import (
     FLOAT64_MULTI_ARRAY,
     JOINT_STATE,
     JOINT_TRAJECTORY,
     Interface,
 )
-from sequence_ai_ros.commands.output_stage import OutputStage
 
 _MESSAGE_TYPES = {
     FLOAT64_MULTI_ARRAY: Float64MultiArray,

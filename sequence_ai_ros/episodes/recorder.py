@@ -29,12 +29,12 @@ from sequence_ai.events import (
     UnderrunEnded,
 )
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.bringup.diagnostics import HealthRecord
+from sequence_ai_ros.core.health import HealthRecord
+from sequence_ai_ros.core.node_config import NodeConfig
 from sequence_ai_ros.episodes.cameras import CameraSampler
 from sequence_ai_ros.episodes.episode import Disposition, Episode
 from sequence_ai_ros.episodes.files import EPISODE_RECORD, RECORDER
 from sequence_ai_ros.episodes.folder import SUFFIX, folder_id, prune, repair_unfinished
-from sequence_ai_ros.params.node_config import NodeConfig
 
 if TYPE_CHECKING:
     from sequence_ai_ros.episodes.writer import WriterStats

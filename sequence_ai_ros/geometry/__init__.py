@@ -1,1 +1,1 @@
-"""Pose math and the command frame (coordinate frames only)."""
+"""The command frame (coordinate frames only; the pose math is in core/)."""

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from sequence_ai_ros.geometry.pose_math import Transform, pose_vector_to_pose
-from sequence_ai_ros.inputs.freshness import StaleObservation
-from sequence_ai_ros.inputs.readings import TransformLookup
+from sequence_ai_ros.core.freshness import StaleObservation
+from sequence_ai_ros.core.pose_math import Transform, pose_vector_to_pose
+from sequence_ai_ros.core.readings import TransformLookup
 
 # Which transform runs, as /diagnostics says it (`command_frame_source`).
 SAME = "same as base_frame"

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     import sequence_ai
+    from sequence_ai_ros.core.node_config import NodeConfig
     from sequence_ai_ros.goals.goal_state import GoalRun
     from sequence_ai_ros.goals.results import GoalOutcome
     from sequence_ai_ros.goals.takeover import RunBaton
     from sequence_ai_ros.inputs.sent_images import SentImages
-    from sequence_ai_ros.params.node_config import NodeConfig
 
 
 class Driver(Protocol):

@@ -13,8 +13,11 @@ from rclpy.impl.rcutils_logger import RcutilsLogger
 
 import sequence_ai
 from sequence_ai import Controller, RunStatus
-from sequence_ai_ros.bringup.diagnostics import HealthRecord
-from sequence_ai_ros.commands.kinds import CommandMode
+from sequence_ai_ros.commands.dry_run import GateSwitch
+from sequence_ai_ros.core.command_kinds import CommandMode
+from sequence_ai_ros.core.freshness import StaleObservation
+from sequence_ai_ros.core.health import HealthRecord
+from sequence_ai_ros.core.node_config import NodeConfig
 from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.goals.feedback import GoalFeedback
 from sequence_ai_ros.goals.goal_state import GoalPhase, GoalRun
@@ -28,11 +31,8 @@ from sequence_ai_ros.goals.takeover import (
     handed_over_outcome,
     own_outcome,
 )
-from sequence_ai_ros.inputs.freshness import StaleObservation
 from sequence_ai_ros.inputs.observation_cache import ObservationCache
 from sequence_ai_ros.inputs.sent_images import SentImages
-from sequence_ai_ros.params.node_config import NodeConfig
-from sequence_ai_ros.safety.dry_run import GateSwitch
 from sequence_ai_ros.safety.gate import MotionRules
 
 __all__ = ["GoalDriver", "GoalParts", "goal_runner"]

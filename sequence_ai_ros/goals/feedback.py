@@ -26,7 +26,7 @@ from sequence_ai.events import (
     UnderrunEnded,
 )
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.bringup.diagnostics import HealthRecord
+from sequence_ai_ros.core.health import HealthRecord
 from sequence_ai_ros.goals.instruction_progress import InstructionProgress
 
 __all__ = ["FEEDBACK_PERIOD_S", "GoalFeedback", "request_latency_s"]

@@ -14,7 +14,7 @@ from rclpy.impl.rcutils_logger import RcutilsLogger
 import sequence_ai
 from sequence_ai import Ending
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.bringup.diagnostics import HealthRecord
+from sequence_ai_ros.core.health import HealthRecord
 from sequence_ai_ros.episodes.recorder import EpisodeRecorder
 from sequence_ai_ros.goals.goal_state import GoalRun
 from sequence_ai_ros.goals.instruction import shown

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from sequence_ai_ros.core.node_config import NodeConfig
 from sequence_ai_ros.goals.driver import Driver, Results
 from sequence_ai_ros.goals.goal_state import GoalPhase, GoalRun
 from sequence_ai_ros.goals.instruction import shown
@@ -23,7 +24,6 @@ from sequence_ai_ros.goals.stop_policy import (
     StopCause,
 )
 from sequence_ai_ros.goals.takeover import handover_problem, take_over
-from sequence_ai_ros.params.node_config import NodeConfig
 
 if TYPE_CHECKING:
     from rclpy.action.server import ServerGoalHandle

@@ -16,8 +16,8 @@ import enum
 from dataclasses import dataclass
 
 from sequence_ai import Ending
-from sequence_ai_ros.commands.kinds import CommandMode, Interface
-from sequence_ai_ros.inputs.freshness import StaleObservation
+from sequence_ai_ros.core.command_kinds import CommandMode, Interface
+from sequence_ai_ros.core.freshness import StaleObservation
 
 __all__ = [
     "ENDING_BY_CAUSE",

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 from sequence_ai import Ending, RunOutcome
 from sequence_ai.events import ChunkInstalled, RowPlayed, RunEvent, RunStarted
+from sequence_ai_ros.core.node_config import NodeConfig
 from sequence_ai_ros.goals.goal_state import GoalPhase, GoalRun
 from sequence_ai_ros.goals.stop_policy import StopCause
-from sequence_ai_ros.params.node_config import NodeConfig
 
 if TYPE_CHECKING:
     from rclpy.action.server import ServerGoalHandle

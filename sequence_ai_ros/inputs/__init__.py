@@ -1,2 +1,2 @@
-"""The node's inputs: camera images, joint states, poses, image conversion, the observation
-cache and the images last sent to the model."""
+"""The node's inputs: camera images, joint states, poses, the motion enable, image conversion,
+the observation cache and the images last sent to the model."""

@@ -18,7 +18,7 @@ from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
-from sequence_ai_ros.bringup.side_executor import SideExecutor
+from sequence_ai_ros.plumbing.side_executor import SideExecutor
 
 JOINT_NODE_SUFFIX = "_joints"
 JOINT_THREAD = "sequence_ai-joints"

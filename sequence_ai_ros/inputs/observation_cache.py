@@ -15,10 +15,10 @@ from typing import Any, Protocol
 import numpy as np
 from sensor_msgs.msg import CompressedImage, Image, JointState
 
+from sequence_ai_ros.core.freshness import StaleObservation, check_camera_age
+from sequence_ai_ros.core.readings import JointSnapshot
 from sequence_ai_ros.inputs.camera_feed import TakenImage
-from sequence_ai_ros.inputs.freshness import StaleObservation, check_camera_age
 from sequence_ai_ros.inputs.image_conversion import MAX_FRAME_PIXELS, ImageConversionError, to_array
-from sequence_ai_ros.inputs.readings import JointSnapshot
 
 # A camera age read (the gate's check, diagnostics) takes a frame only when the one in hand is
 # older than this — or, once a goal has said its limit (`watch_images`), within _RETAKE_MARGIN_S

@@ -20,14 +20,14 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from rclpy.time import Time
 
-from sequence_ai_ros.bringup.side_executor import SideExecutor
-from sequence_ai_ros.inputs.freshness import StaleObservation
-from sequence_ai_ros.inputs.readings import (
+from sequence_ai_ros.core.freshness import StaleObservation
+from sequence_ai_ros.core.readings import (
     MeasuredPose,
     TransformLookup,
     measured,
     too_old,
 )
+from sequence_ai_ros.plumbing.side_executor import SideExecutor
 
 TF2 = "tf2"
 TOPIC = "topic"

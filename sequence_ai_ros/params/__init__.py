@@ -1,1 +1,1 @@
-"""The parameter table, NodeConfig and its checks, model fit, preflight and the launch arguments."""
+"""The parameter table and its checks, model fit, preflight and the launch arguments."""

@@ -10,10 +10,11 @@ from typing import Any
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.parameter import Parameter
 
-from sequence_ai_ros.commands.kinds import JOINT_TRAJECTORY, CommandMode, Interface
-from sequence_ai_ros.params.node_config import NodeConfig
+from sequence_ai_ros.core import joint_limits
+from sequence_ai_ros.core.command_kinds import JOINT_TRAJECTORY, CommandMode, Interface
+from sequence_ai_ros.core.node_config import NodeConfig
 from sequence_ai_ros.params.spec_table import SPECS, check_value, shown
-from sequence_ai_ros.safety import cartesian_rules, joint_limits
+from sequence_ai_ros.safety import cartesian_rules
 
 
 def check_config(config: NodeConfig) -> list[str]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sequence_ai import Controller, Model, joint_position_problem
-from sequence_ai_ros.commands.kinds import EE_SPACES, CommandMode, Interface
+from sequence_ai_ros.core.command_kinds import EE_SPACES, CommandMode, Interface
+from sequence_ai_ros.core.node_config import NodeConfig
 from sequence_ai_ros.geometry import command_frame
-from sequence_ai_ros.params.node_config import NodeConfig
 
 
 def space_of(model: Model) -> str:

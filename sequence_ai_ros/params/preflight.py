@@ -28,13 +28,13 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
 
 import sequence_ai
-from sequence_ai_ros.bringup.api_key_source import ApiKeyError, read_api_key
 from sequence_ai_ros.commands import group_output as command_groups
-from sequence_ai_ros.commands.kinds import EE_SPACES, FLOAT64_MULTI_ARRAY
+from sequence_ai_ros.core.api_key_source import ApiKeyError, read_api_key
+from sequence_ai_ros.core.command_kinds import EE_SPACES, FLOAT64_MULTI_ARRAY
+from sequence_ai_ros.core.node_config import NodeConfig
 from sequence_ai_ros.inputs.image_conversion import ImageConversionError, to_array
 from sequence_ai_ros.params import config_checks, preflight_cartesian, spec_table
 from sequence_ai_ros.params.model_fit import controller_for, fit_problems, space_of
-from sequence_ai_ros.params.node_config import NodeConfig
 
 NODE_NAME = "sequence_ai"
 # How long each input topic is listened to.

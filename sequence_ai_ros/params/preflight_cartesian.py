@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
 
-from sequence_ai_ros.commands.kinds import EE_DELTA
+from sequence_ai_ros.core.command_kinds import EE_DELTA
+from sequence_ai_ros.core.freshness import StaleObservation
+from sequence_ai_ros.core.node_config import NodeConfig
+from sequence_ai_ros.core.readings import MeasuredPose, measured
 from sequence_ai_ros.geometry.command_frame import command_frame
-from sequence_ai_ros.inputs.freshness import StaleObservation
 from sequence_ai_ros.inputs.pose_source import TfPoses, tf_buffer
-from sequence_ai_ros.inputs.readings import MeasuredPose, measured
-from sequence_ai_ros.params.node_config import NodeConfig
 
 TWIST_STAMPED = "geometry_msgs/msg/TwistStamped"
 POSE_STAMPED = "geometry_msgs/msg/PoseStamped"

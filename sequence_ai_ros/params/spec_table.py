@@ -18,17 +18,18 @@ from rclpy.parameter import Parameter
 
 from sequence_ai import AUTO_SPEED as AUTO
 from sequence_ai import MAX_IN_FLIGHT, MIN_SPEED, VALIDATE_MODES
-from sequence_ai_ros.commands.kinds import (
+from sequence_ai_ros.core import joint_limits
+from sequence_ai_ros.core.command_kinds import (
     COMMAND_INTERFACES,
     COMMAND_MODES,
     COMMAND_TYPES,
     FLOAT64_MULTI_ARRAY,
     JOINT_TRAJECTORY,
 )
+from sequence_ai_ros.core.joint_limits import JointLimit, JointLimitsError
+from sequence_ai_ros.core.node_config import NodeConfig
 from sequence_ai_ros.inputs.image_conversion import MAX_FRAME_PIXELS
-from sequence_ai_ros.params.node_config import NodeConfig
-from sequence_ai_ros.safety import cartesian_rules, joint_limits
-from sequence_ai_ros.safety.joint_limits import JointLimit, JointLimitsError
+from sequence_ai_ros.safety import cartesian_rules
 from sequence_ai_ros.safety.joint_limits_file import LimitsFile, read_bounded
 
 TRANSPORTS = ("raw", "compressed")

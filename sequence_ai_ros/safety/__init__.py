@@ -1,2 +1,1 @@
-"""The arm gate and its rules: joint rules and limits, the Cartesian space and rules, dry run,
-the motion enable."""
+"""The arm gate and its rules: joint rules and the limits file, the Cartesian space and rules."""

@@ -12,19 +12,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sequence_ai_ros.core.pose_math import Pose
+
 # MoveIt Servo's command types for a TwistStamped: `unitless` takes each component in [-1, 1]
 # (Servo scales it by its own linear/rotational scales); `speed_units` takes m/s and rad/s.
 UNITLESS = "unitless"
 SPEED_UNITS = "speed_units"
 SERVO_COMMAND_TYPES = (UNITLESS, SPEED_UNITS)
-
-
-@dataclass(frozen=True)
-class Pose:
-    """An end-effector pose: position (m) and orientation as a unit quaternion (x, y, z, w)."""
-
-    position: tuple[float, float, float]
-    orientation: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0)
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from sequence_ai_ros.commands.kinds import EE_DELTA, EE_SPACES
-from sequence_ai_ros.geometry import pose_math
+from sequence_ai_ros.core import pose_math
+from sequence_ai_ros.core.command_kinds import EE_DELTA, EE_SPACES
+from sequence_ai_ros.core.freshness import StaleObservation
+from sequence_ai_ros.core.pose_math import Pose
+from sequence_ai_ros.core.readings import MeasuredPose, PoseSource
 from sequence_ai_ros.geometry.command_frame import CommandFrame, FixedFrame
-from sequence_ai_ros.inputs.freshness import StaleObservation
-from sequence_ai_ros.inputs.readings import MeasuredPose, PoseSource
 from sequence_ai_ros.safety import cartesian_rules, joint_rules
-from sequence_ai_ros.safety.cartesian_rules import CartesianLimits, Pose
+from sequence_ai_ros.safety.cartesian_rules import CartesianLimits
 
 # The arm part of an ee row: three linear and three angular values.
 WIDTH = 6

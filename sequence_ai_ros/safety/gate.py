@@ -18,19 +18,19 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from sequence_ai import SeamLimits
-from sequence_ai_ros.commands.chunk_trajectory import ChunkTrajectory, build_trajectory
-from sequence_ai_ros.commands.kinds import CommandMode, Interface
-from sequence_ai_ros.inputs.freshness import StaleObservation, check_camera_age
-from sequence_ai_ros.inputs.readings import JointSnapshot
-from sequence_ai_ros.params.node_config import NodeConfig
-from sequence_ai_ros.safety import joint_rules
-from sequence_ai_ros.safety.cartesian_space import CartesianRules, CartesianSpace
-from sequence_ai_ros.safety.joint_limits import (
+from sequence_ai_ros.core.chunk_trajectory import ChunkTrajectory, build_trajectory
+from sequence_ai_ros.core.command_kinds import CommandMode, Interface
+from sequence_ai_ros.core.freshness import StaleObservation, check_camera_age
+from sequence_ai_ros.core.joint_limits import (
     RateLimits,
     check_acceleration,
     check_move,
     check_velocity,
 )
+from sequence_ai_ros.core.node_config import NodeConfig
+from sequence_ai_ros.core.readings import JointSnapshot
+from sequence_ai_ros.safety import joint_rules
+from sequence_ai_ros.safety.cartesian_space import CartesianRules, CartesianSpace
 
 # A seam's fade stays this far inside the gate's limits: no step is left for rounding to
 # decide, and after a wait max_step is measured from joints that may lag the last command.

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from sequence_ai_ros.safety.joint_limits import (
+from sequence_ai_ros.core.joint_limits import (
     FileIdentity,
     JointLimitsError,
     file_identity,

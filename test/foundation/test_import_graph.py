@@ -146,3 +146,68 @@ def test_the_client_depends_on_httpx_alone(name: str) -> None:
 def test_the_gateway_depends_on_nothing_of_the_client_the_node_or_the_lab(name: str) -> None:
     bad = sorted(t for t in GRAPH[name] if any(_within(t, p) for p in (CLIENT, NODE, LAB)))
     assert not bad, f"{name} imports {bad}; the gateway is a separate service"
+
+
+# The node's rooms by floor: a room imports only rooms on lower floors. The ground floor holds
+# the plain values every room shares and imports no other room; the top level (node.py,
+# vlm_planner.py) stands on every room.
+FLOORS = {
+    "core": 0,
+    "geometry": 1,
+    "plumbing": 1,
+    "inputs": 2,
+    "safety": 2,
+    "commands": 3,
+    "episodes": 3,
+    "goals": 4,
+    "params": 5,
+    "bringup": 6,
+}
+TOP = max(FLOORS.values()) + 1
+
+
+def _room(name: str) -> str:
+    """The node's folder a module lives in; "" for the top level."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and _is_package(name)) else ""
+
+
+NODE_ROOMS = sorted({_room(n) for n in GRAPH if _within(n, NODE)} - {""})
+ROOM_ARROWS = sorted(
+    (_room(name), _room(target), f"{name} -> {target}")
+    for name, targets in GRAPH.items()
+    if _within(name, NODE)
+    for target in targets
+    if target in GRAPH and _within(target, NODE) and _room(target) != _room(name)
+)
+
+
+def _floor(room: str) -> int:
+    return TOP if room == "" else FLOORS[room]
+
+
+def test_every_room_of_the_node_has_a_floor() -> None:
+    assert NODE_ROOMS == sorted(FLOORS)
+
+
+def test_no_room_imports_a_room_on_its_floor_or_above() -> None:
+    up = [arrow for source, target, arrow in ROOM_ARROWS if _floor(target) >= _floor(source)]
+    assert not up, "arrows up a floor:\n" + "\n".join(up)
+
+
+def test_the_ground_floor_imports_no_other_room() -> None:
+    bad = [arrow for source, _, arrow in ROOM_ARROWS if source == "core"]
+    assert not bad, "the ground floor imports other rooms:\n" + "\n".join(bad)
+
+
+def test_the_rooms_import_each_other_in_no_ring() -> None:
+    reach = {room: {t for s, t, _ in ROOM_ARROWS if s == room} for room in ["", *FLOORS]}
+    for _ in FLOORS:  # a ring passes each room at most once
+        for seen in reach.values():
+            seen |= {t for r in list(seen) for t in reach[r]}
+    assert not [room for room, seen in reach.items() if room in seen]
+
+
+def test_the_floor_check_can_fail() -> None:
+    assert _floor("core") < _floor("safety") < _floor("goals") < _floor("")
+    assert any(target == "core" for _, target, _ in ROOM_ARROWS)

@@ -48,7 +48,7 @@ from support.safety_support import (
 from support.waiting import wait_for
 
 from sequence_ai_interfaces.action import Act
-from sequence_ai_ros.inputs.freshness import StaleObservation
+from sequence_ai_ros.core.freshness import StaleObservation
 from sequence_ai_ros.node import SequenceAiNode
 
 # Starts processes or ROS nodes: `-m "not slow"` leaves it out.

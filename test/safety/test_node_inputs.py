@@ -23,7 +23,7 @@ from support.node_harness import GRIPPER, JOINTS, node_parameters
 from support.ros_support import NodeSystem, key_file_for, new_commands, wait_commands
 from support.waiting import wait_for
 
-from sequence_ai_ros.inputs.freshness import StaleObservation
+from sequence_ai_ros.core.freshness import StaleObservation
 from sequence_ai_ros.inputs.image_conversion import SUPPORTED_ENCODINGS
 from sequence_ai_ros.inputs.observation_cache import ObservationCache
 

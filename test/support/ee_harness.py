@@ -15,7 +15,7 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
-from sequence_ai_ros.geometry import pose_math
+from sequence_ai_ros.core import pose_math
 
 BASE_FRAME = "panda_link0"
 TWIST_TOPIC = "servo_node/delta_twist_cmds"

@@ -200,9 +200,9 @@ def start_recorder(
     """An `EpisodeRecorder` recording into `folder`, as a node's configure makes it (its start
     repairs the folder's unfinished files on a thread of its own)."""
     import sequence_ai
-    from sequence_ai_ros.bringup.diagnostics import HealthRecord
+    from sequence_ai_ros.core.health import HealthRecord
+    from sequence_ai_ros.core.node_config import NodeConfig
     from sequence_ai_ros.episodes.recorder import EpisodeRecorder
-    from sequence_ai_ros.params.node_config import NodeConfig
     from sequence_ai_ros.params.spec_table import SPECS
 
     values = {name: spec.default for name, spec in SPECS.items()}

@@ -40,7 +40,7 @@ from sequence_ai_lab.robots.sim_cartesian.cartesian_arm import (
 )
 from sequence_ai_lab.robots.sim_cartesian.cartesian_view import CartesianView
 from sequence_ai_lab.robots.sim_cartesian.panda_kinematics import READY_POSE
-from sequence_ai_ros.geometry.pose_math import matrix_to_quaternion, quaternion_to_matrix
+from sequence_ai_ros.core.pose_math import matrix_to_quaternion, quaternion_to_matrix
 from sequence_ai_ros.params.spec_table import Spec, declare_read_only
 
 TWIST_TOPIC = "servo_node/delta_twist_cmds"

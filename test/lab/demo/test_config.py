@@ -104,8 +104,8 @@ def test_the_yaml_describes_pi05_droid_on_the_simulated_franka() -> None:
 
 
 def test_the_jtc_file_is_the_same_robot_on_joint_trajectory_controller_in_chunk_mode() -> None:
+    from sequence_ai_ros.core.node_config import NodeConfig
     from sequence_ai_ros.params.config_checks import check_config
-    from sequence_ai_ros.params.node_config import NodeConfig
     from sequence_ai_ros.params.spec_table import SPECS
 
     forward, jtc = yaml_parameters(), yaml_parameters(JTC_CONFIG)
@@ -119,7 +119,7 @@ def test_the_jtc_file_is_the_same_robot_on_joint_trajectory_controller_in_chunk_
 
 
 def test_the_yaml_carries_the_pandas_published_joint_limits() -> None:
-    from sequence_ai_ros.safety.joint_limits import RateLimits, resolve
+    from sequence_ai_ros.core.joint_limits import RateLimits, resolve
 
     params = yaml_parameters()
     entries: dict[str, dict[str, Any]] = {}

@@ -7,7 +7,7 @@ import re
 
 from rclpy.action import ActionClient
 
-from sequence_ai_ros.goals.action_client import LockedActionClient
+from sequence_ai_ros.plumbing.action_client import LockedActionClient
 
 # Methods of rclpy's ActionClient that touch `_client_handle` but not from a spinning thread
 # or a planner's call at the same time as a take (construction, teardown, discovery).

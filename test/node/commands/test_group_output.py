@@ -15,9 +15,9 @@ from std_msgs.msg import Float64MultiArray
 from support.waiting import wait_for
 
 from sequence_ai_ros.commands.group_output import CommandGroup, GroupedCommands, group_problems
-from sequence_ai_ros.inputs.readings import JointSnapshot
+from sequence_ai_ros.core.node_config import NodeConfig
+from sequence_ai_ros.core.readings import JointSnapshot
 from sequence_ai_ros.params import config_checks, spec_table
-from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.safety.gate import ArmGate, MotionRules
 
 LEFT = [f"left_j{i}" for i in range(6)]

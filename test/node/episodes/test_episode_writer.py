@@ -104,9 +104,9 @@ def test_the_stored_bytes_are_exactly_the_message(message: object) -> None:
 def test_a_goal_that_never_ran_leaves_a_file_with_its_goal_and_result(tmp_path: Path) -> None:
     import sequence_ai
     from sequence_ai_interfaces.action import Act
-    from sequence_ai_ros.bringup.diagnostics import HealthRecord
+    from sequence_ai_ros.core.health import HealthRecord
+    from sequence_ai_ros.core.node_config import NodeConfig
     from sequence_ai_ros.episodes.recorder import EpisodeRecorder
-    from sequence_ai_ros.params.node_config import NodeConfig
     from sequence_ai_ros.params.spec_table import SPECS
 
     values = {name: spec.default for name, spec in SPECS.items()}
@@ -146,9 +146,9 @@ def test_the_recorder_records_the_runs_discarded_and_refused_chunks_from_its_eve
         UnderrunEnded,
     )
     from sequence_ai_interfaces.action import Act
-    from sequence_ai_ros.bringup.diagnostics import HealthRecord
+    from sequence_ai_ros.core.health import HealthRecord
+    from sequence_ai_ros.core.node_config import NodeConfig
     from sequence_ai_ros.episodes.recorder import EpisodeRecorder
-    from sequence_ai_ros.params.node_config import NodeConfig
     from sequence_ai_ros.params.spec_table import SPECS
 
     values = {name: spec.default for name, spec in SPECS.items()}

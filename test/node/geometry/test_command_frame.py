@@ -18,11 +18,11 @@ from node.safety.test_cartesian_space import (
 )
 from node.safety.test_cartesian_space import _gate as _cartesian_gate
 
-from sequence_ai_ros.commands.kinds import EE_ABSOLUTE, EE_DELTA
+from sequence_ai_ros.core import pose_math
+from sequence_ai_ros.core.command_kinds import EE_ABSOLUTE, EE_DELTA
+from sequence_ai_ros.core.freshness import StaleObservation
+from sequence_ai_ros.core.node_config import NodeConfig
 from sequence_ai_ros.geometry import command_frame as frames
-from sequence_ai_ros.geometry import pose_math
-from sequence_ai_ros.inputs.freshness import StaleObservation
-from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.params.preflight_cartesian import PoseProbe, pose_problem
 from sequence_ai_ros.params.spec_table import SPECS
 

@@ -12,10 +12,10 @@ from typing import Any, cast
 import pytest
 from support.waiting import wait_for
 
+from sequence_ai_ros.core.node_config import NodeConfig
 from sequence_ai_ros.goals.goal_state import GoalRun
 from sequence_ai_ros.goals.runner import DRIVING_THREAD, GoalRunner
 from sequence_ai_ros.goals.stop_policy import StopCause
-from sequence_ai_ros.params.node_config import NodeConfig
 
 # What the fake runs are given as the live configuration (the runner only passes it on).
 CONFIG = cast(NodeConfig, object())

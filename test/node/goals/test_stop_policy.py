@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sequence_ai import Ending
-from sequence_ai_ros.commands.kinds import CommandMode, Interface
+from sequence_ai_ros.core.command_kinds import CommandMode, Interface
+from sequence_ai_ros.core.freshness import StaleObservation
 from sequence_ai_ros.goals.goal_state import GoalPhase, GoalRun
 from sequence_ai_ros.goals.stop_policy import (
     ENDING_BY_CAUSE,
@@ -17,7 +18,6 @@ from sequence_ai_ros.goals.stop_policy import (
     arm_command,
     goal_ending,
 )
-from sequence_ai_ros.inputs.freshness import StaleObservation
 
 
 class _Handle:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from sensor_msgs.msg import Image, JointState
 
+from sequence_ai_ros.core.freshness import StaleObservation
 from sequence_ai_ros.inputs.camera_feed import TakenImage
-from sequence_ai_ros.inputs.freshness import StaleObservation
 from sequence_ai_ros.inputs.observation_cache import ObservationCache
 
 

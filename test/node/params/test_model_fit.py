@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sequence_ai import Model
-from sequence_ai_ros.commands.kinds import Interface
+from sequence_ai_ros.core.command_kinds import Interface
+from sequence_ai_ros.core.node_config import NodeConfig
 from sequence_ai_ros.params import config_checks, spec_table
 from sequence_ai_ros.params.model_fit import controller_for, fit_problems
-from sequence_ai_ros.params.node_config import NodeConfig
 
 PI05 = Model(
     id="sequences/pi05-droid",

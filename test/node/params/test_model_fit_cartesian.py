@@ -9,10 +9,10 @@ from dataclasses import replace
 import pytest
 
 from sequence_ai import Controller, Model
+from sequence_ai_ros.core.node_config import NodeConfig
 from sequence_ai_ros.geometry import command_frame
 from sequence_ai_ros.params import config_checks, spec_table
 from sequence_ai_ros.params.model_fit import controller_for, fit, fit_problems
-from sequence_ai_ros.params.node_config import NodeConfig
 
 EE_DELTA = Model(
     id="sequences/sim-stateless-ee-delta", control_hz=25.0, camera_views=("front",),

@@ -11,10 +11,10 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from sequence_ai import ValidateMode
-from sequence_ai_ros.commands import kinds
+from sequence_ai_ros.core import command_kinds as kinds
+from sequence_ai_ros.core.node_config import NodeConfig
 from sequence_ai_ros.params import config_checks, spec_table
 from sequence_ai_ros.params.config_checks import check_config
-from sequence_ai_ros.params.node_config import NodeConfig
 
 
 class Lifecycle:

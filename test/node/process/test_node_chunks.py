@@ -15,7 +15,7 @@ from action_msgs.msg import GoalStatus
 from support.node_harness import ArmHarness, ReceivedTrajectory, node_parameters
 from support.waiting import wait_for
 
-from sequence_ai_ros.commands.kinds import JOINT_TRAJECTORY
+from sequence_ai_ros.core.command_kinds import JOINT_TRAJECTORY
 from sequence_ai_ros.params.spec_table import PANDA_LOWER, PANDA_UPPER
 
 # Starts processes or ROS nodes: `-m "not slow"` leaves it out.

@@ -11,8 +11,8 @@ from support.node_harness import node_parameters
 from support.waiting import wait_for
 
 import sequence_ai
+from sequence_ai_ros.core.node_config import NodeConfig
 from sequence_ai_ros.params.model_fit import controller_for, fit_problems
-from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.params.spec_table import SPECS
 
 # Starts processes or ROS nodes: `-m "not slow"` leaves it out.

@@ -7,11 +7,11 @@ import math
 
 import pytest
 
+from sequence_ai_ros.core.pose_math import Pose
 from sequence_ai_ros.safety.cartesian_rules import (
     SPEED_UNITS,
     UNITLESS,
     CartesianLimits,
-    Pose,
     check_pose_target,
     check_twist,
     rotation_angle,

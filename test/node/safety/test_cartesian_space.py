@@ -14,14 +14,14 @@ import pytest
 from geometry_msgs.msg import PoseStamped, TransformStamped
 
 import sequence_ai_ros
-from sequence_ai_ros.commands.kinds import EE_ABSOLUTE, EE_DELTA, Interface
-from sequence_ai_ros.geometry import pose_math
+from sequence_ai_ros.core import pose_math
+from sequence_ai_ros.core.command_kinds import EE_ABSOLUTE, EE_DELTA, Interface
+from sequence_ai_ros.core.freshness import StaleObservation
+from sequence_ai_ros.core.node_config import NodeConfig
+from sequence_ai_ros.core.readings import JointSnapshot
 from sequence_ai_ros.geometry.command_frame import CommandFrame
 from sequence_ai_ros.goals.stop_policy import ArmCommand, StopCause, arm_command
-from sequence_ai_ros.inputs.freshness import StaleObservation
 from sequence_ai_ros.inputs.pose_source import TfPoses, TopicPoses
-from sequence_ai_ros.inputs.readings import JointSnapshot
-from sequence_ai_ros.params.node_config import NodeConfig
 from sequence_ai_ros.params.spec_table import SPECS
 from sequence_ai_ros.safety.cartesian_space import CartesianRules, CartesianSpace
 from sequence_ai_ros.safety.gate import ArmGate, CommandRefused, MotionRules

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import sequence_ai_ros
-from sequence_ai_ros.commands.chunk_trajectory import BLEND_POINTS, LEAD_PERIODS, ChunkTrajectory
-from sequence_ai_ros.commands.kinds import CommandMode, Interface
-from sequence_ai_ros.inputs.freshness import StaleObservation
-from sequence_ai_ros.inputs.readings import JointSnapshot
+from sequence_ai_ros.core.chunk_trajectory import BLEND_POINTS, LEAD_PERIODS, ChunkTrajectory
+from sequence_ai_ros.core.command_kinds import CommandMode, Interface
+from sequence_ai_ros.core.freshness import StaleObservation
+from sequence_ai_ros.core.readings import JointSnapshot
 from sequence_ai_ros.safety.gate import ArmGate, CommandRefused, MotionRules
 from sequence_ai_ros.safety.joint_rules import (
     SafetyLimits,
@@ -357,7 +357,7 @@ def test_nothing_but_the_gate_holds_a_command_publisher() -> None:
     """A command output is made in one place, straight into the gate, so that no path can
     command the arm around the gate's checks: `command_output` (commands/group_output.py, the only
     maker of a CommandPublisher or GroupedCommands for the arm) is called inside ArmGate(...)."""
-    from sequence_ai_ros.safety.dry_run import DRY_RUN_TOPIC
+    from sequence_ai_ros.commands.dry_run import DRY_RUN_TOPIC
 
     package = Path(sequence_ai_ros.__file__).parent
     made_in: list[str] = []

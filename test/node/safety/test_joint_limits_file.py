@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from sequence_ai_ros.safety import joint_limits_file
-from sequence_ai_ros.safety.joint_limits import (
+from sequence_ai_ros.core.joint_limits import (
     MAX_DEPTH,
     MAX_FILE_BYTES,
     JointLimitsError,
     load_file,
 )
+from sequence_ai_ros.safety import joint_limits_file
 from sequence_ai_ros.safety.joint_limits_file import LimitsFile, read_bounded
 
 GOOD = "joint_limits:\n  a: {has_velocity_limits: true, max_velocity: 2.0}\n"

@@ -17,7 +17,7 @@ from sequence_ai_gateway.policies import (  # noqa: E402
     ee_target,
 )
 from sequence_ai_lab.robots.sim_cartesian.cartesian_arm import CartesianArm  # noqa: E402
-from sequence_ai_ros.geometry.pose_math import (  # noqa: E402
+from sequence_ai_ros.core.pose_math import (  # noqa: E402
     matrix_to_quaternion,
     pose_to_vector,
     quaternion_to_matrix,

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sequence_ai_lab.robots.sim_cartesian import panda_kinematics as kin
-from sequence_ai_ros.geometry.pose_math import matrix_to_quaternion, quaternion_to_rpy
+from sequence_ai_ros.core.pose_math import matrix_to_quaternion, quaternion_to_rpy
 
 
 def test_ready_pose_tcp_is_the_published_panda_value():

@@ -1,8 +1,9 @@
-"""The node's domain core imports without ROS: the goal state machine and the stop policy, the
-gate and its rules, limits, trajectory building, geometry, model fit and the plain values they
-share. Imported in a fresh interpreter where rclpy, the interfaces and every *_msgs package
-raise ImportError, as on a machine without ROS. The list is mypy.ini's: the same modules are
-type-checked strictly by `make lint`."""
+"""The node's ROS-free rooms import without ROS: every module of the folders mypy.ini lists under
+`packages` (the ground floor `core/`, `geometry/`, `safety/`), and the few modules of mixed rooms
+it lists under `modules` (the goal state machine, model fit, the launch description). Imported in
+a fresh interpreter where rclpy, the interfaces and every *_msgs package raise ImportError, as on
+a machine without ROS. mypy.ini is the one place that names them: `make lint` type-checks the
+same folders and modules strictly."""
 
 from __future__ import annotations
 
@@ -15,16 +16,28 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+NODE = "sequence_ai_ros"
 
 
-def _strictly_typed_core() -> tuple[str, ...]:
-    """mypy.ini's `modules`: the core is listed once, for this check and for mypy's strict one."""
+def _mypy_names(key: str) -> tuple[str, ...]:
     config = configparser.ConfigParser()
     config.read_string((ROOT / "mypy.ini").read_text())
-    return tuple(name.strip() for name in config["mypy"]["modules"].split(",") if name.strip())
+    names = (name.strip() for name in config["mypy"][key].split(","))
+    return tuple(name for name in names if name.startswith(NODE + "."))
 
 
-ROS_FREE = _strictly_typed_core()
+ROOMS = _mypy_names("packages")
+MIXED_ROOM_MODULES = _mypy_names("modules")
+
+
+def _room_modules(room: str) -> tuple[str, ...]:
+    folder = ROOT.joinpath(*room.split("."))
+    return tuple(
+        f"{room}.{path.stem}" for path in sorted(folder.glob("*.py")) if path.stem != "__init__"
+    )
+
+
+ROS_FREE = tuple(m for room in ROOMS for m in _room_modules(room)) + MIXED_ROOM_MODULES
 
 # Run in the child: a finder that refuses ROS before any import, then each module.
 _CHILD = """
@@ -63,8 +76,7 @@ def _import_without_ros(modules: tuple[str, ...]) -> dict[str, object]:
 
 
 @pytest.mark.slow
-def test_the_domain_core_imports_with_rclpy_and_the_messages_absent() -> None:
-    assert len(ROS_FREE) >= 20
+def test_the_ros_free_rooms_import_with_rclpy_and_the_messages_absent() -> None:
     report = _import_without_ros(ROS_FREE)
     assert report == {"failed": {}, "ros": []}
 
@@ -76,8 +88,16 @@ def test_the_check_can_fail_a_module_that_needs_ros() -> None:
     assert isinstance(failed, dict) and "sequence_ai_ros.commands.joint_output" in failed
 
 
-def test_every_listed_module_is_a_shipped_module_of_the_node() -> None:
-    for name in ROS_FREE:
+def test_the_ground_floor_is_a_ros_free_room_and_the_rule_covers_most_of_the_node() -> None:
+    assert f"{NODE}.core" in ROOMS
+    assert len(ROS_FREE) >= 20
+
+
+def test_every_listed_room_and_module_exists() -> None:
+    for room in ROOMS:
+        assert (ROOT.joinpath(*room.split(".")) / "__init__.py").is_file(), room
+        assert _room_modules(room), f"{room} holds no module"
+    for name in MIXED_ROOM_MODULES:
         path = ROOT.joinpath(*name.split(".")).with_suffix(".py")
         assert path.is_file(), f"{name}: no {path.relative_to(ROOT)}"
-        assert name.startswith("sequence_ai_ros."), name
+        assert name.rpartition(".")[0] not in ROOMS, f"{name}: its room is listed whole"

@@ -20,7 +20,7 @@ from rclpy.impl.rcutils_logger import RcutilsLogger
 from rclpy.lifecycle import LifecycleNode
 from rclpy.service import Service
 
-from sequence_ai_ros.bringup.side_executor import SideExecutor
+from sequence_ai_ros.plumbing.side_executor import SideExecutor
 
 __all__ = ["QUERY_THREAD", "LifecycleQueries"]
 

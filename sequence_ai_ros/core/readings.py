@@ -9,9 +9,9 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from sequence_ai_ros.geometry import pose_math
-from sequence_ai_ros.inputs.freshness import StaleObservation
-from sequence_ai_ros.safety.cartesian_rules import Pose
+from sequence_ai_ros.core import pose_math
+from sequence_ai_ros.core.freshness import StaleObservation
+from sequence_ai_ros.core.pose_math import Pose
 
 if TYPE_CHECKING:
     from geometry_msgs.msg import TransformStamped

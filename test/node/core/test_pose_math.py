@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from sequence_ai_ros.geometry import pose_math
+from sequence_ai_ros.core import pose_math
 
 
 def _rx(a: float) -> list[list[float]]:

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 from node.safety.test_gate import DUE_S, LIMITS, PERIOD_S, RULES, _chunk_gate, _gate, _play, _rows
 
-from sequence_ai_ros.commands.kinds import Interface
-from sequence_ai_ros.safety.gate import SEAM_SHARE
-from sequence_ai_ros.safety.joint_limits import (
+from sequence_ai_ros.core.command_kinds import Interface
+from sequence_ai_ros.core.joint_limits import (
     JointLimit,
     JointLimitsError,
     RateLimits,
@@ -21,6 +20,7 @@ from sequence_ai_ros.safety.joint_limits import (
     load_file,
     resolve,
 )
+from sequence_ai_ros.safety.gate import SEAM_SHARE
 
 # Joint a: 1.5 rad/s (0.1 rad per 1/15 s step), 15 rad/s² (a change of 1 rad/s per step);
 # joint b: no speed limits. max_step (0.25 rad) lets every step below through.
@@ -274,7 +274,7 @@ def test_without_joint_limits_only_max_step_applies() -> None:
 
 
 def test_rules_are_refused_for_insane_or_unreadable_limits() -> None:
-    from sequence_ai_ros.params.node_config import NodeConfig
+    from sequence_ai_ros.core.node_config import NodeConfig
     from sequence_ai_ros.params.spec_table import SPECS
     from sequence_ai_ros.safety.gate import MotionRules
 

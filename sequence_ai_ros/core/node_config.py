@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sequence_ai import VALIDATE_MODES, ValidateMode
-from sequence_ai_ros.commands.kinds import (
+from sequence_ai_ros.core.command_kinds import (
     AUTO_MODE,
     COMMAND_INTERFACES,
     COMMAND_MODES,
@@ -17,7 +17,7 @@ from sequence_ai_ros.commands.kinds import (
     CommandMode,
     Interface,
 )
-from sequence_ai_ros.safety.joint_limits import JointLimit
+from sequence_ai_ros.core.joint_limits import JointLimit
 
 # The parameters a snapshot turns into enums, with the values each accepts.
 _CHOICES = {

@@ -22,12 +22,12 @@ from sensor_msgs.msg import JointState
 
 from sequence_ai import SeamLimits
 from sequence_ai_ros.commands.cartesian_output import DryRunCartesian
-from sequence_ai_ros.commands.chunk_trajectory import ChunkTrajectory
 from sequence_ai_ros.commands.joint_output import CommandPublisher
-from sequence_ai_ros.commands.kinds import CommandMode, Interface
 from sequence_ai_ros.commands.output_stage import COMMAND_QOS
-from sequence_ai_ros.inputs.readings import JointSnapshot
-from sequence_ai_ros.params.node_config import NodeConfig
+from sequence_ai_ros.core.chunk_trajectory import ChunkTrajectory
+from sequence_ai_ros.core.command_kinds import CommandMode, Interface
+from sequence_ai_ros.core.node_config import NodeConfig
+from sequence_ai_ros.core.readings import JointSnapshot
 from sequence_ai_ros.safety.cartesian_space import CartesianSpace
 from sequence_ai_ros.safety.gate import ArmGate, Measurements, MotionRules
 

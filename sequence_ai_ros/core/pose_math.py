@@ -107,6 +107,14 @@ Matrix = tuple[Position, Position, Position]
 
 
 @dataclass(frozen=True)
+class Pose:
+    """An end-effector pose: position (m) and orientation as a unit quaternion (x, y, z, w)."""
+
+    position: tuple[float, float, float]
+    orientation: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0)
+
+
+@dataclass(frozen=True)
 class Transform:
     """A rigid transform: a point p maps to rotation · p + translation (rotation as rows)."""
 

@@ -17,8 +17,8 @@ from sequence_ai_lab.robots.sim_robot.trajectory import (
     TrajectoryController,
     TrajectoryPoint,
 )
-from sequence_ai_ros.commands import chunk_trajectory
-from sequence_ai_ros.commands.chunk_trajectory import (
+from sequence_ai_ros.core import chunk_trajectory
+from sequence_ai_ros.core.chunk_trajectory import (
     BLEND_POINTS,
     LEAD_PERIODS,
     ChunkTrajectory,
