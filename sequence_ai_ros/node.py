@@ -124,7 +124,15 @@ class SequenceAiNode(LifecycleNode):
         serve_sent_images(self, lambda: None if (r := self._runner()) is None else r.images)
         # The safety net for a goal whose action client is gone (end_goal_without_client_s).
         # Looked at by the overdue timer, once a second: no timer of its own wakes the idle node.
-        self._goal_clients = ClientWatch(self, "act")
+        feedback_topic = f"{self.resolve_topic_name('act')}/_action/feedback"
+        self._goal_clients = ClientWatch(
+            lambda: (
+                tuple(info.endpoint_gid)
+                for info in self.get_subscriptions_info_by_topic(feedback_topic)
+            ),
+            lambda: float(self.get_parameter("end_goal_without_client_s").value),
+            self.get_logger().warning,
+        )
         # ~/enable and the heartbeat deadman: a running goal stops held when motion is blocked.
         self._enable = MotionEnable(self, self._stop_blocked)
         # In every state, so a failed configure or one in progress is visible too.

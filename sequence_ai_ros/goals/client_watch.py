@@ -11,9 +11,7 @@ has been in the graph for the grace time, the goal's client is certainly gone.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-
-from rclpy.node import Node
+from collections.abc import Callable, Iterable
 
 from sequence_ai_ros.goals.runner import GoalRunner
 from sequence_ai_ros.goals.stop_policy import StopCause
@@ -25,11 +23,19 @@ Gid = tuple[int, ...]
 
 class ClientWatch:
     """Each goal's possible senders, and since when none of them is in the graph. Used on the
-    executor's thread only (the goal and timer callbacks)."""
+    executor's thread only (the goal and timer callbacks). Told by the node, not holding it:
+    `subscribers` lists the action's feedback subscribers in the graph, `grace_s` reads
+    end_goal_without_client_s, `warn` logs."""
 
-    def __init__(self, node: Node, action_name: str) -> None:
-        self._node = node
-        self._topic = f"{node.resolve_topic_name(action_name)}/_action/feedback"
+    def __init__(
+        self,
+        subscribers: Callable[[], Iterable[Gid]],
+        grace_s: Callable[[], float],
+        warn: Callable[[str], object],
+    ) -> None:
+        self._graph_subscribers = subscribers
+        self._grace_s = grace_s
+        self._warn = warn
         # Per goal id: the feedback subscribers when it was accepted (empty: none discovered
         # yet, looked for again); since when none of them is in the graph.
         self._senders: dict[bytes, frozenset[Gid]] = {}
@@ -43,11 +49,11 @@ class ClientWatch:
     def end_orphans(self, runner: GoalRunner | None) -> None:
         """End, held, each goal whose every possible sender has been gone from the graph for
         the node's end_goal_without_client_s (0: off, as ROS 2 does)."""
-        grace_s = float(self._node.get_parameter("end_goal_without_client_s").value)
+        grace_s = self._grace_s()
         if grace_s <= 0 or runner is None:
             return
         for goal_id in self.gone(runner.goal_ids(), grace_s):
-            self._node.get_logger().warning(
+            self._warn(
                 f"a goal's action client left the graph {grace_s:g} s ago "
                 "(end_goal_without_client_s): the goal ends, held"
             )
@@ -81,7 +87,4 @@ class ClientWatch:
         return ended
 
     def _subscribers(self) -> frozenset[Gid]:
-        return frozenset(
-            tuple(info.endpoint_gid)
-            for info in self._node.get_subscriptions_info_by_topic(self._topic)
-        )
+        return frozenset(self._graph_subscribers())

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import math
 import threading
+from typing import TYPE_CHECKING
 
 from sequence_ai.events import ChunkInstalled, RowPlayed, RunEvent
-from sequence_ai_interfaces.action import Act
+
+if TYPE_CHECKING:
+    from sequence_ai_interfaces.action import Act
 
 __all__ = ["InstructionProgress"]
 
