@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import socket
 import tempfile
 import threading
@@ -97,8 +98,8 @@ class Worker:
         self.host = host
         self.parts = parts
         self.draining = False
-        self.certificate: WorkerCertificate = make_certificate(
-            tempfile.mkdtemp(prefix="sequence-ai-worker-"), host)
+        self._tls_dir = tempfile.mkdtemp(prefix="sequence-ai-worker-")
+        self.certificate: WorkerCertificate = make_certificate(self._tls_dir, host)
         self.episodes = EpisodeBook()
         self.servers: Dict[str, ModelServer] = {
             name: parts.make_server(d) for name, d in parts.deployments.items() if d.looks}
@@ -142,10 +143,14 @@ class Worker:
         self._thread = threading.Thread(target=run, name=f"worker:{self.port}", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + timeout_s
-        while not server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"worker on port {self.port} did not start")
-            time.sleep(0.01)
+        try:
+            while not server.started:
+                if not self._thread.is_alive() or time.monotonic() > deadline:
+                    raise RuntimeError(f"worker on port {self.port} did not start")
+                time.sleep(0.01)
+        finally:
+            # The key and certificate are read once, at start: nothing of them stays on disk.
+            shutil.rmtree(self._tls_dir, ignore_errors=True)
 
     def stop(self, *, abort: bool = False) -> None:
         """Stop serving; ``abort`` drops every open connection without an answer first."""
