@@ -14,6 +14,7 @@ fails to configure, the others are stopped too.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -99,6 +100,25 @@ def ros_arguments(
     for key, value in (overrides or {}).items():
         arguments += ["-p", f"{key}:={value}"]
     return arguments
+
+
+# prctl's option: the signal a child gets when its parent dies (Linux).
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> Callable[[], None] | None:
+    """A child's setup making it get SIGTERM when `parent` dies, however (a `kill -9` leaves no
+    gateway, world or node behind to race the next run); None off Linux."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def setup() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:
+            os._exit(1)  # the parent died before prctl: nothing would signal this child
+
+    return setup
 
 
 @dataclass
@@ -251,6 +271,7 @@ class Launcher:
             env=env,
             # Own session: a terminal's Ctrl+C reaches only us, and we stop children in order.
             start_new_session=True,
+            preexec_fn=_die_with(os.getpid()),
         )
         self.running.append(_Running(spec, popen, sink, on_line, self._notify))
 

@@ -145,13 +145,12 @@ def export_lerobot(paths: Sequence[Path], out: Path, *, repo_id: str) -> str:
     def decode(jpeg: bytes) -> np.ndarray:
         return np.asarray(Image.open(io.BytesIO(jpeg)).convert("RGB"))
 
-    episodes = [episode_frames(read(path)) for path in paths]
-    episodes = [e for e in episodes if len(e)]
-    if not episodes:
+    played = [(path, frames) for path in paths if len(frames := episode_frames(read(path)))]
+    if not played:
         raise SystemExit(f"no episode in {len(paths)} files played a row: nothing to export")
+    episodes, left_out = with_verdicts(played)
     first = episodes[0]
-    # next.success only when every episode carries a verdict: a feature is all frames' or none's.
-    labelled = all(e.success is not None for e in episodes)
+    labelled = first.success is not None
     shapes = {v: decode(jpegs[0]).shape for v, jpegs in first.images.items()}
     dataset = LeRobotDataset.create(
         repo_id=repo_id, fps=round(first.fps), root=out, robot_type="sequence_ai",
@@ -173,4 +172,20 @@ def export_lerobot(paths: Sequence[Path], out: Path, *, repo_id: str) -> str:
         dataset.save_episode()
     dataset.finalize()
     total = sum(len(e) for e in episodes)
-    return f"{len(episodes)} episodes, {total} frames at {first.fps:g} fps in {out}"
+    written = f"{len(episodes)} episodes, {total} frames at {first.fps:g} fps in {out}"
+    if left_out:
+        written += (f"; left out {len(left_out)} without a verdict (next.success needs one): "
+                    + ", ".join(p.name for p in left_out))
+    return written
+
+
+def with_verdicts(
+    played: Sequence[tuple[Path, EpisodeFrames]],
+) -> tuple[list[EpisodeFrames], list[Path]]:
+    """What the export writes, and the files it leaves out: every episode when none carries a
+    verdict; else those that do, labelled (next.success is every frame's or none's, and a
+    verdict is never guessed)."""
+    judged = [frames for _, frames in played if frames.success is not None]
+    if not judged:
+        return [frames for _, frames in played], []
+    return judged, [path for path, frames in played if frames.success is None]

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sequence_ai_lab.evaluation import report
+from sequence_ai_lab.evaluation.claims import Claim, Claimed, claim_folder, claim_node
 from sequence_ai_lab.evaluation.conditions import (
     Arm,
     ConditionError,
@@ -30,9 +31,9 @@ from sequence_ai_lab.evaluation.conditions import (
     parse_condition,
     schedule,
     time_modes,
+    with_model_files,
 )
 from sequence_ai_lab.evaluation.results import (
-    FolderLock,
     Results,
     ResultsError,
     check_same,
@@ -129,6 +130,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def build_arms(args: argparse.Namespace) -> dict[str, Arm]:
     conditions = [parse_condition(c) for c in (args.condition or ["default="])]
+    if args.sim:
+        # The started robot's model files; a real robot's node keeps its own topics and views.
+        conditions = [with_model_files(c, args.model) for c in conditions]
     names = [c.name for c in conditions]
     if len(set(names)) != len(names):
         raise ConditionError(f"conditions {names}: expected distinct names")
@@ -178,17 +182,17 @@ def package_version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     out: Path = args.out
-    lock: FolderLock | None = None
+    lock: Claim | None = None
     try:
         arms = build_arms(args)
         settings = evaluation_settings(args, arms)
         if not args.report_only:
             # Before reading results.json: another evaluation may be writing it.
-            lock = FolderLock(out)
+            lock = claim_folder(out)
         previous = load(out)
         if previous is not None:
             check_same(previous, settings, out)
-    except (ConditionError, ResultsError) as exc:
+    except (ConditionError, ResultsError, Claimed) as exc:
         if lock is not None:
             lock.release()
         print(f"evaluate: {exc}", file=sys.stderr)
@@ -221,6 +225,9 @@ def _evaluate(args: argparse.Namespace, arms: dict[str, Arm], results: Results) 
     except WorldMissing as exc:
         print(f"evaluate: {exc}", file=sys.stderr, flush=True)
         code = NO_WORLD
+    except Claimed as exc:
+        print(f"evaluate: {exc}", file=sys.stderr, flush=True)
+        code = 2
     except Exception as exc:  # noqa: BLE001 - report what failed; results so far are kept
         print(f"evaluate: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         code = 1
@@ -246,7 +253,10 @@ def _run(args: argparse.Namespace, arms: dict[str, Arm], results: Results,
     world_path = "" if args.world == "none" else (args.world or f"{prefix}/sim_robot")
     sim = None
     planner = None
+    built: Evaluator | None = None
     api_key = os.environ.get("SEQUENCES_API_KEY")
+    # Before anything starts: a second evaluation of the node would preempt this one's goals.
+    claim = claim_node(node_path)
     try:
         if args.sim:
             # The launch's gateway takes this key: the VLM judge's chat calls use it too.
@@ -262,10 +272,18 @@ def _run(args: argparse.Namespace, arms: dict[str, Arm], results: Results,
             perturb=Perturbation.parse(args.perturb) if args.perturb else None,
             record_dir=out / "episodes",
         )
-        evaluator = Evaluator(planner, node_path=node_path, world_path=world_path, arms=arms,
-                              settings=trial_settings, out=out,
-                              log=lambda line: print(line, flush=True))
+        evaluator = built = Evaluator(
+            planner, node_path=node_path, world_path=world_path, arms=arms,
+            settings=trial_settings, out=out, log=lambda line: print(line, flush=True))
         baseline = evaluator.control.read_baseline()
+        saved = results.provenance.get("node_parameters")
+        if isinstance(saved, dict) and results.trials and not args.sim:
+            # A killed run cannot restore the node: its own values are the first run's.
+            left = {n: v for n, v in evaluator.own_values().items() if saved.get(n) != v}
+            if left:
+                print(f"the node's {left} differ from before this evaluation began: using "
+                      f"{ {n: saved.get(n) for n in left} }", flush=True)
+            baseline = evaluator.control.baseline = dict(saved)
         base_url = str(baseline.get("base_url") or "")
         if args.vlm_judge:
             evaluator.vlm = VlmJudge(planner.node, node_path, args.vlm_judge,
@@ -289,7 +307,16 @@ def _run(args: argparse.Namespace, arms: dict[str, Arm], results: Results,
         save(out, results)
         evaluator.run(results, order)
     finally:
+        # A node the evaluation did not start goes back to its own settings, however the run
+        # ends (a started one is stopped below).
+        if built is not None and sim is None:
+            try:
+                built.restore()
+            except Exception as exc:  # noqa: BLE001 - the run's own ending stands; say this too
+                print(f"evaluate: could not restore the node ({type(exc).__name__}: {exc}); "
+                      "set its parameters back by hand", file=sys.stderr, flush=True)
         if planner is not None:
             planner.close()
         if sim is not None:
             print(f"stopped {sim.stop()}", flush=True)
+        claim.release()

@@ -8,7 +8,7 @@ import os
 import random
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -166,6 +166,32 @@ def parse_condition(text: str, base_dir: Path | None = None) -> Condition:
                              "params file)")
     model = model or str(parameters.pop("model", ""))
     return Condition(name, model, parameters, text)
+
+
+def with_model_files(condition: Condition, started_model: str = "") -> Condition:
+    """`condition` with its model's own parameters files beneath its params (what the launch
+    loads for that model, e.g. cosmos3's three camera views), so a model condition runs as
+    `make demo --model` runs it. Refused when the model plays another robot than
+    `started_model` (the --sim world's): one world cannot judge both."""
+    if not condition.model:
+        return condition
+    from sequence_ai_ros.params.launch import model_robot, share_file
+
+    robot = model_robot(condition.model)
+    if started_model:
+        started = model_robot(started_model)
+        if (robot.simulator, robot.base) != (started.simulator, started.base):
+            raise ConditionError(
+                f"condition {condition.spec!r}: model {condition.model} runs on "
+                f"{robot.simulator} ({robot.base or 'the DROID arm'}), --model {started_model} "
+                f"on {started.simulator} ({started.base or 'the DROID arm'}); expected a model "
+                "of the robot the evaluation starts"
+            )
+    values: dict[str, ParameterValue] = {}
+    for relative in robot.overlays:
+        values.update(read_overlay(share_file(relative)))
+    values.pop("model", None)
+    return replace(condition, parameters=values | dict(condition.parameters))
 
 
 def time_modes(choice: str) -> tuple[str, ...]:

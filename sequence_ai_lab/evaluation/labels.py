@@ -14,7 +14,11 @@ from pathlib import Path
 from mcap.reader import make_reader
 from mcap.writer import CompressionType, Writer
 
+from sequence_ai_lab.episodes.reader import EpisodeError, read
 from sequence_ai_ros.episodes.files import VERDICT_RECORD
+
+# Beside an evaluation's episodes: what a killed run recorded but never judged.
+UNJUDGED_DIR = "unjudged"
 
 
 def label(path: Path, verdict: Mapping[str, str]) -> None:
@@ -46,3 +50,26 @@ def label(path: Path, verdict: Mapping[str, str]) -> None:
                                   attachment.name, attachment.media_type, attachment.data)
         writer.finish()
     os.replace(temporary, path)
+
+
+def set_aside_unjudged(folder: Path, done: set[tuple[str, int]]) -> list[Path]:
+    """Move every episode of `folder` that no recorded trial judged — no verdict, or one of an
+    (arm, seed) not in `done` — into `folder/unjudged/`: what a killed run's last trial
+    recorded (that trial runs again). Moved, not deleted: kept for a look, out of the labelled
+    dataset. The files moved, at their new place."""
+    moved: list[Path] = []
+    for path in sorted(folder.glob("*.mcap")):
+        try:
+            verdict = read(path, messages=False).verdict
+        except EpisodeError:
+            verdict = {}
+        if verdict.get("seed", "").lstrip("-").isdigit() and (
+                verdict.get("arm", ""), int(verdict["seed"])) in done:
+            continue
+        target = folder / UNJUDGED_DIR / path.name
+        target.parent.mkdir(exist_ok=True)
+        os.replace(path, target)
+        moved.append(target)
+    for partial in folder.glob("*.labelling"):
+        partial.unlink()  # a label a kill interrupted: the original is still there
+    return moved

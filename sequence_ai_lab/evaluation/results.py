@@ -3,7 +3,6 @@ killed evaluation continues where it stopped (`--out` again with the same settin
 
 from __future__ import annotations
 
-import fcntl
 import json
 import math
 import os
@@ -12,9 +11,6 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 
 RESULTS_FILE = "results.json"
-# Held (flock) by the evaluation writing the folder; holds its pid. The kernel drops the lock
-# when that process ends however it ends, so a killed evaluation never blocks its resume.
-LOCK_FILE = ".evaluate.lock"
 # A wire format tag: written when the trial loop lived in the node, kept so old results read.
 FORMAT = "sequence_ai_ros.evaluation/1"
 # Settings that make two runs the same evaluation (a resumed run must match them).
@@ -188,28 +184,3 @@ def save(directory: Path, results: Results) -> Path:
     os.replace(temporary, path)
     return path
 
-
-class FolderLock:
-    """The claim of one evaluation on its --out folder, held until `release` or its death."""
-
-    def __init__(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / LOCK_FILE
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 64).decode("utf-8", "replace").strip() or "unknown"
-            os.close(fd)
-            raise ResultsError(
-                f"{directory}: evaluation pid {holder} is writing this folder; expected an "
-                "--out no other evaluation uses (or wait for it to end)"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd: int | None = fd
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None

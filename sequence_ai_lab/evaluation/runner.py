@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rcl_interfaces.msg import ParameterValue
 from rclpy.node import Node
 from rclpy.parameter import Parameter, parameter_value_to_python
@@ -26,7 +26,7 @@ from sequence_ai_interfaces.msg import TaskState
 from sequence_ai_lab.demo.planner import ActClient, LifecycleClient, ParameterClient, Planner
 from sequence_ai_lab.evaluation.conditions import Arm, Perturbation
 from sequence_ai_lab.evaluation.conditions import ParameterValue as Value
-from sequence_ai_lab.evaluation.labels import label
+from sequence_ai_lab.evaluation.labels import label, set_aside_unjudged
 from sequence_ai_lab.evaluation.metrics import EpisodeMetrics, episode_metrics
 from sequence_ai_lab.evaluation.planned import PlannedTask, combined, is_fault
 from sequence_ai_lab.evaluation.results import Results, TrialResult, save
@@ -40,10 +40,16 @@ STEADY_AGE_S = 0.25
 STEADY_REPORTS = 2
 EPISODE_CLOSE_S = 15.0
 RESULT_GRACE_S = 30.0
+# How long a failed switch waits for the node's diagnostics to say why (it reports each second).
+PROBLEM_WAIT_S = 3.0
 
 
 class TrialFault(RuntimeError):
     """Something other than the task went wrong in a trial; the trial fails with this reason."""
+
+
+class TransitionFailed(TrialFault):
+    """The node refused a lifecycle transition (its diagnostics may say why)."""
 
 
 @dataclass
@@ -69,6 +75,7 @@ class NodeHealth:
         self._lock = threading.Condition()
         self._values: dict[str, str] = {}
         self._steady = 0
+        self._problem = ""  # the message of its last report at ERROR level ("" otherwise)
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
@@ -82,6 +89,7 @@ class NodeHealth:
                 "active")
             with self._lock:
                 self._values = values
+                self._problem = status.message if status.level == DiagnosticStatus.ERROR else ""
                 self._steady = self._steady + 1 if steady else 0
                 self._lock.notify_all()
 
@@ -89,6 +97,14 @@ class NodeHealth:
         """Reports before now do not count (the node was just reconfigured)."""
         with self._lock:
             self._steady = 0
+            self._problem = ""
+
+    def wait_problem(self, timeout_s: float) -> str:
+        """The problem the node reports (say, why its configure failed), waiting up to
+        `timeout_s` for a report of one; "" when none came."""
+        with self._lock:
+            self._lock.wait_for(lambda: bool(self._problem), timeout_s)
+            return self._problem
 
     def wait_steady(self, timeout_s: float) -> None:
         with self._lock:
@@ -123,9 +139,36 @@ class NodeControl:
     parameters: ParameterClient
     baseline: dict[str, Value | None] = field(default_factory=dict)
 
-    def read_baseline(self) -> dict[str, Value | None]:
+    # The lifecycle state the node was in before the evaluation (restored at its end).
+    initial_state: str = ""
+
+    def read_baseline(self, timeout_s: float = READY_TIMEOUT_S) -> dict[str, Value | None]:
+        self.initial_state = self.lifecycle.state(timeout_s)
         self.baseline = {name: _python(v) for name, v in self.parameters.values().items()}
         return self.baseline
+
+    def restore(self, values: Mapping[str, Value], timeout_s: float) -> None:
+        """Back to `values` and the lifecycle state read with the baseline: down to
+        unconfigured, set, then up again as far as the node was."""
+        state = self.lifecycle.state(timeout_s)
+        steps = {"active": ("deactivate", "cleanup"), "inactive": ("cleanup",)}.get(state, ())
+        for transition in steps:
+            if not self.lifecycle.transition(transition, timeout_s):
+                raise TrialFault(f"{transition} of {self.lifecycle.target} failed")
+        self.set(values)
+        up = {"active": ("configure", "activate"), "inactive": ("configure",)}
+        for transition in up.get(self.initial_state, ()):
+            if not self.lifecycle.transition(transition, timeout_s):
+                raise TrialFault(f"{transition} of {self.lifecycle.target} with its own "
+                                 f"parameters failed")
+
+    def check(self, values: Mapping[str, Value]) -> None:
+        """The node holds `values` (read back): a condition runs as it says, or not at all."""
+        actual = {name: _python(v) for name, v in self.parameters.values().items()}
+        wrong = {n: actual.get(n) for n, v in values.items() if actual.get(n) != v}
+        if wrong:
+            raise TrialFault(f"the node holds {wrong} after the condition set "
+                             f"{ {n: values[n] for n in wrong} }")
 
     def bring_up(self, values: Mapping[str, Value], timeout_s: float) -> None:
         """From any state to active with `values` set while unconfigured."""
@@ -135,11 +178,11 @@ class NodeControl:
             if not self.lifecycle.transition(transition, timeout_s):
                 raise TrialFault(f"{transition} of {self.lifecycle.target} failed")
         self.set(values)
+        self.check(values)
         for transition in ("configure", "activate"):
             if not self.lifecycle.transition(transition, timeout_s):
-                raise TrialFault(
-                    f"{transition} of {self.lifecycle.target} failed with {dict(values)}: "
-                    "see the node's log"
+                raise TransitionFailed(
+                    f"{transition} of {self.lifecycle.target} failed with {dict(values)}"
                 )
 
     def set(self, values: Mapping[str, Value]) -> None:
@@ -184,6 +227,8 @@ class Evaluator:
         # The world's number of the trial running (its reset's), None before its reset.
         self._trial_number: int | None = None
         self.models: dict[str, str] = {}
+        # A condition was applied: the node's parameters differ from its own until restored.
+        self._touched = False
 
     # ----- arms -----
 
@@ -192,15 +237,26 @@ class Evaluator:
             return {}
         return {"record": "goals", "record_dir": str(self.settings.record_dir.resolve())}
 
+    def own_values(self) -> dict[str, Value]:
+        """The node's values from before the evaluation of every parameter it sets."""
+        touched = {name for a in self.arms.values() for name in a.condition.overlay()}
+        return {name: value for name in touched | set(self.recording())
+                if (value := self.control.baseline.get(name)) is not None}
+
     def condition_values(self, arm: Arm) -> dict[str, Value]:
         """The node's parameters for `arm`: its own values before the evaluation wherever the
         condition is silent, so one condition's overlay never leaks into the next."""
-        touched = {name for a in self.arms.values() for name in a.condition.overlay()}
-        values: dict[str, Value] = {
-            name: value for name in touched
-            if (value := self.control.baseline.get(name)) is not None
-        }
-        return values | arm.condition.overlay() | self.recording()
+        return self.own_values() | arm.condition.overlay() | self.recording()
+
+    def restore(self) -> None:
+        """The node as it was before the evaluation (its parameters and lifecycle state), once
+        a condition touched it; on every ending of the run."""
+        if not self._touched:
+            return
+        self.log(f"restoring the node: set {self.own_values()}, back to "
+                 f"{self.control.initial_state or 'its state'}")
+        self.control.restore(self.own_values(), READY_TIMEOUT_S)
+        self._touched = False
 
     def apply(self, key: str) -> None:
         """Bring the node (and the world's time mode) to arm `key`, if not there already."""
@@ -217,10 +273,20 @@ class Evaluator:
             self.log(f"condition {arm.condition.name}: deactivate, cleanup, set "
                      f"{arm.condition.overlay() or 'nothing'}, configure, activate")
             self.health.forget()
-            self.control.bring_up(self.condition_values(arm), READY_TIMEOUT_S)
+            self._touched = True
+            try:
+                self.control.bring_up(self.condition_values(arm), READY_TIMEOUT_S)
+            except TransitionFailed as exc:
+                raise TrialFault(self._why(exc)) from None
         self._arm = key
         self.health.wait_steady(READY_TIMEOUT_S)
         self.models[arm.condition.name] = self.health.value("model")
+
+    def _why(self, exc: TransitionFailed) -> str:
+        problem = self.health.wait_problem(PROBLEM_WAIT_S)
+        return f"{exc}: {problem}" if problem else (
+            f"{exc} (no problem reported on /diagnostics within {PROBLEM_WAIT_S:g} s: see the "
+            "node's log)")
 
     # ----- one trial -----
 
@@ -343,6 +409,9 @@ class Evaluator:
         if is_fault(reason):
             message = str(result.message)
             raise TrialFault(f"goal ended {reason}" + (f" ({message})" if message else ""))
+        if reason == "preempted" and self.planned is None:
+            # One goal at a time from here: another client's goal replaced it.
+            raise TrialFault("goal ended preempted: another client's goal took the node")
         if self.vlm is not None:
             opinion = self.vlm.judge(self.settings.task)
             trial.vlm_success, trial.vlm_reason = opinion.success, opinion.reason
@@ -423,6 +492,12 @@ class Evaluator:
         left = [s for s in schedule if (s[1], s[2]) not in done]
         if done:
             self.log(f"resuming: {len(done)} trials done, {len(left)} to go")
+        folder = self.settings.record_dir
+        if folder is not None and folder.is_dir():
+            moved = set_aside_unjudged(folder, done)
+            if moved:
+                self.log(f"moved {len(moved)} episodes no trial judged (a killed run's) to "
+                         f"{moved[0].parent}: {', '.join(p.name for p in moved)}")
         for number, (index, key, seed) in enumerate(left, 1):
             self.log(f"trial {index} ({number}/{len(left)}): {key}, seed {seed}")
             trial = self.run_trial(index, key, seed)

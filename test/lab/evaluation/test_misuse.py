@@ -118,8 +118,8 @@ def test_a_second_evaluation_of_one_out_folder_is_refused_naming_the_first(
 ) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys; from pathlib import Path; "
-         "from sequence_ai_lab.evaluation.results import FolderLock; "
-         "FolderLock(Path(sys.argv[1])); print('held', flush=True); sys.stdin.read()",
+         "from sequence_ai_lab.evaluation.claims import claim_folder; "
+         "claim_folder(Path(sys.argv[1])); print('held', flush=True); sys.stdin.read()",
          str(tmp_path)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
@@ -129,7 +129,7 @@ def test_a_second_evaluation_of_one_out_folder_is_refused_naming_the_first(
         monkeypatch.setattr(cli, "_run", lambda *_: ran.append("run"))
         monkeypatch.setattr(cli.signal, "signal", lambda *_: None)  # pytest keeps its SIGTERM
         code, line = _evaluate(capsys, "--out", str(tmp_path))
-        assert code == 2 and f"evaluation pid {holder.pid} is writing this folder" in line
+        assert code == 2 and f"--out {tmp_path}: evaluation pid {holder.pid} holds it" in line
         assert ran == []
     finally:
         assert holder.stdin is not None
