@@ -13,8 +13,9 @@ from setuptools import find_packages, setup
 PACKAGE = "sequence_ai_ros"
 PYTHON_PACKAGES = ("sequence_ai", "sequence_ai_gateway", PACKAGE, "sequence_ai_lab")
 
-# The client needs httpx and nothing else; numpy/Pillow are only for JPEG encoding.
-INSTALL_REQUIRES = ["httpx"]
+# The client needs httpx, and msgpack for a deployment's worker bodies (1.0.3: Ubuntu 22.04's);
+# numpy/Pillow are only for JPEG encoding and reading arrays as arrays.
+INSTALL_REQUIRES = ["httpx", "msgpack>=1.0.3"]
 
 # What the Python 3.9 venv holds to run the client tests: proves the client needs only httpx.
 CLIENT_TEST = ["pytest>=7", "pytest-timeout>=2.1", "hypothesis>=6.50"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Mapping, Optional
 
 __all__ = [
     "AuthError",
@@ -10,6 +10,7 @@ __all__ = [
     "InvalidRequest",
     "InvalidResponse",
     "OutOfCredit",
+    "PinMismatch",
     "RateLimited",
     "SequencesError",
     "Unavailable",
@@ -20,15 +21,29 @@ class SequencesError(Exception):
     """Base class of every error this client raises about the service or its answers.
 
     ``status`` is the HTTP status (None for local failures); ``body`` the raw response text.
+    A platform answer's typed body adds ``code`` (what to switch on: "busy", "not_found", ...),
+    ``request_id`` (quote it when asking about a failure), ``hint`` and ``details``.
     """
 
     def __init__(
-        self, message: str, *, status: Optional[int] = None, body: Optional[str] = None
+        self,
+        message: str,
+        *,
+        status: Optional[int] = None,
+        body: Optional[str] = None,
+        code: Optional[str] = None,
+        request_id: Optional[str] = None,
+        hint: Optional[str] = None,
+        details: Optional[Mapping[str, object]] = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
         self.body = body
+        self.code = code
+        self.request_id = request_id
+        self.hint = hint
+        self.details: Mapping[str, object] = dict(details or {})
 
     def __str__(self) -> str:
         return self.message
@@ -66,8 +81,13 @@ class Unavailable(SequencesError):
         retry_after_s: Optional[float] = None,
         warming: bool = False,
         job_id: Optional[str] = None,
+        code: Optional[str] = None,
+        request_id: Optional[str] = None,
+        hint: Optional[str] = None,
+        details: Optional[Mapping[str, object]] = None,
     ) -> None:
-        super().__init__(message, status=status, body=body)
+        super().__init__(message, status=status, body=body, code=code, request_id=request_id,
+                         hint=hint, details=details)
         self.retry_after_s = retry_after_s
         self.warming = warming
         self.job_id = job_id
@@ -85,6 +105,11 @@ class RateLimited(Unavailable):
     ``run``/``act``/``predict`` wait it out before the first action, like a warming model;
     once the arm moves it ends the run like any other error.
     """
+
+
+class PinMismatch(SequencesError):
+    """A deployment's worker presented a certificate other than the one connect pinned. Stop:
+    the connection is refused rather than trusted, and retrying reaches the same worker."""
 
 
 class ChunkExhausted(SequencesError):

@@ -1,6 +1,6 @@
-"""`import sequence_ai` needs httpx only: no numpy, Pillow, FastAPI or ROS at import time.
+"""`import sequence_ai` needs httpx and msgpack only: no numpy, Pillow, FastAPI or ROS at import.
 
-Runs in both venvs; in the Python 3.9 one (httpx and the test runner only) it also proves
+Runs in both venvs; in the Python 3.9 one (httpx, msgpack and the test runner only) it also proves
 that nothing else is installed there to lean on.
 """
 

@@ -1,0 +1,1 @@
+"""The platform's deployment protocol (connect, a pinned worker, msgpack); docs/client.md."""
