@@ -26,7 +26,7 @@ NODE = "sequence_ai_ros"
 LAB = "sequence_ai_lab"
 NOT_SHIPPED = (GATEWAY, LAB)
 # The client's only hard dependency; numpy and Pillow only inside encode(), lazily.
-CLIENT_THIRD_PARTY = {"httpx", "numpy", "PIL"}
+CLIENT_THIRD_PARTY = {"httpx", "msgpack", "numpy", "PIL"}
 
 
 def _module_name(path: Path) -> str:
@@ -127,7 +127,7 @@ def test_shipped_code_imports_no_gateway_lab_or_test_code(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(n for n in GRAPH if _within(n, CLIENT)))
-def test_the_client_depends_on_httpx_alone(name: str) -> None:
+def test_the_client_depends_on_httpx_and_msgpack_alone(name: str) -> None:
     import sys
 
     stdlib = sys.stdlib_module_names
@@ -139,7 +139,7 @@ def test_the_client_depends_on_httpx_alone(name: str) -> None:
         and target.split(".")[0] not in CLIENT_THIRD_PARTY
         and target != "__future__"
     )
-    assert not bad, f"{name} imports {bad}; the client may import only httpx (+ numpy/PIL lazily)"
+    assert not bad, f"{name} imports {bad}; the client may import only httpx and msgpack (+ numpy/PIL lazily)"
 
 
 @pytest.mark.parametrize("name", sorted(n for n in GRAPH if _within(n, GATEWAY)))

@@ -16,6 +16,7 @@ ROSDEP_KEYS = {
     "numpy": "python3-numpy",
     "PIL": "python3-pil",
     "httpx": "python3-httpx",
+    "msgpack": "python3-msgpack",
     "fastapi": "python3-fastapi",
     "uvicorn": "python3-uvicorn",
     "pydantic": "python3-pydantic",
