@@ -58,6 +58,7 @@ setup(
         # Globbed so the package builds whether or not launch and config files exist yet.
         ("share/" + PACKAGE + "/launch", sorted(glob("launch/*.launch.py"))),
         ("share/" + PACKAGE + "/config", sorted(glob("config/*.yaml") + glob("config/*.xml"))),
+        ("share/" + PACKAGE + "/config/adapters", sorted(glob("config/adapters/*.yaml"))),
     ],
     install_requires=["setuptools"] + INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,

@@ -20,6 +20,7 @@ from ._model.controllers import Controller, joint_position_problem
 from ._model.observation import DEFAULT_QUALITY as DEFAULT_JPEG_QUALITY
 from ._model.observation import encode, observation
 from ._model.text import is_blank
+from ._platform.adapter import Adapter, AdapterError, load_adapter
 from ._playback.playback import InstalledRows
 from ._playback.speed import AUTO as AUTO_SPEED
 from ._playback.speed import MIN_SPEED
@@ -46,6 +47,7 @@ from .errors import (
     InvalidRequest,
     InvalidResponse,
     OutOfCredit,
+    PinMismatch,
     RateLimited,
     SequencesError,
     Unavailable,
@@ -103,6 +105,10 @@ __all__ = [
     "RateLimited",
     "ChunkExhausted",
     "InvalidResponse",
+    "PinMismatch",
+    "Adapter",
+    "AdapterError",
+    "load_adapter",
     "Controller",
     "joint_position_problem",
     "find_model",

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from typing import Callable, Optional, Union
 
 from ._model.catalogue import Model, full_model_id
+from ._platform.adapter import Adapter
+from ._platform.link import DeploymentLink
 from ._playback.speed import PlaybackSpeed, check_playback_speed
 from ._requests.calls import CallHandle, Wake
 from ._requests.predict import predict_chunk
@@ -23,7 +25,7 @@ from ._run.control_loop import RunLoop
 from ._run.handover import actions_for, check_instruction, hand_over
 from ._transport.connection import Connection, ConnectionSetting, connection_of
 from ._transport.deadline import Exchange
-from .errors import ChunkExhausted, SequencesError, Unavailable
+from .errors import ChunkExhausted, RateLimited, SequencesError, Unavailable
 from .options import RunOptions, check_max_in_flight, positive_seconds, run_options_of
 from .outcome import RunOutcome, RunProgress
 from .types import Observation, Prediction
@@ -45,6 +47,7 @@ def connect(
     on_warming: Optional[WarmingCallback] = None,
     max_in_flight: int = 1,
     playback_speed: PlaybackSpeed = 1.0,
+    adapter: Optional[Adapter] = None,
     **settings: ConnectionSetting,
 ) -> Policy:
     """Open a ``Policy`` for ``model`` (use it as a context manager).
@@ -53,6 +56,9 @@ def connect(
     fields as keywords: ``api_key``, ``base_url``, ``timeout_s``, ``verify``,
     ``allow_insecure``) says where the service is. ``max_in_flight`` and ``playback_speed``
     are the defaults of every ``run``/``act`` (each may override them).
+    ``protocol="deployment"`` (a ``Connection`` field) drives a deployment of the account over
+    the platform's protocol; it needs ``adapter=`` (``load_adapter``), what its inputs and
+    outputs mean to the robot. The default, ``"shared-model"``, calls ``POST /v1/act``.
     """
     # Spelled out, not **kwargs: this is the signature users and their editors read.
     return Policy(
@@ -64,6 +70,7 @@ def connect(
         on_warming=on_warming,
         max_in_flight=max_in_flight,
         playback_speed=playback_speed,
+        adapter=adapter,
     )
 
 
@@ -84,6 +91,7 @@ class Policy:
         on_warming: Optional[WarmingCallback] = None,
         max_in_flight: int = 1,
         playback_speed: PlaybackSpeed = 1.0,
+        adapter: Optional[Adapter] = None,
         **settings: ConnectionSetting,
     ) -> None:
         if isinstance(model, Model):
@@ -98,9 +106,17 @@ class Policy:
             raise TypeError(f"on_warming is {on_warming!r}; expected a callable(waited_s, eta_s)")
         check_max_in_flight("max_in_flight", max_in_flight)
         speed = check_playback_speed("playback_speed", playback_speed)
-        transport = connection_of(connection, settings, "Policy").transport()
+        chosen = connection_of(connection, settings, "Policy")
+        deployment = chosen.protocol == "deployment"
+        if deployment and not isinstance(adapter, Adapter):
+            raise TypeError(f"protocol='deployment' needs adapter= a sequence_ai.Adapter "
+                            f"(sequence_ai.load_adapter(...)); got {adapter!r}")
+        if not deployment and adapter is not None:
+            raise ValueError("adapter= is for protocol='deployment'; a shared model's rows "
+                             "come from its catalogue row")
+        transport = chosen.transport()
         self._session = Session(
-            full_model_id(model.strip()),
+            model.strip() if deployment else full_model_id(model.strip()),
             transport,
             validate=validate,
             control_hz=None if control_hz is None else float(control_hz),
@@ -108,6 +124,7 @@ class Policy:
             on_warming=on_warming,
             max_in_flight=max_in_flight,
             playback_speed=speed,
+            adapter=adapter,
         )
         # Re-entrant so next_action -> predict and act -> run work on the driving thread;
         # acquired without blocking so a second driver is refused, never queued.
@@ -127,6 +144,11 @@ class Policy:
         return self._session.model_id
 
     @property
+    def protocol(self) -> str:
+        """"deployment" (the platform's protocol) or "shared-model" (``POST /v1/act``)."""
+        return "shared-model" if self._session.link is None else "deployment"
+
+    @property
     def buffered(self) -> int:
         """Steps left of the last ``predict``/``next_action`` (a run discards them)."""
         return len(self._session.buffer)
@@ -140,7 +162,9 @@ class Policy:
     @property
     def connections_opened(self) -> int:
         """Connections this Policy has opened (handshakes); kept-alive ones count once."""
-        return self._session.transport.connections_opened
+        link = self._session.link
+        worker = 0 if link is None else link.connections_opened
+        return self._session.transport.connections_opened + worker
 
     @property
     def instruction(self) -> Optional[str]:
@@ -184,6 +208,29 @@ class Policy:
         (``InstructionHandedOver``), and the run now ends ``max_seconds`` from now. Any
         thread; False (nothing changed) when no run is under way."""
         return hand_over(self._session, self._loop, instruction, max_seconds)
+
+    # -- a deployment's episodes -----------------------------------------------------------
+
+    def end_episode(self) -> Optional[str]:
+        """End the deployment's current episode (each ``run``/``act`` ends its own); its id,
+        or None when none was open."""
+        return self._link("end_episode").end_episode()
+
+    def label(self, success: bool, notes: str = "", *, episode: Optional[str] = None) -> str:
+        """Record how an episode went (the current one, else the last ended); its id."""
+        if not isinstance(success, bool):
+            raise TypeError(f"success is {success!r}; expected True or False")
+        if not isinstance(notes, str):
+            raise TypeError(f"notes is {notes!r}; expected a string")
+        return self._link("label").label(success, notes, episode)
+
+    def _link(self, method: str) -> DeploymentLink:
+        self._session.check_open(method)
+        link = self._session.link
+        if link is None:
+            raise SequencesError(f"{method}() is for a deployment (protocol='deployment'); "
+                                 "a shared model keeps no episodes")
+        return link
 
     # -- read-only calls -------------------------------------------------------------------
 
@@ -302,12 +349,15 @@ class Policy:
                     stacklevel=3,
                 )
             with self._session.open_call("run", call) as handle:
+                if self._session.link is not None:
+                    self._await_deployment(handle, run_options)
                 loop = RunLoop(self._session, handle, run_options)
                 self._loop = loop
                 try:
                     return loop.execute()
                 finally:
                     self._loop = None
+                    self._end_run_episode()
 
     def act(
         self,
@@ -345,6 +395,43 @@ class Policy:
                 return self.run(options=bounded, call=call)
             finally:
                 self._session.clear_instruction()
+
+    # -- a deployment's run ----------------------------------------------------------------
+
+    def _await_deployment(self, handle: CallHandle, options: RunOptions) -> None:
+        """Connect before the run (its rate comes from the answer), waiting out a warming or
+        busy deployment within the startup budget; an interrupt ends the wait at once."""
+        link = self._session.link
+        assert link is not None
+        start = time.monotonic()
+        budget_end = start + self._session.defaults.startup_timeout_s
+        while True:
+            try:
+                link.connect()
+                return
+            except Unavailable as exc:
+                if not (exc.warming or isinstance(exc, RateLimited)):
+                    raise
+                now = time.monotonic()
+                if now >= budget_end:
+                    raise
+                if exc.warming and self._session.on_warming is not None:
+                    self._session.on_warming(now - start, exc.retry_after_s)
+                pause = min(max(exc.retry_after_s or 1.0, 0.2), 5.0)
+                if handle.sleep_until(min(now + pause, budget_end)) is Wake.INTERRUPTED:
+                    if options.hold is not None:
+                        options.hold()
+                    raise SequencesError(
+                        f"interrupted while {self.model} was warming; nothing moved") from None
+
+    def _end_run_episode(self) -> None:
+        link = self._session.link
+        if link is None:
+            return
+        try:
+            link.end_episode()
+        except SequencesError:
+            pass  # the worker may be gone; its episode ends with its session
 
     # -- the single-driver guard -------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import uuid
 import warnings
 from collections import deque
 from collections.abc import Iterator, Mapping
@@ -20,6 +21,9 @@ from typing import Callable, Optional
 
 from .._model.catalogue import Model, act_row, check_answer_model, check_chunk, models
 from .._model.observation import is_fatal, problems_with
+from .._platform.adapter import ACTION_SPACE, Adapter
+from .._platform.control import Deployment
+from .._platform.link import DeploymentLink
 from .._playback.speed import PlaybackSpeed
 from .._transport.deadline import Exchange
 from .._transport.transport import Transport, encode_json
@@ -119,10 +123,14 @@ class Session:
         on_warming: Optional[WarmingCallback],
         max_in_flight: int = 1,
         playback_speed: PlaybackSpeed = 1.0,
+        adapter: Optional[Adapter] = None,
     ) -> None:
         # Set here, never rebound: read by any thread without a lock.
         self.model_id = model_id
         self.transport = transport
+        # A deployment's session (protocol "deployment"): its link and adapter; else None.
+        self.adapter = adapter
+        self.link = None if adapter is None else DeploymentLink(transport, model_id)
         self.validate = ValidateMode(validate)
         self.on_warming = on_warming
         self.defaults = RunDefaults(control_hz, startup_timeout_s, max_in_flight, playback_speed)
@@ -173,6 +181,9 @@ class Session:
             threads = list(self._fetch_threads)
         for call in calls:
             call.interrupt()
+        if self.link is not None:
+            # Before the transport closes: the release goes through it.
+            self.link.close()
         # abort() wakes a thread blocked reading a stalled response, so the joins are short.
         self.transport.abort()
         for thread in threads:
@@ -220,6 +231,9 @@ class Session:
     def spec(self) -> Optional[Model]:
         """The model's catalogue row (None if unlisted); cached once a fetch succeeded."""
         self.check_open("spec")
+        if self.link is not None:
+            _, deployment = self.link.connect()
+            return self._deployment_row(deployment)
         with self._lock:
             cached = self._spec
         if cached is not None:
@@ -229,6 +243,22 @@ class Session:
         with self._lock:
             self._spec = (row,)
         return row
+
+    def _deployment_row(self, deployment: Deployment) -> Model:
+        """The deployment as a catalogue row: rate and horizons from connect, the rest from
+        the adapter (the rows it hands the loop are absolute joints and the gripper)."""
+        adapter = self.adapter
+        assert adapter is not None
+        gripper = 0 if adapter.gripper_column is None else 1
+        return Model.from_wire({
+            "id": self.model_id, "robot": adapter.robot, "action_dim": adapter.action_dim,
+            "state_dim": adapter.joint_count + gripper,
+            "state_layout": {"joint_positions": adapter.joint_count, "gripper": gripper},
+            "action_horizon": deployment.valid_len, "control_hz": deployment.hz,
+            "open_loop_horizon": deployment.replan_at,
+            "camera_views": [camera.view for camera in adapter.cameras],
+            "action_space": ACTION_SPACE,
+        })
 
     def spec_or_none(self) -> Optional[Model]:
         """The catalogue row, or None when unlisted or when the catalogue cannot be fetched
@@ -240,6 +270,9 @@ class Session:
 
     def known_spec(self) -> Optional[Model]:
         """The catalogue row if one was fetched already; never sends a request."""
+        if self.link is not None:
+            deployment = self.link.deployment
+            return None if deployment is None else self._deployment_row(deployment)
         with self._lock:
             cached = self._spec
         return None if cached is None else cached[0]
@@ -249,6 +282,12 @@ class Session:
     ) -> tuple[bool, Optional[float]]:
         """``(ready, eta_s)`` from ``GET /v1/act/ready``; remembers a ready model."""
         self.check_open("ready")
+        if self.link is not None:
+            ready, eta_s = self.link.control.ready(timeout=timeout, exchange=exchange)
+            if ready:
+                with self._lock:
+                    self._seen_ready = True
+            return ready, eta_s
         body = self.transport.get("/v1/act/ready", params={"model": self.model_id},
                                   timeout=timeout, exchange=exchange)
         if not isinstance(body, dict) or "ready" not in body:
@@ -316,7 +355,8 @@ class Session:
 
     def check_observation(self, observation: Observation) -> None:
         """Pre-send check against the catalogue (validate="warn"|"strict"; "off" skips)."""
-        if self.validate is ValidateMode.OFF:
+        # A deployment's adapter checks every observation against what it sends.
+        if self.validate is ValidateMode.OFF or self.link is not None:
             return
         model = self.spec_or_none()
         if model is None:
@@ -369,6 +409,8 @@ class Session:
         exchange = Exchange()
 
         def request() -> Prediction:
+            if self.link is not None:
+                return self._deployment_request(observe(), model, timeout, exchange)
             observation = observe()
             body: dict[str, object] = {
                 "model": self.model_id, "observation": observation.to_wire()
@@ -390,6 +432,22 @@ class Session:
             self._fetch_threads[fetch.thread] = exchange
             fetch.start()
         return fetch
+
+    def _deployment_request(
+        self, observation: Observation, model: Optional[Model], timeout: Optional[float],
+        exchange: Exchange,
+    ) -> Prediction:
+        """One chunk from the deployment: observe + act on the worker, the adapter's rows."""
+        link, adapter = self.link, self.adapter
+        assert link is not None and adapter is not None
+        outputs, deployment = link.infer(adapter.inputs(observation), exchange=exchange,
+                                         timeout=timeout)
+        chunk = adapter.chunk(outputs, observation, hz=deployment.hz,
+                              valid_len=deployment.valid_len, replan_at=deployment.replan_at)
+        if model is not None:
+            check_chunk(model, chunk)
+        return Prediction(id=uuid.uuid4().hex, model=self.model_id, action_chunk=chunk,
+                          observation=observation)
 
     def _fetch_done(self, thread: threading.Thread) -> None:
         with self._lock:

@@ -14,7 +14,11 @@ from typing import Optional, Union
 
 from .transport import DEFAULT_TIMEOUT_S, Transport, VerifyArg
 
-__all__ = ["Connection", "ConnectionSetting", "connection_of"]
+__all__ = ["PROTOCOLS", "Connection", "ConnectionSetting", "connection_of"]
+
+# "shared-model": POST /v1/act to a catalogue model (the default). "deployment": a deployment of
+# the account over the platform's protocol (connect, a pinned worker, msgpack; docs/client.md).
+PROTOCOLS = ("shared-model", "deployment")
 
 # What one connection keyword may hold (the field types of Connection).
 ConnectionSetting = Union[None, str, bool, float, VerifyArg]
@@ -33,6 +37,8 @@ class Connection:
     timeout_s: float = DEFAULT_TIMEOUT_S
     verify: VerifyArg = True
     allow_insecure: bool = False
+    # Chosen explicitly, never guessed from a failure.
+    protocol: str = "shared-model"
 
     def __post_init__(self) -> None:
         for name in ("api_key", "base_url"):
@@ -41,6 +47,8 @@ class Connection:
                 raise TypeError(f"{name} is {value!r}; expected a string or None")
         if not isinstance(self.allow_insecure, bool):
             raise TypeError(f"allow_insecure is {self.allow_insecure!r}; expected True or False")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol is {self.protocol!r}; expected one of {PROTOCOLS}")
 
     def transport(self, *, keyed: bool = True) -> Transport:
         """A new transport with these settings (``keyed=False``: the key is optional)."""
@@ -57,7 +65,7 @@ class Connection:
         key = "set" if self.api_key else "none"
         return (
             f"Connection(base_url={self.base_url!r}, api_key={key}, timeout_s={self.timeout_s!r}, "
-            f"allow_insecure={self.allow_insecure!r})"
+            f"allow_insecure={self.allow_insecure!r}, protocol={self.protocol!r})"
         )
 
 

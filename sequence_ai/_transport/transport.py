@@ -24,6 +24,7 @@ from ..errors import (
     InvalidRequest,
     InvalidResponse,
     OutOfCredit,
+    PinMismatch,
     RateLimited,
     SequencesError,
     Unavailable,
@@ -31,7 +32,9 @@ from ..errors import (
 from .api_key import check_api_key, scrub_key
 from .body import ACCEPT_ENCODING, MAX_BODY_BYTES, read_body
 from .deadline import DeadlineWatch, Exchange
+from .pinned_tls import CertificateRefused
 from .pool_sockets import pooled_sockets, socket_serving
+from .refusals import refusal
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -215,6 +218,29 @@ def _decode_error(response: httpx.Response, text: str) -> tuple[str, dict[str, A
     return message, extras
 
 
+def _typed_body(data: bytes) -> Optional[Mapping[str, Any]]:
+    """The platform's typed error body (``code`` beside ``detail``), or None for another."""
+    try:
+        parsed = json.loads(data) if data else None
+    except ValueError:
+        return None
+    if isinstance(parsed, dict) and isinstance(parsed.get("code"), str):
+        return parsed
+    return None
+
+
+def _pin_refused(exc: BaseException) -> bool:
+    """Whether the pinned check refused the peer's certificate somewhere under ``exc``."""
+    seen: Optional[BaseException] = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, CertificateRefused):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 class Transport:
     """One ``httpx.Client`` (a pool of kept-alive connections) to the gateway; maps statuses to
     typed errors and counts the connections it opens (each one a TCP/TLS handshake).
@@ -232,6 +258,7 @@ class Transport:
         verify: VerifyArg = True,
         allow_insecure: bool = False,
         require_key: bool = True,
+        headers: Optional[Mapping[str, str]] = None,
     ) -> None:
         self._base_url = check_base_url(resolve_base_url(base_url), allow_insecure=allow_insecure)
         key = resolve_api_key(api_key)
@@ -252,13 +279,14 @@ class Transport:
         self._timeout_s = float(timeout_s)
         # Kept only to scrub it from error text; never printed, never in repr.
         self._secret = key
-        headers = {"Content-Type": "application/json", "User-Agent": user_agent(),
-                   "Accept-Encoding": ACCEPT_ENCODING}
+        own = {"Content-Type": "application/json", "User-Agent": user_agent(),
+               "Accept-Encoding": ACCEPT_ENCODING}
         if key is not None:
-            headers["Authorization"] = f"Bearer {key}"
+            own["Authorization"] = f"Bearer {key}"
+        own.update(headers or {})
         self._client = httpx.Client(
             base_url=self._base_url,
-            headers=headers,
+            headers=own,
             timeout=httpx.Timeout(self._timeout_s),
             limits=httpx.Limits(
                 max_keepalive_connections=KEEPALIVE_CONNECTIONS,
@@ -364,6 +392,26 @@ class Transport:
         parsed JSON or raises. ``exchange.abort()`` ends the request early from any thread."""
         return self._request("POST", path, body=body, timeout=timeout, exchange=exchange)
 
+    def send_bytes(
+        self,
+        method: str,
+        path: str,
+        content: bytes,
+        *,
+        content_type: str,
+        headers: Mapping[str, str],
+        timeout: Optional[float] = None,
+        exchange: Optional[Exchange] = None,
+    ) -> tuple[bytes, str]:
+        """``method path`` with a body of ``content_type``; the 2xx body as bytes and its
+        media type (a deployment's worker answers msgpack), or the typed error."""
+        response, data = self._exchange(method, path, body=content, timeout=timeout,
+                                        exchange=exchange,
+                                        headers={"Content-Type": content_type, **headers})
+        if not 200 <= response.status_code < 300:
+            self._unwrap(method, path, response, data)
+        return data, response.headers.get("content-type", "")
+
     def delete(self, path: str, *, timeout: Optional[float] = None) -> Any:
         return self._request("DELETE", path, timeout=timeout)
 
@@ -380,6 +428,21 @@ class Transport:
         timeout: Optional[float] = None,
         exchange: Optional[Exchange] = None,
     ) -> Any:
+        response, data = self._exchange(method, path, params=params, body=body, timeout=timeout,
+                                        exchange=exchange)
+        return self._unwrap(method, path, response, data)
+
+    def _exchange(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Optional[Mapping[str, Any]] = None,
+        body: Any = None,
+        timeout: Optional[float] = None,
+        exchange: Optional[Exchange] = None,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> tuple[httpx.Response, bytes]:
         if self._closed:
             raise SequencesError(
                 f"{method} {path}: this connection is closed; create a new client to reconnect"
@@ -401,7 +464,8 @@ class Transport:
         try:
             # httpx's params= would percent-encode the slashes of a model id.
             request = self._client.build_request(
-                method, query_path(path, params), content=content, timeout=httpx.Timeout(applied)
+                method, query_path(path, params), content=content, headers=headers,
+                timeout=httpx.Timeout(applied),
             )
             request.extensions["trace"] = self._trace
             with self._watch.watching(exchange, deadline, request.extensions) as live:
@@ -419,7 +483,7 @@ class Transport:
             if ended == "deadline":
                 ended = "reading the response body" if headers_in else "before the headers ended"
             self._raise_failure(method, path, applied, exc, ended)
-        return self._unwrap(method, path, response, data)
+        return response, data
 
     def _raise_failure(
         self, method: str, path: str, applied: float, exc: BaseException, ended: Optional[str]
@@ -432,6 +496,11 @@ class Transport:
             phase = ended if ended is not None else _TIMEOUT_PHASES.get(type(exc), "in transit")
             raise Unavailable(
                 f"{method} {self._base_url}{path} timed out after {applied:g}s ({phase})"
+            ) from None
+        if _pin_refused(exc):
+            raise PinMismatch(
+                f"{self._base_url} presented a certificate other than the pinned one "
+                f"({method} {path}); the connection was refused"
             ) from None
         if isinstance(exc, httpx.HTTPError):
             detail = self._scrub(str(exc)) or type(exc).__name__
@@ -460,6 +529,9 @@ class Transport:
                     status=status,
                     body=text,
                 ) from None
+        typed = _typed_body(data)
+        if typed is not None:
+            raise refusal(f"{method} {path}", status, text, response.headers, typed)
         message, extras = _decode_error(response, text)
         message = self._scrub(message)
         body = text

@@ -10,7 +10,7 @@ from typing import Iterator, Tuple
 import httpx
 import pytest
 
-from sequence_ai._platform.tls import (
+from sequence_ai._transport.pinned_tls import (
     CertificateRefused,
     fingerprint_of,
     normalize_fingerprint,
@@ -40,7 +40,7 @@ def worker() -> Iterator[Tuple[str, str]]:
     cert.configure_cert(context)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     der = ssl.PEM_cert_to_DER_cert(cert.cert_chain_pems[0].bytes().decode())
     try:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sequence_ai._platform.refusals import refusal
+from sequence_ai._transport.refusals import refusal
 from sequence_ai.errors import (
     AuthError,
     InvalidRequest,
