@@ -173,6 +173,13 @@ def test_reset_brings_the_arm_home_and_the_next_layout_and_task_state_follows(
     )
     refused = probe.call(probe.perturb, Perturb.Request(object="table", at_s=0.0))
     assert not refused.accepted and "object: got 'table'" in refused.message
+    # The issue 41 reproduction: an offset off the table is refused naming the workspace, and
+    # the world's trial stays sound (no MuJoCo reset behind the reply).
+    far = Perturb.Request(object="cup", offset=[2.0e10, 0.0, 0.0], at_s=0.0)
+    refused = probe.call(probe.perturb, far)
+    assert not refused.accepted and "table's workspace, x in [0.2, 0.9] m" in refused.message
+    state = probe.last_task()
+    assert state is not None and dict(zip(state.names, state.values))["fault"] == 0.0
 
     # Frozen time: the world waits for commands, each arm command one control period (1/15 s).
     request = SetParameters.Request(
