@@ -89,7 +89,8 @@ CLI_STAMP := $(VENV)/.stamp-cli
 BUILD_INPUTS := package.xml setup.py setup.cfg resource/sequence_ai_ros \
 	interfaces/package.xml interfaces/CMakeLists.txt $(wildcard interfaces/action/*.action) \
 	$(wildcard launch launch/*.launch.py config config/*.yaml config/*.xml) \
-	$(shell find sequence_ai sequence_ai_gateway sequence_ai_ros sequence_ai_lab -name '*.py' 2>/dev/null)
+	$(shell find sequence_ai sequence_ai_gateway sequence_ai_descriptions sequence_ai_ros \
+		sequence_ai_lab -name '*.py' -o -name robot.json 2>/dev/null)
 
 # The built workspace over the venv: what `source install/setup.bash` gives a ROS user, with the
 # source tree first on PYTHONPATH so tests import the code being edited.
@@ -98,7 +99,8 @@ WS_ENV = source $(VENV)/bin/activate && source $(ROOT)/install/setup.bash && $(R
 	ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST ROS_LOCALHOST_ONLY=1 \
 	SEQUENCE_AI_GATEWAY_PYTHON=$(VENV_PY) &&
 
-LINT_PATHS := $(wildcard sequence_ai sequence_ai_gateway sequence_ai_ros sequence_ai_lab test bench launch) .ci
+LINT_PATHS := $(wildcard sequence_ai sequence_ai_gateway sequence_ai_descriptions sequence_ai_ros \
+	sequence_ai_lab test bench launch) .ci
 CLIENT_TESTS := $(wildcard test/client) test/foundation/test_client_import.py \
 	test/gateway/test_fixture_any_python.py
 FLOORS_TESTS := $(wildcard test/client test/gateway) test/foundation/test_client_import.py

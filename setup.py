@@ -11,7 +11,11 @@ from glob import glob
 from setuptools import find_packages, setup
 
 PACKAGE = "sequence_ai_ros"
-PYTHON_PACKAGES = ("sequence_ai", "sequence_ai_gateway", PACKAGE, "sequence_ai_lab")
+# sequence_ai_descriptions: robots as data (robot.json per robot), read by the gateway and the sim.
+PYTHON_PACKAGES = (
+    "sequence_ai", "sequence_ai_gateway", "sequence_ai_descriptions", PACKAGE, "sequence_ai_lab"
+)
+DESCRIPTIONS = sorted(glob("sequence_ai_descriptions/*/robot.json"))
 
 # The client needs httpx, and msgpack for a deployment's worker bodies (1.0.3: Ubuntu 22.04's);
 # numpy/Pillow are only for JPEG encoding and reading arrays as arrays.
@@ -52,6 +56,7 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(include=[n for p in PYTHON_PACKAGES for n in (p, p + ".*")]),
+    package_data={"sequence_ai_descriptions": ["*/robot.json", "*/README.md"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
         ("share/" + PACKAGE, ["package.xml"]),
@@ -59,6 +64,11 @@ setup(
         ("share/" + PACKAGE + "/launch", sorted(glob("launch/*.launch.py"))),
         ("share/" + PACKAGE + "/config", sorted(glob("config/*.yaml") + glob("config/*.xml"))),
         ("share/" + PACKAGE + "/config/adapters", sorted(glob("config/adapters/*.yaml"))),
+        # package://sequence_ai_ros/descriptions/<robot>/robot.json
+        *[
+            ("share/" + PACKAGE + "/descriptions/" + path.split("/")[1], [path])
+            for path in DESCRIPTIONS
+        ],
     ],
     install_requires=["setuptools"] + INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,

@@ -1,9 +1,9 @@
 """The simulated DROID cameras' calibration, as the simulated models know their training cameras.
 
-Data, not code of the simulator: these are the numbers a calibration file of the simulated
-DROID rig would hold (the sim's numpy renderer draws with the same ones; a test checks they
-agree). Pinhole cameras with square pixels and the principal point at the image centre, so the
-intrinsics scale with whatever size a frame is sent at:
+Data, not code of the simulator: the numbers are the robot description's ``cameras``
+(``sequence_ai_descriptions/franka_droid/robot.json``; the sim's numpy renderer draws with the
+same ones; a test checks they agree). Pinhole cameras with square pixels and the principal
+point at the image centre, so the intrinsics scale with whatever size a frame is sent at:
 
     fx = fy = (width / 2) / tan(horizontal_fov / 2),   cx = width / 2,   cy = height / 2
 
@@ -16,39 +16,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional
 
 import numpy as np
 
-Vec3 = Tuple[float, float, float]
-
-
-@dataclass(frozen=True)
-class CameraCalibration:
-    """One camera: horizontal field of view and a look-at pose (base or flange frame)."""
-
-    view: str
-    horizontal_fov_deg: float
-    eye: Vec3
-    target: Vec3
-    up: Vec3
-    # "base": eye/target/up in panda_link0; "flange": in the Panda's flange frame.
-    mount: str
-
+from sequence_ai_gateway.droid.description import FRANKA_DROID, CameraCalibration
 
 # At 1280x720: exteriors fx = fy = 948.8 px, wrist fx = fy = 640.0 px; cx = 640, cy = 360.
-CALIBRATION: Dict[str, CameraCalibration] = {
-    "exterior_1": CameraCalibration(
-        "exterior_1", 68.0, (0.5, 1.3, 0.85), (0.3, 0.0, 0.3), (0.0, 0.0, 1.0), "base"
-    ),
-    "exterior_2": CameraCalibration(
-        "exterior_2", 68.0, (0.5, -1.3, 0.85), (0.3, 0.0, 0.3), (0.0, 0.0, 1.0), "base"
-    ),
-    # Behind the fingers, looking past them along the flange axis; image "up" is flange -x.
-    "wrist_left": CameraCalibration(
-        "wrist_left", 90.0, (-0.07, 0.0, 0.0), (0.0, 0.0, 0.5), (-1.0, 0.0, 0.0), "flange"
-    ),
-}
+# The wrist camera sits behind the fingers, looking past them along the flange axis; its image
+# "up" is flange -x.
+CALIBRATION: Dict[str, CameraCalibration] = FRANKA_DROID.cameras
 
 
 def focal_px(view: str, width: int) -> float:

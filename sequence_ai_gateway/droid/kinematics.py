@@ -1,36 +1,29 @@
 """The Franka Panda's kinematics for the simulated DROID models: DH forward kinematics and a
 damped least-squares inverse kinematics (the gateway's own; it imports nothing of the robot's).
 
-Modified DH parameters as Franka publishes them; the flange 0.107 m along joint 7's axis, the
-hand TCP (``panda_hand_tcp``) 0.1034 m further and turned -45 degrees about that axis.
+Modified DH parameters as Franka publishes them, read from the robot's description
+(``description.FRANKA_DROID``): the flange 0.107 m along joint 7's axis, the hand TCP
+(``panda_hand_tcp``) 0.1034 m further and turned -45 degrees about that axis.
 """
 
 from __future__ import annotations
 
 import math
-from typing import List, Sequence, Tuple
+from typing import List, Sequence
 
 import numpy as np
 
-from sequence_ai_gateway.models.catalogue import PANDA_LOWER, PANDA_UPPER
+from sequence_ai_gateway.droid.description import FRANKA_DROID
 
 # (a, d, alpha) of joints 1..7, metres and radians (Craig's modified convention).
-PANDA_DH: Tuple[Tuple[float, float, float], ...] = (
-    (0.0, 0.333, 0.0),
-    (0.0, 0.0, -math.pi / 2),
-    (0.0, 0.316, math.pi / 2),
-    (0.0825, 0.0, math.pi / 2),
-    (-0.0825, 0.384, -math.pi / 2),
-    (0.0, 0.0, math.pi / 2),
-    (0.088, 0.0, math.pi / 2),
-)
-FLANGE_D = 0.107
-TCP_D = 0.1034
-TCP_TURN = -math.pi / 4
+PANDA_DH = FRANKA_DROID.dh
+FLANGE_D = FRANKA_DROID.flange_d
+TCP_D = FRANKA_DROID.tcp_d
+TCP_TURN = FRANKA_DROID.tcp_turn
 # Franka's published joint speed limits (rad/s).
-VELOCITY_LIMITS = np.array([2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61])
-LOWER = np.array(PANDA_LOWER)
-UPPER = np.array(PANDA_UPPER)
+VELOCITY_LIMITS = np.array(FRANKA_DROID.velocity)
+LOWER = np.array(FRANKA_DROID.lower)
+UPPER = np.array(FRANKA_DROID.upper)
 # The hand pointing straight down, fingers closing along the base's y axis (the ready pose's).
 DOWNWARD = np.diag([1.0, -1.0, -1.0])
 # Least-squares damping (m-equivalent): bounded steps near a singularity, close tracking else.

@@ -6,12 +6,14 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from sequence_ai_gateway.droid.description import FRANKA_DROID
+
 MODEL_PREFIX = "accounts/sequences/models/"
 ENDPOINTS = ("act", "chat", "perceive")
 
-# Franka Panda joint limits (rad); the simulated DROID arm uses them.
-PANDA_LOWER = (-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973)
-PANDA_UPPER = (2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973)
+# Franka Panda joint limits (rad) from the robot's description; the simulated DROID arm's.
+PANDA_LOWER = FRANKA_DROID.lower
+PANDA_UPPER = FRANKA_DROID.upper
 # Where the Cartesian models' instruction targets lie (m, in panda_link0): well inside the
 # simulated arm's workspace box x [0.2, 0.8], y [-0.45, 0.45], z [0.05, 0.8].
 EE_TARGET_LOWER = (0.3, -0.3, 0.15)

@@ -7,55 +7,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-JOINT_NAMES: tuple[str, ...] = tuple(f"panda_joint{i}" for i in range(1, 8))
-GRIPPER_JOINT = "panda_finger_joint1"
+from sequence_ai_gateway.droid import kinematics
+from sequence_ai_gateway.droid.description import FRANKA_DROID
+
+# The robot's description (joints, limits, home, DH) is data: sequence_ai_descriptions'
+# franka_droid/robot.json, read once by the gateway's reader; its kinematics are the gateway's.
+JOINT_NAMES: tuple[str, ...] = FRANKA_DROID.joint_names
+GRIPPER_JOINT = FRANKA_DROID.gripper_joint
 
 # Franka Panda limits (rad, rad/s) as published for the FR3/Panda arm.
-LOWER_LIMITS = np.array([-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973])
-UPPER_LIMITS = np.array([2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973])
-VELOCITY_LIMITS = np.array([2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61])
+LOWER_LIMITS = np.array(FRANKA_DROID.lower)
+UPPER_LIMITS = np.array(FRANKA_DROID.upper)
+VELOCITY_LIMITS = np.array(FRANKA_DROID.velocity)
 
 # A relaxed "ready" pose above the table, inside every limit.
-HOME = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
-
-# Modified DH (a, d, alpha) of the Panda's seven joints, then the flange and the hand.
-_DH = (
-    (0.0, 0.333, 0.0),
-    (0.0, 0.0, -math.pi / 2),
-    (0.0, 0.316, math.pi / 2),
-    (0.0825, 0.0, math.pi / 2),
-    (-0.0825, 0.384, -math.pi / 2),
-    (0.0, 0.0, math.pi / 2),
-    (0.088, 0.0, math.pi / 2),
-)
-_FLANGE_D = 0.107
-_HAND_D = 0.1034
-
-
-def _dh(a: float, d: float, alpha: float, theta: float) -> np.ndarray:
-    ca, sa, ct, st = math.cos(alpha), math.sin(alpha), math.cos(theta), math.sin(theta)
-    return np.array(
-        [
-            [ct, -st, 0.0, a],
-            [st * ca, ct * ca, -sa, -d * sa],
-            [st * sa, ct * sa, ca, d * ca],
-            [0.0, 0.0, 0.0, 1.0],
-        ]
-    )
+HOME = np.array(FRANKA_DROID.home)
 
 
 def forward_kinematics(q: np.ndarray) -> list[np.ndarray]:
     """4x4 poses in the base frame: base, joints 1..7, flange, hand (the wrist camera's mount)."""
-    poses = [np.eye(4)]
-    pose = np.eye(4)
-    for (a, d, alpha), theta in zip(_DH, q):
-        pose = pose @ _dh(a, d, alpha, float(theta))
-        poses.append(pose)
-    pose = pose @ _dh(0.0, _FLANGE_D, 0.0, 0.0)
-    poses.append(pose)
-    # The hand sits rotated -45 degrees about the flange axis on a real Panda.
-    poses.append(pose @ _dh(0.0, _HAND_D, 0.0, -math.pi / 4))
-    return poses
+    return kinematics.frames(q)
 
 
 @dataclass
