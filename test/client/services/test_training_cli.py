@@ -60,7 +60,13 @@ def test_estimate_of_a_model_that_is_not_trainable_fails_with_the_reason(
 
 
 def test_submit_list_show_cancel_print_one_line_per_job(
-        gw: Any, capsys: pytest.CaptureFixture[str]) -> None:
+        gateway_factory: Any, no_env: None, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The manual executor keeps jobs queued: on a loaded machine the simulated one finished the
+    # job before the cancel reached it.
+    gateway = gateway_factory()
+    monkeypatch.setenv("SEQUENCES_API_KEY", gateway.api_key)
+    monkeypatch.setenv("SEQUENCES_BASE_URL", gateway.url)
     code, out, _ = run(capsys, "train", "submit", "pi05-droid", "hf://lab/episodes",
                        "--epochs", "2", "--frames", "900")
     assert code == 0 and len(out) == 1
