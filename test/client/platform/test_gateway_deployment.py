@@ -18,6 +18,9 @@ from sequence_ai.types import ImageFrame, Observation, Proprioception
 
 ADAPTERS = Path(__file__).resolve().parents[3] / "config" / "adapters"
 pytestmark = pytest.mark.slow  # a gateway process and runs played in real time
+# The adapter file and the frames' JPEG: the gateway's venv has both, the 3.9 client venv neither.
+pytest.importorskip("yaml")
+pytest.importorskip("PIL")
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +30,10 @@ def platform_gateway() -> Iterator[Any]:
 
 
 def _observe() -> Observation:
-    image = pytest.importorskip("PIL.Image")
+    from PIL import Image
+
     out = io.BytesIO()
-    image.new("RGB", (224, 224), (90, 120, 150)).save(out, format="JPEG")
+    Image.new("RGB", (224, 224), (90, 120, 150)).save(out, format="JPEG")
     data = base64.b64encode(out.getvalue()).decode()
     return Observation([ImageFrame("exterior_1", data), ImageFrame("wrist_left", data)],
                        Proprioception([0.0, -0.5, 0.0, -2.0, 0.0, 1.5, 0.8], gripper=[0.0]),
@@ -41,7 +45,6 @@ def _observe() -> Observation:
 def test_a_run_with_two_in_flight_plays_without_underrun(
     platform_gateway: Any, name: str, adapter: str
 ) -> None:
-    pytest.importorskip("yaml")
     frame = _observe()
     rows: List[List[float]] = []
     with sequence_ai.connect(name, api_key=platform_gateway.platform_key,
