@@ -212,11 +212,12 @@ pytest39: setup
 $(VENV_FLOORS_PY):
 	$(OUTSIDE) $(PYTHON) -m venv $(VENV_FLOORS)
 
-# The test tools of the client venv (for a gateway in process too: trustme) over the floors.
+# The test tools of the client venv (for a gateway in process too: trustme) over the floors, and
+# the platform's wire contract, which a Humble robot gets from pip (no rosdep key).
 $(VENV_FLOORS)/.stamp-deps: $(VENV_FLOORS_PY) setup.py .ci/requirements.py .ci/humble-floors.txt
 	$(VENV_FLOORS_PY) .ci/requirements.py client-test > $(VENV_FLOORS)/requirements.txt
 	$(OUTSIDE) $(VENV_FLOORS_PY) $(PIP_INSTALL) -r $(ROOT)/.ci/humble-floors.txt \
-		-r $(VENV_FLOORS)/requirements.txt "trustme>=1.0"
+		-r $(VENV_FLOORS)/requirements.txt "trustme>=1.0" "sequence-base==0.7.0"
 	@touch $@
 
 # The client and gateway suites on the dependency versions of a Humble robot (Python 3.10).

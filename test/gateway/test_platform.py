@@ -11,10 +11,12 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 import httpx
 import numpy as np
 import pytest
-from sequence_base import msgpack_io
 from support.gateway_fixture import run_gateway
 
-from sequence_ai_gateway.platform.keys import default_robot_key
+# The platform validates its wire with sequence-base (pip-only; absent from the Humble floors venv).
+msgpack_io = pytest.importorskip("sequence_base.msgpack_io")
+
+from sequence_ai_gateway.platform.keys import default_robot_key  # noqa: E402
 
 MSGPACK = "application/x-seq-msgpack"
 

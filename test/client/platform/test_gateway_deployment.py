@@ -21,6 +21,8 @@ pytestmark = pytest.mark.slow  # a gateway process and runs played in real time
 # The adapter file and the frames' JPEG: the gateway's venv has both, the 3.9 client venv neither.
 pytest.importorskip("yaml")
 pytest.importorskip("PIL")
+# The gateway's platform needs sequence-base (the main .venv; not the Humble floors venv).
+pytest.importorskip("sequence_base")
 
 
 @pytest.fixture(scope="module")
